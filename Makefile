@@ -1,0 +1,39 @@
+# Lockstep — the two commands that matter: `make demo` and `make test`.
+# Every target installs what it needs first (scripts/setup.sh is idempotent).
+
+SHELL := /bin/bash
+CARGO ?= cargo
+TESTS ?=
+PROVIDER ?= lockstep
+
+.PHONY: setup build demo test lint unit integration mtr mtr-suite clean
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	$(CARGO) build --release --workspace
+
+demo: build
+	@scripts/demo.sh
+
+lint: setup
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
+
+# Everything CI runs: lint, unit, simulation and property tests, then the
+# integration tests that start real mariadbd processes with liblockstep.so.
+test: build lint
+	$(CARGO) test --release --workspace
+
+# MariaDB's own regression tests with our library, as an unprivileged user:
+#   make mtr TESTS="galera.galera_basic wsrep.variables"   [PROVIDER=galera]
+mtr: build
+	@scripts/mtr.sh $(PROVIDER) $(TESTS)
+
+# A whole suite: make mtr-suite SUITE=wsrep [PROVIDER=galera]
+mtr-suite: build
+	@scripts/mtr.sh --suite $(SUITE) $(PROVIDER)
+
+clean:
+	$(CARGO) clean

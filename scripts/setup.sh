@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs everything Lockstep builds, tests and benchmarks against.
+# Idempotent: a second run on a ready machine only checks.
+set -euo pipefail
+
+PKGS=(mariadb-server mariadb-client mariadb-backup mariadb-test galera-4
+      sysbench rsync socat lsof iproute2 procps)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  SUDO=""
+  [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # The packaged server starts itself on install; our clusters use their own
+  # datadirs and ports, so keep the system instance out of the way.
+  if command -v systemctl >/dev/null && systemctl is-active --quiet mariadb 2>/dev/null; then
+    $SUDO systemctl stop mariadb || true
+  fi
+  pkill -x mariadbd 2>/dev/null || true
+fi
+
+command -v cargo >/dev/null || { echo "setup: cargo not found; install Rust (rustup) first" >&2; exit 1; }
+rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt 2>/dev/null || true
+echo "setup: ok (mariadbd $(mariadbd --version | awk '{print $3}'), galera $(ls /usr/lib/galera/libgalera_smm.so))"

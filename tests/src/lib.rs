@@ -1,0 +1,1 @@
+//! Integration tests against real mariadbd live in tests/*.rs.
