@@ -1,1 +1,13 @@
-//! placeholder
+//! Lockstep's protocol core: wsrep semantics as pure state machines.
+//!
+//! Nothing in this crate does I/O, spawns threads or reads a clock. Every
+//! module takes events (and time, where it matters) as inputs and returns
+//! decisions, so that simulations can drive many nodes deterministically.
+//! The provider crate wraps these types in locks, threads and sockets.
+
+pub mod address;
+pub mod certification;
+pub mod group;
+pub mod options;
+pub mod ordering;
+pub mod saved_state;

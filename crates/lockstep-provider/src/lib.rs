@@ -1,1 +1,22 @@
-//! placeholder
+//! liblockstep.so: a wsrep API v26 provider that stock MariaDB loads with
+//! `wsrep_provider=/path/liblockstep.so`, in place of Galera.
+//!
+//! Layout: `ffi` is the C boundary (the only place that touches server
+//! memory); `provider`, `session`, `replication`, `control` and `stats`
+//! implement the contract in safe Rust on top of `lockstep_core`'s pure
+//! state machines; `server` wraps the server's callbacks; `grastate` keeps
+//! the saved position on disk.
+
+mod control;
+pub mod ffi;
+mod grastate;
+mod log;
+mod provider;
+mod replication;
+mod server;
+mod session;
+mod state;
+mod stats;
+#[cfg(test)]
+mod tests;
+mod trx;

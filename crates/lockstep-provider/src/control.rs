@@ -1,0 +1,140 @@
+//! Causal reads, pause/resume and desync/resync (contract §2.20-2.21,
+//! §2.30-2.31, §4.10-4.11).
+
+use crate::log::{info, warn};
+use crate::provider::Provider;
+use crate::state::{Conn, Event};
+use lockstep_core::saved_state::SavedState;
+use std::time::{Duration, Instant};
+use wsrep_abi::{status, Gtid, Status};
+
+const DEFAULT_CAUSAL_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// `tout` may be INT_MAX seconds (contract P25): cap instead of overflowing.
+const MAX_WAIT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+impl Provider {
+    pub fn last_committed_id(&self) -> Gtid {
+        let g = self.lock();
+        Gtid {
+            uuid: g.history,
+            seqno: g.last_committed(),
+        }
+    }
+
+    /// `upto = None`: a causal read; otherwise wait for that GTID.
+    pub fn sync_wait(&self, upto: Option<Gtid>, tout: i32) -> (Status, Gtid) {
+        let timeout = if tout < 0 {
+            self.duration_option("repl.causal_read_timeout", DEFAULT_CAUSAL_READ_TIMEOUT)
+        } else {
+            Duration::from_secs(tout as u64).min(MAX_WAIT)
+        };
+        let deadline = Instant::now() + timeout;
+        let g = self.lock();
+        let target = match upto {
+            Some(gtid) => {
+                if gtid.uuid != g.history {
+                    return (status::TRX_MISSING, Gtid::UNDEFINED);
+                }
+                gtid.seqno
+            }
+            None => {
+                if !g.accepts_writes() {
+                    return (status::TRX_FAIL, Gtid::UNDEFINED);
+                }
+                // Everything ordered cluster-wide up to now. With the local
+                // total order that is the last seqno handed out.
+                g.last_ordered
+            }
+        };
+        let (mut g, reached) = self.wait_until(g, Some(deadline), |s| {
+            s.last_committed() >= target || s.conn == Conn::Closed
+        });
+        if !reached || g.last_committed() < target {
+            return (status::TRX_FAIL, Gtid::UNDEFINED);
+        }
+        if upto.is_none() {
+            g.counters.causal_reads += 1;
+        }
+        let at = Gtid {
+            uuid: g.history,
+            seqno: g.last_committed(),
+        };
+        (status::OK, at)
+    }
+
+    /// Stops ordering, drains, and returns the position (or -1).
+    pub fn pause(&self) -> i64 {
+        let mut g = self.lock();
+        if g.conn != Conn::Open {
+            return -1;
+        }
+        if g.paused {
+            warn!("pause requested while already paused");
+        }
+        g.paused = true;
+        let (g, _) = self.wait_until(g, None, |s| s.last_committed() >= s.last_ordered);
+        let seqno = g.last_committed();
+        let history = g.history;
+        drop(g);
+        self.save_state(SavedState {
+            uuid: history,
+            seqno,
+            safe_to_bootstrap: true,
+        });
+        info!("provider paused at {history}:{seqno}");
+        seqno
+    }
+
+    pub fn resume(&self) -> Status {
+        let mut g = self.lock();
+        if !g.paused {
+            info!("resume requested while not paused; ignored");
+            return status::OK;
+        }
+        g.paused = false;
+        let history = g.history;
+        let safe = g.view.as_ref().is_none_or(|v| v.members.len() == 1);
+        drop(g);
+        self.save_state(SavedState {
+            uuid: history,
+            seqno: -1,
+            safe_to_bootstrap: safe,
+        });
+        self.notify();
+        info!("provider resumed");
+        status::OK
+    }
+
+    pub fn desync(&self) -> Status {
+        let mut g = self.lock();
+        if g.conn != Conn::Open {
+            return status::TRX_FAIL;
+        }
+        match g.local.desync() {
+            Ok(()) => status::OK,
+            Err(state) => {
+                warn!("cannot desync in state {}", state.comment());
+                status::TRX_FAIL
+            }
+        }
+    }
+
+    pub fn resync(&self) -> Status {
+        let mut g = self.lock();
+        match g.local.resync() {
+            Ok(()) => {
+                if g.local.state() == lockstep_core::group::MemberState::Joined {
+                    // synced_cb must run on an applier thread.
+                    g.events.push_back(Event::Synced);
+                    drop(g);
+                    self.notify();
+                }
+                status::OK
+            }
+            Err(_) => {
+                warn!("resync without a matching desync");
+                status::NODE_FAIL
+            }
+        }
+    }
+}

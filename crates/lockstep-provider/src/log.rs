@@ -1,0 +1,54 @@
+//! Logging through the server's logger (`init_args.logger_cb`).
+//!
+//! MariaDB prefixes each line with `WSREP: ` and writes it to its error log,
+//! where mtr fails a test on unexpected warnings: routine events go out at
+//! INFO, and only real problems at WARN or ERROR (contract §3.8, P17).
+//! Before `init` (and after `free`) there is no logger: lines go to stderr,
+//! which mariadbd also sends to its error log.
+
+use std::ffi::CString;
+use std::sync::RwLock;
+use wsrep_abi::{log_level, LoggerCb};
+
+static LOGGER: RwLock<Option<LoggerCb>> = RwLock::new(None);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Error,
+    Warn,
+    Info,
+}
+
+pub fn install(cb: Option<LoggerCb>) {
+    *LOGGER.write().unwrap_or_else(|p| p.into_inner()) = cb;
+}
+
+/// After `free` no provider code may call into the server.
+pub fn uninstall() {
+    install(None);
+}
+
+pub fn log(level: Level, msg: &str) {
+    // A NUL inside a message would truncate it on the C side; replace it.
+    let text = CString::new(msg.replace('\0', "\\0")).unwrap_or_default();
+    let guard = LOGGER.read().unwrap_or_else(|p| p.into_inner());
+    match *guard {
+        Some(cb) => {
+            let lvl = match level {
+                Level::Error => log_level::ERROR,
+                Level::Warn => log_level::WARN,
+                Level::Info => log_level::INFO,
+            };
+            // SAFETY: `cb` is the server's logger, valid from init until
+            // free (when it is uninstalled); `text` is a valid C string that
+            // outlives the call, and the server copies it.
+            unsafe { cb(lvl, text.as_ptr()) }
+        }
+        None => eprintln!("WSREP: [lockstep] {msg}"),
+    }
+}
+
+macro_rules! info { ($($t:tt)*) => { $crate::log::log($crate::log::Level::Info, &format!($($t)*)) } }
+macro_rules! log_warn { ($($t:tt)*) => { $crate::log::log($crate::log::Level::Warn, &format!($($t)*)) } }
+macro_rules! error { ($($t:tt)*) => { $crate::log::log($crate::log::Level::Error, &format!($($t)*)) } }
+pub(crate) use {error, info, log_warn as warn};

@@ -1,0 +1,268 @@
+//! The provider instance: one per loaded library, reached through
+//! `wsrep->ctx`. The FFI layer converts arguments and calls the safe methods
+//! defined here and in the sibling modules (session, replication, control,
+//! stats).
+
+use crate::grastate::{GrastateFile, StateStore};
+use crate::log::{error, info, warn};
+use crate::server::Server;
+use crate::state::Inner;
+use lockstep_core::options::{Options, OptionsError};
+use lockstep_core::saved_state::SavedState;
+use std::path::PathBuf;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use wsrep_abi::{caps, status, Gtid, Status};
+
+pub const PROVIDER_NAME: &str = "Lockstep";
+/// mtr's version gate parses `major.minor.release` at the start of
+/// `wsrep_provider_version` (contract §7.3); we implement the 26.4 semantics.
+pub const PROVIDER_VERSION: &str = concat!("26.4.23(lockstep ", env!("CARGO_PKG_VERSION"), ")");
+pub const PROVIDER_VENDOR: &str = "Lockstep";
+
+/// What this implementation offers (contract §2.3). No STREAMING yet: the
+/// server then refuses `wsrep_trx_fragment_size > 0` cleanly.
+pub const CAPABILITIES: u32 = caps::MULTI_MASTER
+    | caps::CERTIFICATION
+    | caps::PARALLEL_APPLYING
+    | caps::TRX_REPLAY
+    | caps::ISOLATION
+    | caps::PAUSE
+    | caps::CAUSAL_READS;
+
+/// `init_args` in Rust terms, copied out of the server's memory.
+pub struct InitConfig {
+    pub node_name: String,
+    pub node_address: String,
+    pub node_incoming: String,
+    pub data_dir: PathBuf,
+    pub options: String,
+    pub proto_ver: i32,
+    pub state_id: Option<Gtid>,
+    pub server: Server,
+}
+
+pub struct Provider {
+    pub node_name: String,
+    pub node_address: String,
+    pub node_incoming: String,
+    pub data_dir: PathBuf,
+    pub proto_ver: i32,
+    pub server: Server,
+    pub options: Mutex<Options>,
+    pub store: Mutex<Box<dyn StateStore>>,
+    pub inner: Mutex<Inner>,
+    pub changed: Condvar,
+}
+
+#[derive(Debug)]
+pub enum InitError {
+    MissingDataDir(PathBuf),
+    Options(OptionsError),
+    State(crate::grastate::StoreError),
+}
+
+impl std::fmt::Display for InitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InitError::MissingDataDir(p) => write!(
+                f,
+                "data directory '{}' does not exist or is not a directory; \
+                 check wsrep_data_home_dir / datadir",
+                p.display()
+            ),
+            InitError::Options(e) => write!(f, "bad wsrep_provider_options: {e}"),
+            InitError::State(e) => write!(f, "cannot use the saved state: {e}"),
+        }
+    }
+}
+
+impl Provider {
+    pub fn init(cfg: InitConfig) -> Result<Provider, InitError> {
+        if !cfg.data_dir.is_dir() {
+            return Err(InitError::MissingDataDir(cfg.data_dir));
+        }
+        let mut options = Options::new(&cfg.node_address, &cfg.data_dir.to_string_lossy());
+        if let Err(e) = options.apply_initial(&cfg.options) {
+            if let OptionsError::Unknown(_) = &e {
+                for line in e.unrecognized_messages() {
+                    error!("{line}");
+                }
+            }
+            return Err(InitError::Options(e));
+        }
+        let store = GrastateFile::open(&cfg.data_dir).map_err(InitError::State)?;
+        Self::with_store(cfg, options, Box::new(store))
+    }
+
+    /// `init` with the saved state kept in `store` (tests inject faults).
+    pub fn with_store(
+        cfg: InitConfig,
+        options: Options,
+        mut store: Box<dyn StateStore>,
+    ) -> Result<Provider, InitError> {
+        let saved = store.load().map_err(InitError::State)?;
+        let position = initial_position(&saved, cfg.state_id);
+        info!(
+            "Lockstep {} loaded: node '{}' at {}, data dir {}, position {}",
+            PROVIDER_VERSION,
+            cfg.node_name,
+            cfg.node_address,
+            cfg.data_dir.display(),
+            Gtid {
+                uuid: saved.uuid,
+                seqno: position
+            }
+        );
+        Ok(Provider {
+            node_name: cfg.node_name,
+            node_address: cfg.node_address,
+            node_incoming: cfg.node_incoming,
+            data_dir: cfg.data_dir,
+            proto_ver: cfg.proto_ver,
+            server: cfg.server,
+            options: Mutex::new(options),
+            store: Mutex::new(store),
+            inner: Mutex::new(Inner::new(saved.uuid, position)),
+            changed: Condvar::new(),
+        })
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits until `ready` holds, re-checking after every state change.
+    /// Returns the guard and whether the condition was met before `deadline`.
+    pub fn wait_until<'a>(
+        &'a self,
+        mut guard: MutexGuard<'a, Inner>,
+        deadline: Option<Instant>,
+        mut ready: impl FnMut(&mut Inner) -> bool,
+    ) -> (MutexGuard<'a, Inner>, bool) {
+        loop {
+            if ready(&mut guard) {
+                return (guard, true);
+            }
+            match deadline {
+                None => guard = self.changed.wait(guard).unwrap_or_else(|p| p.into_inner()),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return (guard, false);
+                    }
+                    guard = self
+                        .changed
+                        .wait_timeout(guard, d - now)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
+            }
+        }
+    }
+
+    pub fn notify(&self) {
+        self.changed.notify_all();
+    }
+
+    /// Writes grastate.dat; a failure is logged, since the caller cannot do
+    /// better than carry on (the data's durability is the server's).
+    pub fn save_state(&self, state: SavedState) {
+        let mut store = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = store.store(&state) {
+            error!("failed to write grastate.dat: {e}");
+        }
+    }
+
+    pub fn options_get(&self) -> String {
+        self.options
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .to_galera_string()
+    }
+
+    pub fn options_set(&self, conf: &str) -> Status {
+        let result = self
+            .options
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .apply_runtime(conf);
+        match result {
+            Ok(changed) => {
+                for (k, v) in changed {
+                    info!("provider option {k} set to {v}");
+                }
+                status::OK
+            }
+            Err(e) => {
+                // Same wording as Galera: mtr suppressions expect it.
+                warn!("{e}");
+                status::NODE_FAIL
+            }
+        }
+    }
+
+    /// A duration option, falling back to `default` if unset or unparsable.
+    pub fn duration_option(&self, key: &str, default: Duration) -> Duration {
+        self.options
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .duration(key)
+            .unwrap_or(default)
+    }
+
+    pub fn size_option(&self, key: &str, default: u64) -> u64 {
+        self.options
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .size(key)
+            .unwrap_or(default)
+    }
+}
+
+/// Contract §2.2: use grastate; take the seqno from `state_id` only when the
+/// histories match and grastate's seqno is unknown.
+fn initial_position(saved: &SavedState, state_id: Option<Gtid>) -> i64 {
+    match state_id {
+        Some(g) if saved.seqno < 0 && !saved.uuid.is_nil() && g.uuid == saved.uuid => g.seqno,
+        _ => saved.seqno,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn position_comes_from_state_id_only_for_the_same_history() {
+        let u = "6c5e3a2e-8d38-11ee-9a4f-0b3d4e5f6a7b".parse().unwrap();
+        let other = "7c5e3a2e-8d38-11ee-9a4f-0b3d4e5f6a7b".parse().unwrap();
+        let running = SavedState {
+            uuid: u,
+            seqno: -1,
+            safe_to_bootstrap: false,
+        };
+        assert_eq!(
+            initial_position(&running, Some(Gtid { uuid: u, seqno: 9 })),
+            9
+        );
+        assert_eq!(
+            initial_position(
+                &running,
+                Some(Gtid {
+                    uuid: other,
+                    seqno: 9
+                })
+            ),
+            -1
+        );
+        let closed = SavedState {
+            seqno: 5,
+            ..running
+        };
+        assert_eq!(
+            initial_position(&closed, Some(Gtid { uuid: u, seqno: 9 })),
+            5
+        );
+    }
+}

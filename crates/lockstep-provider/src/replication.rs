@@ -1,0 +1,400 @@
+//! Local transactions: collect, order, certify, commit in order, release;
+//! BF aborts and replays; TOI (contract §2.11-2.19, §2.23-2.24, §4.5-4.9).
+//!
+//! In this build the total order is formed locally (one-node cluster): a
+//! seqno is handed out and certified under the state lock, which is exactly
+//! what delivery from the group will do once the group channel exists.
+
+use crate::log::{error, info};
+use crate::provider::Provider;
+use crate::server::ThreadCtx;
+use crate::state::Inner;
+use crate::trx::{Handle, LocalTrx, TrxRecord, TrxState};
+use lockstep_core::certification::{CertOutcome, CertRequest, Key, KeyType};
+use std::sync::MutexGuard;
+use wsrep_abi::{flags, status, Gtid, Status, Stid, TrxMeta, WsHandle};
+
+/// `repl.max_ws_size` default (Galera): 2 GiB - 1.
+const DEFAULT_MAX_WS_SIZE: u64 = 2_147_483_647;
+
+/// Outcome of ordering and certifying one action.
+struct Ordered {
+    seqno: i64,
+    depends_on: i64,
+    passed: bool,
+}
+
+impl Provider {
+    /// A new local transaction object: registered so BF aborts can find it.
+    pub fn begin_trx(&self, trx_id: u64) {
+        self.lock().trxs.insert(trx_id, TrxRecord::new());
+    }
+
+    pub fn append_key(&self, trx: &mut LocalTrx, parts: Vec<Vec<u8>>, kind: KeyType) -> Status {
+        let bytes: usize = parts.iter().map(Vec::len).sum();
+        if (trx.size() + bytes) as u64 > self.max_ws_size() {
+            return status::SIZE_EXCEEDED;
+        }
+        trx.key_bytes += bytes;
+        trx.keys.push(Key { parts, kind });
+        status::OK
+    }
+
+    pub fn append_data(&self, trx: &mut LocalTrx, data: &[u8]) -> Status {
+        if (trx.size() + data.len()) as u64 > self.max_ws_size() {
+            return status::SIZE_EXCEEDED;
+        }
+        trx.data.extend_from_slice(data);
+        status::OK
+    }
+
+    fn max_ws_size(&self) -> u64 {
+        self.size_option("repl.max_ws_size", DEFAULT_MAX_WS_SIZE)
+    }
+
+    /// Hands out the next seqno and certifies the action in that order.
+    /// Callers hold the state lock, so order and certification agree.
+    fn order(g: &mut Inner, trx: &LocalTrx, is_toi: bool, wsflags: u32) -> Result<Ordered, String> {
+        let seqno = g.last_ordered + 1;
+        let last_seen = g.last_committed();
+        let req = CertRequest {
+            seqno,
+            last_seen,
+            source: g.member_id.data,
+            is_toi,
+            pa_unsafe: wsflags & flags::PA_UNSAFE != 0,
+            implicit_deps: wsflags & flags::IMPLICIT_DEPS != 0,
+            keys: &trx.keys,
+        };
+        let outcome = g
+            .certifier
+            .certify(&req)
+            .map_err(|e| format!("certification out of order at seqno {seqno}: {e:?}"))?;
+        g.last_ordered = seqno;
+        Ok(match outcome {
+            CertOutcome::Pass { depends_on } => {
+                g.counters.deps_distance_sum += seqno - depends_on;
+                g.counters.deps_distance_n += 1;
+                Ordered {
+                    seqno,
+                    depends_on,
+                    passed: true,
+                }
+            }
+            CertOutcome::Fail { reason } => {
+                info!("seqno {seqno} failed certification: {reason:?}");
+                Ordered {
+                    seqno,
+                    depends_on: seqno - 1,
+                    passed: false,
+                }
+            }
+        })
+    }
+
+    /// Waits while the provider is paused (FTWRL, SST donation).
+    fn wait_unpaused<'a>(&'a self, g: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
+        self.wait_until(g, None, |s| !s.paused).0
+    }
+
+    pub fn certify(
+        &self,
+        trx_id: u64,
+        trx: Option<&mut LocalTrx>,
+        conn_id: u64,
+        wsflags: u32,
+        meta: &mut TrxMeta,
+    ) -> Status {
+        let g = self.lock();
+        let member = g.member_id;
+        *meta = TrxMeta::undefined();
+        meta.stid = Stid {
+            node: member,
+            trx: u64::MAX,
+            conn: conn_id,
+        };
+        let Some(trx) = trx else {
+            // Nothing was appended: nothing to replicate.
+            return status::OK;
+        };
+        meta.stid.trx = trx_id;
+        trx.flags = wsflags;
+        trx.conn_id = conn_id;
+        let mut g = self.wait_unpaused(g);
+        if g.local.state() == lockstep_core::group::MemberState::Error {
+            return status::NODE_FAIL;
+        }
+        if !g.accepts_writes() {
+            return status::CONN_FAIL;
+        }
+        match g.trxs.get(&trx_id).map(|r| r.state) {
+            Some(TrxState::Executing) => {}
+            // BF-aborted before it was ordered: never replicate it.
+            _ => return status::CONN_FAIL,
+        }
+        let ordered = match Self::order(&mut g, trx, false, wsflags) {
+            Ok(o) => o,
+            Err(e) => return self.inconsistent(g, &e),
+        };
+        g.counters.replicated += 1;
+        g.counters.replicated_bytes += trx.size() as i64;
+        g.counters.repl_keys += trx.keys.len() as i64;
+        g.counters.repl_keys_bytes += trx.key_bytes as i64;
+        g.counters.repl_data_bytes += trx.data.len() as i64;
+        meta.gtid = Gtid {
+            uuid: g.history,
+            seqno: ordered.seqno,
+        };
+        meta.depends_on = ordered.depends_on;
+        let rec = g.trxs.get_mut(&trx_id).expect("checked above");
+        rec.seqno = ordered.seqno;
+        rec.depends_on = ordered.depends_on;
+        if ordered.passed {
+            rec.state = TrxState::Certified;
+            status::OK
+        } else {
+            rec.state = TrxState::CertFailed;
+            g.counters.local_cert_failures += 1;
+            status::TRX_FAIL
+        }
+    }
+
+    pub fn commit_order_enter(&self, trx_id: u64, h: &Handle, meta: &TrxMeta) -> Status {
+        let Handle::Local(_) = h;
+        let seqno = meta.gtid.seqno;
+        let is_end = true;
+        let g = self.lock();
+        let (mut g, _) = self.wait_until(g, None, |s| {
+            let bf = matches!(
+                s.trxs.get(&trx_id).map(|r| r.state),
+                Some(TrxState::MustReplay)
+            );
+            bf || s.commit.level() >= seqno - 1
+        });
+        let Some(rec) = g.trxs.get_mut(&trx_id) else {
+            return status::TRX_MISSING;
+        };
+        if rec.state == TrxState::MustReplay && is_end {
+            return status::BF_ABORT;
+        }
+        if rec.state == TrxState::Certified {
+            rec.state = TrxState::Committing;
+        }
+        status::OK
+    }
+
+    pub fn commit_order_leave(&self, trx_id: u64, meta: &TrxMeta, err: &[u8]) -> Status {
+        let seqno = meta.gtid.seqno;
+        let mut g = self.lock();
+        if !err.is_empty() {
+            info!(
+                "seqno {seqno} left commit order with an error: {}",
+                String::from_utf8_lossy(err)
+            );
+        }
+        if let Err(e) = g.commit.mark(seqno) {
+            return self.inconsistent(g, &e.to_string());
+        }
+        if let Some(rec) = g.trxs.get_mut(&trx_id) {
+            rec.commit_left = true;
+        }
+        drop(g);
+        self.notify();
+        status::OK
+    }
+
+    /// End of a local transaction: its seqno (if any) is finished, passing
+    /// commit order now if a rollback never went through it.
+    pub fn release(&self, trx_id: u64) -> Status {
+        let mut g = self.lock();
+        let Some(rec) = g.trxs.remove(&trx_id) else {
+            return status::OK;
+        };
+        if rec.seqno >= 0 {
+            if !rec.commit_left {
+                let (ng, _) = self.wait_until(g, None, |s| s.commit.level() >= rec.seqno - 1);
+                g = ng;
+                if let Err(e) = g.commit.mark(rec.seqno) {
+                    return self.inconsistent(g, &e.to_string());
+                }
+            }
+            if let Err(e) = g.finished.mark(rec.seqno) {
+                return self.inconsistent(g, &e.to_string());
+            }
+            if matches!(rec.state, TrxState::Committing | TrxState::Replaying) && rec.commit_left {
+                g.counters.local_commits += 1;
+            }
+        }
+        drop(g);
+        self.notify();
+        status::OK
+    }
+
+    /// Contract §2.16: decide and mark without blocking on the victim.
+    pub fn abort_certification(
+        &self,
+        bf_seqno: i64,
+        victim: u64,
+        victim_seqno: &mut i64,
+    ) -> Status {
+        let mut g = self.lock();
+        let Some(rec) = g.trxs.get_mut(&victim) else {
+            *victim_seqno = -1;
+            return status::OK;
+        };
+        *victim_seqno = rec.seqno;
+        let rc = match rec.state {
+            TrxState::Executing => {
+                rec.state = TrxState::MustAbort;
+                status::OK
+            }
+            TrxState::Certified if rec.seqno > bf_seqno => {
+                rec.state = TrxState::MustReplay;
+                status::OK
+            }
+            // Ahead of the aborter in total order, already aborting, or
+            // inside commit order: it will finish first.
+            _ => status::NOT_ALLOWED,
+        };
+        drop(g);
+        self.notify();
+        rc
+    }
+
+    /// Re-applies a BF-aborted local transaction from its own writeset, on
+    /// the client's thread (contract §2.15).
+    pub fn replay_trx(&self, handle: &WsHandle, trx: &LocalTrx, ctx: ThreadCtx) -> Status {
+        let trx_id = handle.trx_id;
+        let mut g = self.lock();
+        let (seqno, depends_on) = match g.trxs.get_mut(&trx_id) {
+            Some(rec) if rec.state == TrxState::MustReplay => {
+                rec.state = TrxState::Replaying;
+                (rec.seqno, rec.depends_on)
+            }
+            Some(rec) if rec.state == TrxState::CertFailed => return status::TRX_FAIL,
+            _ => {
+                error!("replay_trx for trx {trx_id}, which is not waiting for a replay");
+                return status::TRX_FAIL;
+            }
+        };
+        let (ng, _) = self.wait_until(g, None, |s| s.last_committed() >= depends_on);
+        g = ng;
+        let meta = TrxMeta {
+            gtid: Gtid {
+                uuid: g.history,
+                seqno,
+            },
+            stid: Stid {
+                node: g.member_id,
+                trx: trx_id,
+                conn: trx.conn_id,
+            },
+            depends_on,
+        };
+        drop(g);
+        let apply_flags = trx.flags & flags::MASK;
+        let (ok, _) = self
+            .server
+            .apply(ctx, handle, apply_flags, &trx.data, &meta);
+        if !ok {
+            let g = self.lock();
+            return self.inconsistent(g, &format!("replay of seqno {seqno} failed to apply"));
+        }
+        self.lock().counters.local_replays += 1;
+        status::OK
+    }
+
+    pub fn to_execute_start(
+        &self,
+        conn_id: u64,
+        keys: Vec<Key>,
+        action: Vec<u8>,
+        wsflags: u32,
+        meta: &mut TrxMeta,
+    ) -> Status {
+        *meta = TrxMeta::undefined();
+        let start_end = flags::TRX_START | flags::TRX_END;
+        if wsflags & start_end != start_end || wsflags & flags::ROLLBACK != 0 {
+            return status::CONN_FAIL;
+        }
+        let toi = LocalTrx {
+            key_bytes: keys.iter().flat_map(|k| &k.parts).map(Vec::len).sum(),
+            keys: keys
+                .into_iter()
+                .map(|k| Key {
+                    parts: k.parts,
+                    kind: KeyType::Exclusive,
+                })
+                .collect(),
+            data: action,
+            flags: wsflags | flags::ISOLATION,
+            conn_id,
+        };
+        let g = self.lock();
+        let mut g = self.wait_unpaused(g);
+        if !g.accepts_writes() {
+            return status::CONN_FAIL;
+        }
+        if toi.size() as u64 > self.max_ws_size() {
+            return status::SIZE_EXCEEDED;
+        }
+        let ordered = match Self::order(&mut g, &toi, true, toi.flags) {
+            Ok(o) => o,
+            Err(e) => return self.inconsistent(g, &e),
+        };
+        let seqno = ordered.seqno;
+        g.counters.replicated += 1;
+        g.counters.replicated_bytes += toi.size() as i64;
+        meta.gtid = Gtid {
+            uuid: g.history,
+            seqno,
+        };
+        meta.depends_on = seqno - 1;
+        meta.stid = Stid {
+            node: g.member_id,
+            trx: u64::MAX,
+            conn: conn_id,
+        };
+        // Total order isolation: everything before it has finished, and it
+        // holds commit order until to_execute_end.
+        let (mut g, _) = self.wait_until(g, None, |s| {
+            s.last_committed() >= seqno - 1 && s.commit.level() >= seqno - 1
+        });
+        g.toi.insert(conn_id, seqno);
+        if ordered.passed {
+            status::OK
+        } else {
+            status::TRX_FAIL
+        }
+    }
+
+    pub fn to_execute_end(&self, conn_id: u64, err: &[u8]) -> Status {
+        let mut g = self.lock();
+        let Some(seqno) = g.toi.remove(&conn_id) else {
+            return status::CONN_FAIL;
+        };
+        if !err.is_empty() {
+            info!(
+                "TOI seqno {seqno} failed locally: {}",
+                String::from_utf8_lossy(err)
+            );
+        }
+        let passed = g.commit.mark(seqno).and_then(|_| g.finished.mark(seqno));
+        if let Err(e) = passed {
+            return self.inconsistent(g, &e.to_string());
+        }
+        drop(g);
+        self.notify();
+        status::OK
+    }
+
+    /// The node lost track of its own order: stop serving loudly rather
+    /// than risk diverging.
+    pub fn inconsistent(&self, mut g: MutexGuard<'_, Inner>, why: &str) -> Status {
+        error!("node consistency compromised: {why}; refusing further writes, restart required");
+        g.local.inconsistent();
+        drop(g);
+        self.notify();
+        status::NODE_FAIL
+    }
+}

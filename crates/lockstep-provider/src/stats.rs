@@ -1,0 +1,107 @@
+//! The `wsrep_%` status variables the provider reports (contract §7.2),
+//! with Galera's names and types. Names carry no `wsrep_` prefix: the
+//! server adds it.
+
+use crate::provider::Provider;
+use crate::state::Conn;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum StatValue {
+    Int(i64),
+    Double(f64),
+    Str(String),
+}
+
+impl Provider {
+    /// A snapshot of every status variable; cheap, one short lock.
+    pub fn stats(&self) -> Vec<(&'static str, StatValue)> {
+        use StatValue::{Double, Int, Str};
+        let g = self.lock();
+        let c = &g.counters;
+        let state = g.local.state();
+        let primary = g.conn == Conn::Open && g.view.is_some();
+        let incoming = g
+            .view
+            .as_ref()
+            .map(|v| {
+                v.members
+                    .iter()
+                    .map(|m| m.incoming.clone())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default();
+        let members = g.view.as_ref().map_or(0, |v| v.members.len() as i64);
+        let deps_distance = if c.deps_distance_n > 0 {
+            c.deps_distance_sum as f64 / c.deps_distance_n as f64
+        } else {
+            0.0
+        };
+        let member_id = if g.conn == Conn::Closed {
+            wsrep_abi::Uuid::NIL
+        } else {
+            g.member_id
+        };
+        vec![
+            ("local_state_uuid", Str(g.history.to_string())),
+            ("protocol_version", Int(if primary { 11 } else { -1 })),
+            ("last_committed", Int(g.last_committed())),
+            ("replicated", Int(c.replicated)),
+            ("replicated_bytes", Int(c.replicated_bytes)),
+            ("repl_keys", Int(c.repl_keys)),
+            ("repl_keys_bytes", Int(c.repl_keys_bytes)),
+            ("repl_data_bytes", Int(c.repl_data_bytes)),
+            ("repl_other_bytes", Int(0)),
+            ("received", Int(0)),
+            ("received_bytes", Int(0)),
+            ("local_commits", Int(c.local_commits)),
+            ("local_cert_failures", Int(c.local_cert_failures)),
+            ("local_replays", Int(c.local_replays)),
+            ("local_send_queue", Int(0)),
+            ("local_send_queue_max", Int(0)),
+            ("local_send_queue_min", Int(0)),
+            ("local_send_queue_avg", Double(0.0)),
+            ("local_recv_queue", Int(g.events.len() as i64)),
+            ("local_recv_queue_max", Int(g.events.len() as i64)),
+            ("local_recv_queue_min", Int(0)),
+            ("local_recv_queue_avg", Double(0.0)),
+            ("local_cached_downto", Int(-1)),
+            ("flow_control_paused_ns", Int(0)),
+            ("flow_control_paused", Double(0.0)),
+            ("flow_control_sent", Int(0)),
+            ("flow_control_recv", Int(0)),
+            ("flow_control_active", Str("false".into())),
+            ("flow_control_requested", Str("false".into())),
+            ("cert_deps_distance", Double(deps_distance)),
+            ("apply_oooe", Double(0.0)),
+            ("apply_oool", Double(0.0)),
+            ("apply_window", Double(0.0)),
+            ("apply_waits", Int(0)),
+            ("commit_oooe", Double(0.0)),
+            ("commit_oool", Double(0.0)),
+            ("commit_window", Double(0.0)),
+            ("local_state", Int(state.wsrep_value())),
+            ("local_state_comment", Str(state.comment().into())),
+            ("cert_index_size", Int(g.certifier.index_size() as i64)),
+            ("causal_reads", Int(c.causal_reads)),
+            ("cert_interval", Double(0.0)),
+            ("open_transactions", Int(g.trxs.len() as i64)),
+            ("open_connections", Int(g.toi.len() as i64)),
+            ("incoming_addresses", Str(incoming)),
+            (
+                "cluster_weight",
+                Str(if primary { members } else { 0 }.to_string()),
+            ),
+            ("desync_count", Str(g.local.desync_count().to_string())),
+            ("evs_delayed", Str(String::new())),
+            ("evs_evict_list", Str(String::new())),
+            ("evs_repl_latency", Str("0/0/0/0/0".into())),
+            (
+                "evs_state",
+                Str(if primary { "OPERATIONAL" } else { "CLOSED" }.into()),
+            ),
+            ("gcomm_uuid", Str(member_id.to_string())),
+            ("gmcast_segment", Str("0".into())),
+        ]
+    }
+}

@@ -1,0 +1,78 @@
+//! Per-transaction objects behind `ws_handle.opaque`.
+//!
+//! A handle reaches us in three forms that must be told apart (contract
+//! §2.0): a local transaction, a remote writeset we passed to `apply_cb`,
+//! and a replayed local transaction. `opaque` points at a boxed [`Handle`];
+//! the bulky parts (keys, data) belong to the one thread that drives the
+//! transaction, while the state other threads race on (BF aborts) lives in
+//! the provider's registry keyed by trx id.
+
+use lockstep_core::certification::Key;
+
+/// What `ws_handle.opaque` points at.
+pub enum Handle {
+    Local(LocalTrx),
+}
+
+/// A transaction executing on this node, collected by `append_*`.
+#[derive(Default)]
+pub struct LocalTrx {
+    pub keys: Vec<Key>,
+    pub key_bytes: usize,
+    pub data: Vec<u8>,
+    /// Flags given at certification, kept for a replay.
+    pub flags: u32,
+    pub conn_id: u64,
+}
+
+impl LocalTrx {
+    pub fn size(&self) -> usize {
+        self.key_bytes + self.data.len()
+    }
+}
+
+/// Where a local transaction is in its life, as other threads see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrxState {
+    /// Appending keys and data; not ordered yet.
+    Executing,
+    /// BF-aborted before it was ordered: it must not replicate.
+    MustAbort,
+    /// Ordered and certified; heading for commit order.
+    Certified,
+    /// Ordered but failed certification; its seqno still passes the gates.
+    CertFailed,
+    /// Inside commit order.
+    Committing,
+    /// BF-aborted after ordering: the server rolls back and replays it.
+    MustReplay,
+    Replaying,
+}
+
+/// The shared part of a local transaction, in the provider's registry.
+#[derive(Debug, Clone, Copy)]
+pub struct TrxRecord {
+    pub state: TrxState,
+    /// -1 until ordered.
+    pub seqno: i64,
+    pub depends_on: i64,
+    /// Has left commit order (committed or rolled back in order).
+    pub commit_left: bool,
+}
+
+impl TrxRecord {
+    pub fn new() -> TrxRecord {
+        TrxRecord {
+            state: TrxState::Executing,
+            seqno: -1,
+            depends_on: -1,
+            commit_left: false,
+        }
+    }
+}
+
+impl Default for TrxRecord {
+    fn default() -> Self {
+        Self::new()
+    }
+}
