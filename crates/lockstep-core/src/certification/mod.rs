@@ -1,0 +1,613 @@
+//! Certification (contract §5.2 keys, §6.2 rules, §6.3 `depends_on`, §6.4
+//! purging, §6.5 preload for joiners). Pure logic, no I/O.
+//!
+//! Every node feeds every delivered writeset, in seqno order, to its
+//! [`Certifier`]; since the index is built from the same sequence on every
+//! node, the pass/fail decisions are identical everywhere. Ordered events
+//! that are not writesets (views, …) are reported with
+//! [`Certifier::note_non_writeset`] so the position stays continuous.
+//!
+//! Layout: `key` (types, encoding, hierarchy), `rules` (the table and the
+//! conflict conditions), `index` (the key index), `purge` (the writeset map
+//! and purging).
+
+mod index;
+mod key;
+mod purge;
+mod rules;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_prop;
+
+use std::collections::HashMap;
+use std::fmt;
+
+pub use key::{Key, KeyType};
+pub use rules::{is_real_conflict, relation, Relation, TABLE};
+
+use index::{KeyIndex, NO_REF, NO_SLOT, TOI_BIT};
+use key::{encode_levels, encode_prefix};
+use purge::WritesetMap;
+
+/// Global sequence number (`wsrep_seqno_t`); `-1` is "undefined".
+pub type Seqno = i64;
+/// Originator member id.
+pub type NodeId = [u8; 16];
+
+/// Default of the hidden `cert.max_length`.
+pub const DEFAULT_MAX_LENGTH: u64 = 16384;
+
+/// One writeset to certify.
+#[derive(Clone, Copy, Debug)]
+pub struct CertRequest<'a> {
+    /// Global seqno `s`.
+    pub seqno: Seqno,
+    /// Last seen seqno `ls` set by the originator.
+    pub last_seen: Seqno,
+    /// Originator member id.
+    pub source: NodeId,
+    /// Total order isolation writeset: skips key checks, `depends_on = s-1`,
+    /// its leaf keys are entered as EXCLUSIVE.
+    pub is_toi: bool,
+    /// `WSREP_FLAG_PA_UNSAFE`: later writesets depend on this one.
+    pub pa_unsafe: bool,
+    /// `WSREP_FLAG_IMPLICIT_DEPS`: `depends_on >= last_seen`.
+    pub implicit_deps: bool,
+    /// The keys as appended by the server (leaves only).
+    pub keys: &'a [Key],
+}
+
+/// Result of certifying one writeset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CertOutcome {
+    /// Commit it; it may be applied once everything `<= depends_on` is
+    /// committed. `-1 <= depends_on < seqno`.
+    Pass { depends_on: Seqno },
+    /// Roll it back (it still occupies its seqno).
+    Fail { reason: CertFailure },
+}
+
+impl CertOutcome {
+    pub fn is_pass(&self) -> bool {
+        matches!(self, CertOutcome::Pass { .. })
+    }
+
+    /// `depends_on` of a passed writeset.
+    pub fn depends_on(&self) -> Option<Seqno> {
+        match self {
+            CertOutcome::Pass { depends_on } => Some(*depends_on),
+            CertOutcome::Fail { .. } => None,
+        }
+    }
+}
+
+/// Why a writeset failed certification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CertFailure {
+    /// A key (`key`, at the hierarchy level where it clashed, with the type
+    /// the writeset holds it under) clashes with the `earlier` reference of
+    /// writeset `with_seqno`.
+    Conflict {
+        key: Key,
+        earlier: KeyType,
+        with_seqno: Seqno,
+    },
+    /// `last_seen < initial_position`: made before this index starts.
+    TooOld {
+        last_seen: Seqno,
+        initial_position: Seqno,
+    },
+    /// `seqno - last_seen > max_length`.
+    IntervalTooLong {
+        seqno: Seqno,
+        last_seen: Seqno,
+        max_length: u64,
+    },
+    /// `last_seen >= seqno`: impossible for a well-formed writeset.
+    InvalidLastSeen { seqno: Seqno, last_seen: Seqno },
+}
+
+impl fmt::Display for CertFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CertFailure::Conflict {
+                key,
+                earlier,
+                with_seqno,
+            } => write!(
+                f,
+                "key {key} conflicts with {earlier} reference of seqno {with_seqno}"
+            ),
+            CertFailure::TooOld {
+                last_seen,
+                initial_position,
+            } => write!(
+                f,
+                "last seen seqno {last_seen} is below the index start {initial_position}"
+            ),
+            CertFailure::IntervalTooLong {
+                seqno,
+                last_seen,
+                max_length,
+            } => write!(
+                f,
+                "certification interval {seqno} - {last_seen} exceeds cert.max_length {max_length}"
+            ),
+            CertFailure::InvalidLastSeen { seqno, last_seen } => {
+                write!(f, "last seen seqno {last_seen} is not below seqno {seqno}")
+            }
+        }
+    }
+}
+
+/// Misuse of the certifier by its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CertError {
+    /// Events must come in strictly increasing seqno order.
+    OutOfOrder { expected_above: Seqno, got: Seqno },
+}
+
+impl fmt::Display for CertError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CertError::OutOfOrder {
+                expected_above,
+                got,
+            } => write!(
+                f,
+                "certification out of order: got seqno {got}, expected above {expected_above}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CertError {}
+
+/// Running certification statistics (sums, so they can be averaged over any
+/// window by differencing two snapshots).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CertStats {
+    /// Writesets given to [`Certifier::certify`].
+    pub certified: u64,
+    pub passed: u64,
+    /// Failures on keys.
+    pub conflicts: u64,
+    /// Structural failures (too old, interval too long, invalid last seen).
+    pub structural_failures: u64,
+    /// Sum of `s - depends_on` over passed writesets.
+    pub deps_distance_sum: u64,
+    /// Sum of `s - ls - 1` over writesets that reached the key checks.
+    pub interval_sum: u64,
+    /// Number of writesets counted in `interval_sum`.
+    pub interval_count: u64,
+    /// Expanded keys (hierarchy levels) looked up.
+    pub keys_processed: u64,
+}
+
+impl CertStats {
+    /// Average `s - depends_on` of passed writesets (`cert_deps_distance`).
+    pub fn avg_deps_distance(&self) -> f64 {
+        if self.passed == 0 {
+            0.0
+        } else {
+            self.deps_distance_sum as f64 / self.passed as f64
+        }
+    }
+
+    /// Average `s - ls - 1` (`cert_interval`).
+    pub fn avg_cert_interval(&self) -> f64 {
+        if self.interval_count == 0 {
+            0.0
+        } else {
+            self.interval_sum as f64 / self.interval_count as f64
+        }
+    }
+}
+
+/// Marker for the zero-level key in [`Probe::key`].
+const ZERO_KEY: u32 = u32::MAX;
+
+/// One expanded key of the writeset being certified.
+#[derive(Clone, Copy)]
+struct Probe {
+    hash: u64,
+    /// Index slot, or [`NO_SLOT`] if the key is not in the index yet.
+    slot: u32,
+    /// Position in `CertRequest::keys`, or [`ZERO_KEY`].
+    key: u32,
+    /// Number of parts of this level.
+    level: u32,
+    kind: KeyType,
+}
+
+/// Buffers reused across calls so the hot path does not allocate.
+#[derive(Default)]
+struct Scratch {
+    buf: Vec<u8>,
+    ends: Vec<usize>,
+    prev: Vec<u8>,
+    prev_ends: Vec<usize>,
+    probes: Vec<Probe>,
+    listed: Vec<u32>,
+}
+
+impl Scratch {
+    /// Expands `keys` into the hierarchy and looks every level up in `index`.
+    ///
+    /// Duplicates are not merged here: since the table is monotone in the new
+    /// type (see `rules`), checking or entering a key under a weaker type as
+    /// well as under a stronger one gives the same result as the stronger one
+    /// alone. Prefix levels equal to the previous key's are skipped, which
+    /// removes the bulk of the duplicates (rows of one table) cheaply.
+    fn expand(&mut self, keys: &[Key], is_toi: bool, index: &KeyIndex) {
+        self.probes.clear();
+        self.prev_ends.clear();
+        let zero_hash = index.hash(&[]);
+        let zero_slot = index.find(zero_hash, &[]);
+        self.probes.push(Probe {
+            hash: zero_hash,
+            slot: zero_slot,
+            key: ZERO_KEY,
+            level: 0,
+            kind: KeyType::Shared,
+        });
+        for (i, k) in keys.iter().enumerate() {
+            let kind = if is_toi { KeyType::Exclusive } else { k.kind };
+            let n = k.parts.len();
+            if n == 0 {
+                // A server-level key of the requested type.
+                self.probes.push(Probe {
+                    hash: zero_hash,
+                    slot: zero_slot,
+                    key: ZERO_KEY,
+                    level: 0,
+                    kind,
+                });
+                continue;
+            }
+            encode_levels(&k.parts, &mut self.buf, &mut self.ends);
+            // Levels 1..l are identical to levels of the previous key.
+            let mut l = 1;
+            while l < n
+                && l < self.prev_ends.len()
+                && self.ends[l] == self.prev_ends[l]
+                && self.buf[self.ends[l - 1]..self.ends[l]]
+                    == self.prev[self.ends[l - 1]..self.ends[l]]
+            {
+                l += 1;
+            }
+            for level in l..=n {
+                let bytes = &self.buf[..self.ends[level]];
+                let hash = index.hash(bytes);
+                self.probes.push(Probe {
+                    hash,
+                    slot: index.find(hash, bytes),
+                    key: i as u32,
+                    level: level as u32,
+                    kind: if level == n { kind } else { KeyType::Shared },
+                });
+            }
+            std::mem::swap(&mut self.buf, &mut self.prev);
+            std::mem::swap(&mut self.ends, &mut self.prev_ends);
+        }
+    }
+}
+
+/// The certification state of one node: key index, writeset map and
+/// position. See the module documentation.
+pub struct Certifier {
+    initial_position: Seqno,
+    position: Seqno,
+    last_pa_unsafe: Seqno,
+    optimistic_pa: bool,
+    max_length: u64,
+    index: KeyIndex,
+    map: WritesetMap,
+    scratch: Scratch,
+    nodes: HashMap<NodeId, u32>,
+    last_node: Option<(NodeId, u32)>,
+    stats: CertStats,
+}
+
+impl Certifier {
+    /// An empty certifier whose index starts after `initial_position` (the
+    /// last seqno before the first writeset it will see).
+    pub fn new(initial_position: Seqno) -> Certifier {
+        Certifier {
+            initial_position,
+            position: initial_position,
+            last_pa_unsafe: -1,
+            optimistic_pa: true,
+            max_length: DEFAULT_MAX_LENGTH,
+            index: KeyIndex::new(),
+            map: WritesetMap::default(),
+            scratch: Scratch::default(),
+            nodes: HashMap::new(),
+            last_node: None,
+            stats: CertStats::default(),
+        }
+    }
+
+    /// Empties the index and map and restarts after `initial_position` (after
+    /// a state transfer or a reconnect). Settings and statistics are kept.
+    pub fn reset(&mut self, initial_position: Seqno) {
+        self.initial_position = initial_position;
+        self.position = initial_position;
+        self.last_pa_unsafe = -1;
+        self.index.clear();
+        self.map.clear();
+        self.nodes.clear();
+        self.last_node = None;
+    }
+
+    /// `cert.optimistic_pa` (default on). Off: `depends_on >= last_seen`.
+    pub fn set_optimistic_pa(&mut self, on: bool) {
+        self.optimistic_pa = on;
+    }
+
+    /// `cert.max_length` (default 16384).
+    pub fn set_max_length(&mut self, n: u64) {
+        self.max_length = n;
+    }
+
+    /// Last seqno certified, preloaded or noted.
+    pub fn position(&self) -> Seqno {
+        self.position
+    }
+
+    /// Where the index starts (`ls` below this fails as too old).
+    pub fn initial_position(&self) -> Seqno {
+        self.initial_position
+    }
+
+    /// Keys in the index (`cert_index_size`).
+    pub fn index_size(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Writesets in the map (not yet purged).
+    pub fn map_len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Lowest seqno in the writeset map.
+    pub fn lowest_in_map(&self) -> Option<Seqno> {
+        self.map.lowest()
+    }
+
+    /// Seqno of the latest passed `PA_UNSAFE` writeset, or -1.
+    pub fn last_pa_unsafe(&self) -> Seqno {
+        self.last_pa_unsafe
+    }
+
+    pub fn stats(&self) -> CertStats {
+        self.stats
+    }
+
+    pub fn reset_stats(&mut self) {
+        self.stats = CertStats::default();
+    }
+
+    fn advance(&mut self, seqno: Seqno) -> Result<(), CertError> {
+        if seqno <= self.position {
+            return Err(CertError::OutOfOrder {
+                expected_above: self.position,
+                got: seqno,
+            });
+        }
+        self.position = seqno;
+        Ok(())
+    }
+
+    /// An ordered event without keys (view, …) consumed `seqno`.
+    pub fn note_non_writeset(&mut self, seqno: Seqno) -> Result<(), CertError> {
+        self.advance(seqno)
+    }
+
+    fn node_number(&mut self, id: NodeId) -> u32 {
+        if let Some((last, n)) = self.last_node {
+            if last == id {
+                return n;
+            }
+        }
+        let next = self.nodes.len() as u32 & !TOI_BIT;
+        let n = *self.nodes.entry(id).or_insert(next);
+        self.last_node = Some((id, n));
+        n
+    }
+
+    fn structural_check(&self, req: &CertRequest<'_>) -> Option<CertFailure> {
+        let (s, ls) = (req.seqno, req.last_seen);
+        if ls >= s {
+            return Some(CertFailure::InvalidLastSeen {
+                seqno: s,
+                last_seen: ls,
+            });
+        }
+        if ls < self.initial_position {
+            return Some(CertFailure::TooOld {
+                last_seen: ls,
+                initial_position: self.initial_position,
+            });
+        }
+        if (s as i128 - ls as i128) > self.max_length as i128 {
+            return Some(CertFailure::IntervalTooLong {
+                seqno: s,
+                last_seen: ls,
+                max_length: self.max_length,
+            });
+        }
+        None
+    }
+
+    /// Certifies the next delivered writeset. Must be called for every
+    /// delivered writeset, in strictly increasing seqno order; a seqno at or
+    /// below [`Certifier::position`] is refused with
+    /// [`CertError::OutOfOrder`] and changes nothing.
+    ///
+    /// On failure nothing is entered in the index; the writeset still takes
+    /// its place in the writeset map.
+    pub fn certify(&mut self, req: &CertRequest<'_>) -> Result<CertOutcome, CertError> {
+        self.advance(req.seqno)?;
+        let (s, ls) = (req.seqno, req.last_seen);
+        self.stats.certified += 1;
+        if let Some(reason) = self.structural_check(req) {
+            self.stats.structural_failures += 1;
+            self.map.push_dummy(s);
+            return Ok(CertOutcome::Fail { reason });
+        }
+        self.stats.interval_sum += (s as i128 - ls as i128 - 1) as u64;
+        self.stats.interval_count += 1;
+
+        let node = self.node_number(req.source);
+        self.scratch.expand(req.keys, req.is_toi, &self.index);
+        self.stats.keys_processed += self.scratch.probes.len() as u64;
+
+        // Lower bound (§6.3).
+        let mut depends = match self.map.lowest() {
+            None => s - 1,
+            Some(low) => low.saturating_sub(1),
+        };
+        if req.implicit_deps || !self.optimistic_pa {
+            depends = depends.max(ls);
+        }
+
+        if !req.is_toi {
+            for p in &self.scratch.probes {
+                if p.slot == NO_SLOT {
+                    continue;
+                }
+                let e = self.index.entry(p.slot);
+                for earlier in KeyType::ALL {
+                    let r = e.refs[earlier.index()];
+                    if r == NO_REF {
+                        continue;
+                    }
+                    match relation(earlier, p.kind) {
+                        Relation::None => {}
+                        Relation::Dependency => depends = depends.max(r),
+                        Relation::Conflict => {
+                            let origin = e.origin[earlier.index()];
+                            let toi = origin & TOI_BIT != 0;
+                            let same_node = origin & !TOI_BIT == node;
+                            if is_real_conflict(r, toi, same_node, ls) {
+                                let key = conflict_key(req.keys, p);
+                                self.stats.conflicts += 1;
+                                self.map.push_dummy(s);
+                                return Ok(CertOutcome::Fail {
+                                    reason: CertFailure::Conflict {
+                                        key,
+                                        earlier,
+                                        with_seqno: r,
+                                    },
+                                });
+                            }
+                            depends = depends.max(r);
+                        }
+                    }
+                }
+            }
+        }
+        depends = depends.max(self.last_pa_unsafe);
+        if req.is_toi {
+            depends = s - 1;
+        }
+        // Invariant -1 <= depends_on < s (holds by construction; enforced
+        // rather than asserted so that odd inputs can never panic).
+        depends = depends.min(s - 1).max(-1);
+
+        let origin = node | if req.is_toi { TOI_BIT } else { 0 };
+        self.enter(req.keys, s, origin);
+        if req.pa_unsafe {
+            self.last_pa_unsafe = s;
+        }
+        self.stats.passed += 1;
+        self.stats.deps_distance_sum += (s as i128 - depends as i128) as u64;
+        Ok(CertOutcome::Pass {
+            depends_on: depends,
+        })
+    }
+
+    /// Enters the probes of the current writeset into the index and map.
+    fn enter(&mut self, keys: &[Key], s: Seqno, origin: u32) {
+        let sc = &mut self.scratch;
+        sc.listed.clear();
+        for p in &sc.probes {
+            let slot = if p.slot != NO_SLOT {
+                p.slot
+            } else {
+                let parts: &[Vec<u8>] = if p.key == ZERO_KEY {
+                    &[]
+                } else {
+                    &keys[p.key as usize].parts
+                };
+                encode_prefix(parts, p.level as usize, &mut sc.buf);
+                self.index.find_or_insert(p.hash, &sc.buf)
+            };
+            if self.index.reference(slot, p.kind, s, origin) {
+                sc.listed.push(slot);
+            }
+        }
+        self.map.push(s, sc.listed.iter().copied());
+    }
+
+    /// Cert index preload (§6.5): enters a writeset that was already
+    /// certified elsewhere, with its known outcome, without checking it
+    /// ("already certified: everything passes"). Used by a joiner for the
+    /// writesets between the lowest in-flight last seen seqno and its state
+    /// transfer position, after [`Certifier::reset`] to the start of that
+    /// range. Failed writesets (`passed == false`) only take their seqno.
+    pub fn preload(&mut self, req: &CertRequest<'_>, passed: bool) -> Result<(), CertError> {
+        self.advance(req.seqno)?;
+        if !passed {
+            self.map.push_dummy(req.seqno);
+            return Ok(());
+        }
+        let node = self.node_number(req.source);
+        self.scratch.expand(req.keys, req.is_toi, &self.index);
+        let origin = node | if req.is_toi { TOI_BIT } else { 0 };
+        self.enter(req.keys, req.seqno, origin);
+        if req.pa_unsafe {
+            self.last_pa_unsafe = req.seqno;
+        }
+        Ok(())
+    }
+
+    /// Purges writesets `<= cut` from the map and their references from the
+    /// index (commit cut, §6.4). The caller must not cut above the lowest
+    /// last seen seqno of any writeset still to be certified; writesets with
+    /// `ls >= cut` then certify exactly as without the purge (only the
+    /// `depends_on` lower bound may rise to the new lowest seqno − 1).
+    pub fn purge_upto(&mut self, cut: Seqno) {
+        self.map.purge_upto(cut, &mut self.index);
+    }
+}
+
+impl fmt::Debug for Certifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Certifier")
+            .field("initial_position", &self.initial_position)
+            .field("position", &self.position)
+            .field("last_pa_unsafe", &self.last_pa_unsafe)
+            .field("optimistic_pa", &self.optimistic_pa)
+            .field("max_length", &self.max_length)
+            .field("index_size", &self.index.len())
+            .field("map_len", &self.map.len())
+            .finish()
+    }
+}
+
+/// The key (at the clashing level) for a conflict report.
+fn conflict_key(keys: &[Key], p: &Probe) -> Key {
+    let parts = if p.key == ZERO_KEY {
+        Vec::new()
+    } else {
+        keys[p.key as usize].parts[..p.level as usize].to_vec()
+    };
+    Key {
+        parts,
+        kind: p.kind,
+    }
+}
