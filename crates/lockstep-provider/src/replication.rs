@@ -17,6 +17,9 @@ use wsrep_abi::{flags, status, Gtid, Status, Stid, TrxMeta, WsHandle};
 /// `repl.max_ws_size` default (Galera): 2 GiB - 1.
 const DEFAULT_MAX_WS_SIZE: u64 = 2_147_483_647;
 
+/// How often (in seqnos) the certification index is purged.
+const PURGE_EVERY: i64 = 128;
+
 /// Outcome of ordering and certifying one action.
 struct Ordered {
     seqno: i64,
@@ -71,6 +74,13 @@ impl Provider {
             .certify(&req)
             .map_err(|e| format!("certification out of order at seqno {seqno}: {e:?}"))?;
         g.last_ordered = seqno;
+        // Keep the index bounded: entries at or below the commit cut can
+        // no longer conflict, since every later writeset has seen them
+        // (its last seen seqno is at least the current last_committed).
+        if seqno % PURGE_EVERY == 0 {
+            let cut = g.last_committed();
+            g.certifier.purge_upto(cut);
+        }
         Ok(match outcome {
             CertOutcome::Pass { depends_on } => {
                 g.counters.deps_distance_sum += seqno - depends_on;

@@ -408,3 +408,17 @@ fn join_without_bootstrap_is_refused_with_a_clear_error_and_bad_addresses_too() 
     );
     assert_eq!(p.connect("test", "tcp://x", true), status::NODE_FAIL);
 }
+
+#[test]
+fn the_certification_index_is_purged_below_the_commit_cut() {
+    let mut n = Node::start();
+    for id in 1..=300u64 {
+        let mut h = trx("t", &format!("row{id}"));
+        let (rc, meta) = certify(&n.p, id, &mut h);
+        assert_eq!(rc, status::OK);
+        commit(&n.p, id, &h, &meta);
+    }
+    let size = n.p.lock().certifier.index_size();
+    assert!(size < 200, "index holds {size} keys after 300 committed rows");
+    n.stop();
+}
