@@ -1,1 +1,38 @@
-//! placeholder
+//! Integration-test harness for Lockstep: builds datadirs, starts and stops
+//! real mariadbd nodes on free loopback ports with a chosen wsrep provider
+//! (ours or Galera), and runs SQL through the `mariadb` client.
+//!
+//! ```no_run
+//! use lockstep_testkit::{Cluster, Provider};
+//! let mut c = Cluster::builder(3).provider(Provider::Galera).start()?;
+//! c.node(0).sql("CREATE TABLE test.t (id INT PRIMARY KEY)")?;
+//! assert_eq!(c.node(2).status("wsrep_cluster_size")?.as_deref(), Some("3"));
+//! c.stop_all()?;
+//! # Ok::<(), lockstep_testkit::Error>(())
+//! ```
+//!
+//! When run as root, servers run as the system user `lockstep` (see [`user`]).
+//! Clusters are stopped and their temporary directory removed on drop
+//! (`LOCKSTEP_KEEP=1` keeps the files). [`Cluster::detach`] and
+//! [`Cluster::attach`] hand a running cluster from one process to another.
+
+mod cluster;
+mod config;
+mod error;
+mod node;
+pub mod ports;
+mod process;
+mod provider;
+mod sql;
+mod state;
+pub mod user;
+
+pub use cluster::{Cluster, ClusterSpec, TCP_PASSWORD, TCP_USER};
+pub use config::NodeConfig;
+pub use error::{Error, LogTail, Result};
+pub use node::{Node, Timeouts, LOG_TAIL_LINES};
+pub use ports::NodePorts;
+pub use process::log_tail;
+pub use provider::{Provider, GALERA_PATH, LOCKSTEP_LIB};
+pub use sql::quote;
+pub use state::{state_path, ClusterState, NodeState, STATE_FILE};
