@@ -265,6 +265,17 @@ fn provider_for(src: &Path, base: &Path, run_as: Option<&ServerUser>) -> Result<
 /// Initialises every new datadir: mariadb-install-db runs once (it is
 /// fsync-bound and takes seconds), the other nodes get a copy.
 fn init_datadirs(configs: &[NodeConfig], run_as: Option<&ServerUser>) -> Result<()> {
+    // A private tmpdir per node: concurrent servers sharing /tmp collide on
+    // temporary table names (seen as "Unknown table 'mysql.tmp_user_sys'"
+    // from parallel mariadb-install-db runs).
+    for cfg in configs {
+        let tmp = cfg.dir.join("tmp");
+        std::fs::create_dir_all(&tmp)
+            .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
+        if let Some(u) = run_as {
+            user::chown_tree(&tmp, u)?;
+        }
+    }
     // Datadirs of an earlier cluster in this directory are reused as they are.
     let fresh: Vec<&NodeConfig> = configs
         .iter()
@@ -276,6 +287,7 @@ fn init_datadirs(configs: &[NodeConfig], run_as: Option<&ServerUser>) -> Result<
     let mut cmd = Command::new("mariadb-install-db");
     cmd.arg("--no-defaults")
         .arg(format!("--datadir={}", first.datadir.display()))
+        .arg(format!("--tmpdir={}", first.dir.join("tmp").display()))
         .args([
             "--auth-root-authentication-method=normal",
             "--skip-test-db",

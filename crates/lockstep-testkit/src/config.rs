@@ -99,6 +99,7 @@ pub(crate) fn render(node: &NodeConfig, p: &CnfParams<'_>) -> String {
     }
     line(format!("datadir={}", node.datadir.display()));
     line(format!("socket={}", node.socket.display()));
+    line(format!("tmpdir={}", node.dir.join("tmp").display()));
     line(format!("pid-file={}", node.pid_file.display()));
     line(format!("log-error={}", node.error_log.display()));
     line(format!("port={}", ports.client));
