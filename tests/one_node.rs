@@ -84,10 +84,20 @@ fn writes_advance_last_committed_one_seqno_each_and_a_restart_continues_the_hist
     let at_stop = last_committed(n);
     let t0 = Instant::now();
     n.stop().unwrap();
-    assert!(t0.elapsed() < Duration::from_secs(30), "shutdown took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "shutdown took {:?}",
+        t0.elapsed()
+    );
     let grastate = std::fs::read_to_string(n.datadir().join("grastate.dat")).unwrap();
-    assert!(grastate.contains(&format!("uuid:    {history}")), "{grastate}");
-    assert!(grastate.contains(&format!("seqno:   {at_stop}")), "{grastate}");
+    assert!(
+        grastate.contains(&format!("uuid:    {history}")),
+        "{grastate}"
+    );
+    assert!(
+        grastate.contains(&format!("seqno:   {at_stop}")),
+        "{grastate}"
+    );
     assert!(grastate.contains("safe_to_bootstrap: 1"), "{grastate}");
 
     n.start_with_args(&["--wsrep-new-cluster"]).unwrap();
@@ -97,14 +107,19 @@ fn writes_advance_last_committed_one_seqno_each_and_a_restart_continues_the_hist
     n.sql("INSERT INTO h.t (v) VALUES (1)").unwrap();
     assert_eq!(last_committed(n), at_stop + 2);
     let rows = n.sql("SELECT COUNT(*) FROM h.t").unwrap();
-    assert_eq!(rows.trim(), "102", "no committed row lost across the restart");
+    assert_eq!(
+        rows.trim(),
+        "102",
+        "no committed row lost across the restart"
+    );
 }
 
 #[test]
 fn causal_reads_flush_tables_and_desync_work() {
     let cluster = one_node("one_node_control");
     let n = cluster.node(0);
-    n.sql("CREATE DATABASE c; CREATE TABLE c.t (id INT PRIMARY KEY)").unwrap();
+    n.sql("CREATE DATABASE c; CREATE TABLE c.t (id INT PRIMARY KEY)")
+        .unwrap();
     let out = n
         .sql("SET SESSION wsrep_sync_wait=15; INSERT INTO c.t VALUES (1); SELECT COUNT(*) FROM c.t")
         .unwrap();
@@ -153,7 +168,8 @@ fn provider_options_round_trip_and_unknown_options_fail_the_statement() {
         .unwrap_err();
     assert!(err.sql_code().is_some(), "{err}");
     n.sql("SET GLOBAL wsrep_max_ws_size = 2147483647").unwrap();
-    n.sql("INSERT INTO o.t VALUES (2, REPEAT('x', 4096))").unwrap();
+    n.sql("INSERT INTO o.t VALUES (2, REPEAT('x', 4096))")
+        .unwrap();
 }
 
 /// A node whose start must fail: returns its error log.
@@ -183,7 +199,10 @@ fn an_unknown_provider_option_stops_the_server_with_galeras_message() {
             .provider(lockstep())
             .provider_options("gcache.size=64M; no.such.option=1"),
     );
-    assert!(log.contains("Unrecognized parameter 'no.such.option'"), "{log}");
+    assert!(
+        log.contains("Unrecognized parameter 'no.such.option'"),
+        "{log}"
+    );
 }
 
 #[test]

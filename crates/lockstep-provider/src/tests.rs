@@ -419,6 +419,9 @@ fn the_certification_index_is_purged_below_the_commit_cut() {
         commit(&n.p, id, &h, &meta);
     }
     let size = n.p.lock().certifier.index_size();
-    assert!(size < 200, "index holds {size} keys after 300 committed rows");
+    assert!(
+        size < 200,
+        "index holds {size} keys after 300 committed rows"
+    );
     n.stop();
 }
