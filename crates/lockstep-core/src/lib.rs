@@ -11,3 +11,4 @@ pub mod group;
 pub mod options;
 pub mod ordering;
 pub mod saved_state;
+pub mod wire;

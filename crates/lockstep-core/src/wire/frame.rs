@@ -1,0 +1,286 @@
+//! The frame: `magic | version | kind | reserved | length | payload | crc32`.
+//!
+//! ```text
+//! offset  size  field
+//!      0     4  magic "LKST"
+//!      4     1  version (1)
+//!      5     1  kind (message type, opaque to this layer)
+//!      6     2  reserved, must be zero
+//!      8     4  payload length, little endian, <= the receiver's bound
+//!     12     n  payload
+//!   12+n     4  CRC-32 (IEEE) of bytes 0 .. 12+n, little endian
+//! ```
+
+use std::fmt;
+
+pub const MAGIC: [u8; 4] = *b"LKST";
+pub const VERSION: u8 = 1;
+pub const HEADER_LEN: usize = 12;
+pub const TRAILER_LEN: usize = 4;
+/// Default bound on one payload. Larger writesets travel in several frames
+/// (so one big transaction never monopolises a connection).
+pub const DEFAULT_MAX_PAYLOAD: usize = 16 * 1024 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub kind: u8,
+    pub payload: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FrameError {
+    BadMagic([u8; 4]),
+    UnsupportedVersion(u8),
+    ReservedBits(u16),
+    TooLarge {
+        len: usize,
+        max: usize,
+    },
+    Checksum {
+        expected: u32,
+        actual: u32,
+    },
+    /// A previous error: the stream position is lost, drop the connection.
+    Poisoned,
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameError::BadMagic(m) => write!(f, "not a Lockstep peer (magic {m:02x?})"),
+            FrameError::UnsupportedVersion(v) => {
+                write!(f, "peer speaks frame version {v}, this node speaks {VERSION}")
+            }
+            FrameError::ReservedBits(b) => write!(f, "reserved header bits set ({b:#06x})"),
+            FrameError::TooLarge { len, max } => {
+                write!(f, "frame of {len} bytes exceeds the limit of {max}")
+            }
+            FrameError::Checksum { expected, actual } => write!(
+                f,
+                "frame checksum mismatch (sent {expected:#010x}, computed {actual:#010x}): corrupt data"
+            ),
+            FrameError::Poisoned => write!(f, "stream already failed"),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+/// Appends one frame to `out`.
+pub fn encode(
+    kind: u8,
+    payload: &[u8],
+    max_payload: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), FrameError> {
+    if payload.len() > max_payload || payload.len() > u32::MAX as usize {
+        return Err(FrameError::TooLarge {
+            len: payload.len(),
+            max: max_payload,
+        });
+    }
+    let start = out.len();
+    out.extend_from_slice(&MAGIC);
+    out.push(VERSION);
+    out.push(kind);
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(payload);
+    let crc = crc32fast::hash(&out[start..]);
+    out.extend_from_slice(&crc.to_le_bytes());
+    Ok(())
+}
+
+/// Incremental decoder: feed bytes as they arrive, take frames out.
+#[derive(Debug)]
+pub struct FrameDecoder {
+    max_payload: usize,
+    buf: Vec<u8>,
+    failed: bool,
+}
+
+impl FrameDecoder {
+    pub fn new(max_payload: usize) -> FrameDecoder {
+        FrameDecoder {
+            max_payload,
+            buf: Vec::new(),
+            failed: false,
+        }
+    }
+
+    pub fn push(&mut self, bytes: &[u8]) {
+        if !self.failed {
+            self.buf.extend_from_slice(bytes);
+        }
+    }
+
+    /// Bytes received but not yet returned as frames.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The next complete frame, `None` if more bytes are needed.
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, FrameError> {
+        if self.failed {
+            return Err(FrameError::Poisoned);
+        }
+        match self.parse() {
+            Err(e) => {
+                self.failed = true;
+                self.buf = Vec::new();
+                Err(e)
+            }
+            ok => ok,
+        }
+    }
+
+    fn parse(&mut self) -> Result<Option<Frame>, FrameError> {
+        // Validate what we have of the header as early as possible, so a
+        // stranger is refused after 4 bytes rather than after 16 MiB.
+        let have = self.buf.len().min(4);
+        if self.buf[..have] != MAGIC[..have] {
+            let mut m = [0u8; 4];
+            m[..have].copy_from_slice(&self.buf[..have]);
+            return Err(FrameError::BadMagic(m));
+        }
+        if self.buf.len() < HEADER_LEN {
+            return Ok(None);
+        }
+        if self.buf[4] != VERSION {
+            return Err(FrameError::UnsupportedVersion(self.buf[4]));
+        }
+        let reserved = u16::from_le_bytes([self.buf[6], self.buf[7]]);
+        if reserved != 0 {
+            return Err(FrameError::ReservedBits(reserved));
+        }
+        let len =
+            u32::from_le_bytes([self.buf[8], self.buf[9], self.buf[10], self.buf[11]]) as usize;
+        if len > self.max_payload {
+            return Err(FrameError::TooLarge {
+                len,
+                max: self.max_payload,
+            });
+        }
+        let total = HEADER_LEN + len + TRAILER_LEN;
+        if self.buf.len() < total {
+            return Ok(None);
+        }
+        let body_end = HEADER_LEN + len;
+        let sent = u32::from_le_bytes([
+            self.buf[body_end],
+            self.buf[body_end + 1],
+            self.buf[body_end + 2],
+            self.buf[body_end + 3],
+        ]);
+        let actual = crc32fast::hash(&self.buf[..body_end]);
+        if sent != actual {
+            return Err(FrameError::Checksum {
+                expected: sent,
+                actual,
+            });
+        }
+        let frame = Frame {
+            kind: self.buf[5],
+            payload: self.buf[HEADER_LEN..body_end].to_vec(),
+        };
+        self.buf.drain(..total);
+        Ok(Some(frame))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn encoded(kind: u8, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode(kind, payload, DEFAULT_MAX_PAYLOAD, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn frames_round_trip_when_fed_one_byte_at_a_time() {
+        let mut bytes = encoded(3, b"hello");
+        bytes.extend(encoded(4, b""));
+        let mut d = FrameDecoder::new(DEFAULT_MAX_PAYLOAD);
+        let mut got = Vec::new();
+        for b in bytes {
+            d.push(&[b]);
+            while let Some(f) = d.next_frame().unwrap() {
+                got.push(f);
+            }
+        }
+        assert_eq!(
+            got,
+            [
+                Frame {
+                    kind: 3,
+                    payload: b"hello".to_vec()
+                },
+                Frame {
+                    kind: 4,
+                    payload: vec![]
+                }
+            ]
+        );
+        assert_eq!(d.buffered(), 0);
+    }
+
+    #[test]
+    fn an_oversized_length_is_refused_before_the_payload_arrives() {
+        let mut d = FrameDecoder::new(1024);
+        let mut header = Vec::from(MAGIC);
+        header.extend([VERSION, 1, 0, 0]);
+        header.extend((1u32 << 30).to_le_bytes());
+        d.push(&header);
+        assert_eq!(
+            d.next_frame(),
+            Err(FrameError::TooLarge {
+                len: 1 << 30,
+                max: 1024
+            })
+        );
+        assert_eq!(d.next_frame(), Err(FrameError::Poisoned));
+    }
+
+    #[test]
+    fn a_stranger_is_refused_on_the_first_bytes() {
+        let mut d = FrameDecoder::new(1024);
+        d.push(b"GET ");
+        assert!(matches!(d.next_frame(), Err(FrameError::BadMagic(_))));
+    }
+
+    #[test]
+    fn the_encoder_refuses_payloads_over_the_bound() {
+        let mut out = Vec::new();
+        assert!(encode(1, &[0; 10], 9, &mut out).is_err());
+        assert!(out.is_empty());
+    }
+
+    proptest! {
+        /// Flipping any bit of a frame never yields a different frame: it
+        /// is either rejected or (for the length field) waits for more.
+        #[test]
+        fn corruption_is_detected(payload in proptest::collection::vec(any::<u8>(), 0..200), bit in 0usize..8, pos in any::<proptest::sample::Index>()) {
+            let mut bytes = encoded(9, &payload);
+            let i = pos.index(bytes.len());
+            bytes[i] ^= 1 << bit;
+            let mut d = FrameDecoder::new(4096);
+            d.push(&bytes);
+            match d.next_frame() {
+                Ok(Some(f)) => prop_assert!(false, "corrupt frame accepted: {f:?}"),
+                Ok(None) | Err(_) => {}
+            }
+        }
+
+        #[test]
+        fn decoder_never_panics(chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..16)) {
+            let mut d = FrameDecoder::new(256);
+            for c in chunks {
+                d.push(&c);
+                let _ = d.next_frame();
+            }
+        }
+    }
+}
