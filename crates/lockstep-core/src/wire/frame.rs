@@ -268,9 +268,8 @@ mod tests {
             bytes[i] ^= 1 << bit;
             let mut d = FrameDecoder::new(4096);
             d.push(&bytes);
-            match d.next_frame() {
-                Ok(Some(f)) => prop_assert!(false, "corrupt frame accepted: {f:?}"),
-                Ok(None) | Err(_) => {}
+            if let Ok(Some(f)) = d.next_frame() {
+                prop_assert!(false, "corrupt frame accepted: {f:?}");
             }
         }
 
