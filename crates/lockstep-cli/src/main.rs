@@ -1,7 +1,13 @@
 //! `lockstep`: one command for operators of Lockstep (and Galera) clusters.
 
+mod bench;
+mod check;
 mod commands;
 mod error;
+mod mariadb;
+mod probe;
+mod rlimit;
+mod stats;
 mod table;
 
 use std::process::ExitCode;
@@ -29,6 +35,12 @@ enum Command {
     Status(commands::status::Args),
     /// Stop the local cluster gracefully (last node first).
     Down(commands::down::Args),
+    /// HTTP health service for HAProxy (clustercheck successor); --once for keepalived.
+    Check(commands::check::Args),
+    /// Write on node A, read on node B: stale-read rate and propagation delay.
+    Probe(commands::probe::Args),
+    /// Load generator for `lockstep check`: keep-alive clients and connection churn.
+    CheckBench(commands::check_bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +49,9 @@ fn main() -> ExitCode {
         Command::Up(args) => commands::up::run(args),
         Command::Status(args) => commands::status::run(args),
         Command::Down(args) => commands::down::run(args),
+        Command::Check(args) => commands::check::run(args),
+        Command::Probe(args) => commands::probe::run(args),
+        Command::CheckBench(args) => commands::check_bench::run(args),
     };
     match result {
         Ok(code) => code,

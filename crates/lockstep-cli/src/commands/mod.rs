@@ -1,6 +1,9 @@
 //! One module per subcommand.
 
+pub mod check;
+pub mod check_bench;
 pub mod down;
+pub mod probe;
 pub mod status;
 pub mod up;
 
