@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PKGS=(mariadb-server mariadb-client mariadb-backup mariadb-test galera-4
-      sysbench rsync socat lsof iproute2 procps)
+      sysbench rsync socat lsof iproute2 procps fonts-dejavu-core)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -3,8 +3,9 @@
 //! Phase 1 holds `clients` keep-alive connections at once (all connected
 //! before measuring starts) and sends requests on each for `duration`,
 //! paced at one per `interval` per client (0: back to back). Phase 2 opens,
-//! uses and closes `connections` connections, `concurrency` at a time, with
-//! `Connection: close`, and checks that the server ends each cleanly.
+//! uses and closes `connections` connections with `Connection: close`, at
+//! most `concurrency` at a time, started at a fixed `rate` or back to back,
+//! and checks that the server ends each cleanly.
 //! Every response is checked: status 200 or 503, exact Content-Length.
 
 pub mod client;
@@ -33,6 +34,10 @@ pub struct BenchConfig {
     pub interval: Duration,
     pub connections: u64,
     pub concurrency: usize,
+    /// Phase 2 pacing in connections per second; 0: as fast as
+    /// `concurrency` allows (closed loop, measures capacity, and then the
+    /// latency is mostly queueing).
+    pub rate: u64,
     pub timeout: Duration,
     pub threads: usize,
 }
@@ -239,8 +244,24 @@ async fn keepalive_client(
 }
 
 async fn close_phase(cfg: &BenchConfig) -> PhaseResult {
-    let remaining = Arc::new(AtomicU64::new(cfg.connections));
     let t0 = Instant::now();
+    let tally = if cfg.rate == 0 {
+        closed_loop(cfg).await
+    } else {
+        paced(cfg, t0).await
+    };
+    let name = if cfg.rate == 0 {
+        format!("open/close, {} at a time", cfg.concurrency.max(1))
+    } else {
+        format!("open/close, {}/s", cfg.rate)
+    };
+    tally.into_result(name, t0.elapsed())
+}
+
+/// `concurrency` workers, each opening the next connection as soon as its
+/// previous one is done.
+async fn closed_loop(cfg: &BenchConfig) -> Tally {
+    let remaining = Arc::new(AtomicU64::new(cfg.connections));
     let mut tasks = Vec::new();
     for _ in 0..cfg.concurrency.max(1) {
         let cfg = cfg.clone();
@@ -253,23 +274,7 @@ async fn close_phase(cfg: &BenchConfig) -> PhaseResult {
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
                 .is_ok()
             {
-                tally.connections += 1;
-                let started = Instant::now();
-                let deadline = client::deadline(cfg.timeout);
-                let result = async {
-                    let mut s = client::connect(cfg.target, deadline).await?;
-                    let a = client::exchange(&mut s, CLOSE_REQUEST, &mut buf, deadline).await?;
-                    if !a.close {
-                        return Err(Failure::Malformed);
-                    }
-                    client::expect_eof(&mut s, deadline).await?;
-                    Ok(a)
-                }
-                .await;
-                match result {
-                    Ok(a) => tally.answered(a.status, started.elapsed()),
-                    Err(f) => tally.failed(f),
-                }
+                one_connection(&cfg, &mut buf, &mut tally).await;
             }
             tally
         }));
@@ -280,10 +285,56 @@ async fn close_phase(cfg: &BenchConfig) -> PhaseResult {
             tally.merge(part);
         }
     }
-    tally.into_result(
-        format!("open/close, {} at a time", cfg.concurrency.max(1)),
-        t0.elapsed(),
-    )
+    tally
+}
+
+/// One connection every 1/`rate` s (open loop), at most `concurrency` open.
+async fn paced(cfg: &BenchConfig, t0: Instant) -> Tally {
+    let permits = Arc::new(tokio::sync::Semaphore::new(cfg.concurrency.max(1)));
+    let period = Duration::from_secs_f64(1.0 / cfg.rate as f64);
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..cfg.connections {
+        tokio::time::sleep_until(t0 + period.mul_f64(i as f64)).await;
+        let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
+            break;
+        };
+        let cfg = cfg.clone();
+        set.spawn(async move {
+            let mut tally = Tally::default();
+            let mut buf = Vec::with_capacity(512);
+            one_connection(&cfg, &mut buf, &mut tally).await;
+            drop(permit);
+            tally
+        });
+    }
+    let mut tally = Tally::default();
+    while let Some(part) = set.join_next().await {
+        if let Ok(part) = part {
+            tally.merge(part);
+        }
+    }
+    tally
+}
+
+/// Connect, one `Connection: close` request, expect the server's FIN.
+async fn one_connection(cfg: &BenchConfig, buf: &mut Vec<u8>, tally: &mut Tally) {
+    tally.connections += 1;
+    let started = Instant::now();
+    let deadline = client::deadline(cfg.timeout);
+    let result = async {
+        let mut s = client::connect(cfg.target, deadline).await?;
+        let a = client::exchange(&mut s, CLOSE_REQUEST, buf, deadline).await?;
+        if !a.close {
+            return Err(Failure::Malformed);
+        }
+        client::expect_eof(&mut s, deadline).await?;
+        Ok(a)
+    }
+    .await;
+    match result {
+        Ok(a) => tally.answered(a.status, started.elapsed()),
+        Err(f) => tally.failed(f),
+    }
 }
 
 /// The results as a table.

@@ -87,15 +87,23 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>, permits: Arc<
 enum End {
     ClientClosed,
     Idle,
+    /// We answered and close: the request was read completely.
     Close,
+    /// We refused or timed out a request whose bytes may still be coming.
+    Abort,
     Error,
 }
 
 async fn handle(mut stream: TcpStream, _peer: SocketAddr, service: &Service) {
     let _ = stream.set_nodelay(true);
-    let end = converse(&mut stream, service).await;
-    if end == End::Close {
-        linger_close(&mut stream).await;
+    match converse(&mut stream, service).await {
+        // The client sent exactly one request and reads the answer: a FIN
+        // after the response is enough (no data of theirs is pending).
+        End::Close => {
+            let _ = stream.shutdown().await;
+        }
+        End::Abort => linger_close(&mut stream).await,
+        End::ClientClosed | End::Idle | End::Error => {}
     }
 }
 
@@ -113,7 +121,7 @@ async fn converse(stream: &mut TcpStream, service: &Service) -> End {
                 Parse::Done { request, head_len } => break (request, head_len),
                 Parse::Rejected(r) => {
                     let _ = send_reject(stream, r, &mut out, limits).await;
-                    return End::Close;
+                    return End::Abort;
                 }
                 Parse::Partial => {}
             }
@@ -130,7 +138,7 @@ async fn converse(stream: &mut TcpStream, service: &Service) -> End {
                 Ok(Err(_)) => return End::Error,
                 Err(_) if deadline.is_some() => {
                     let _ = send_simple(stream, 408, "Request timeout.\n", &mut out, limits).await;
-                    return End::Close;
+                    return End::Abort;
                 }
                 Err(_) => return End::Idle,
             }
@@ -146,7 +154,13 @@ async fn converse(stream: &mut TcpStream, service: &Service) -> End {
             return End::Error;
         }
         if !request.keep_alive {
-            return End::Close;
+            // Pipelined bytes after a closing request would be lost to an
+            // RST without the lingering close.
+            return if buf.is_empty() {
+                End::Close
+            } else {
+                End::Abort
+            };
         }
     }
 }

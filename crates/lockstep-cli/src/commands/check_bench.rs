@@ -28,9 +28,13 @@ pub struct Args {
     /// Connections opened, used once and closed (phase 2; 0 skips it).
     #[arg(long, default_value_t = 10_000)]
     connections: u64,
-    /// Phase-2 connections in flight at once.
+    /// Phase-2 connections in flight at most.
     #[arg(long, default_value_t = 100)]
     concurrency: usize,
+    /// Phase-2 connections started per second (0: back to back, to measure
+    /// capacity; the latency is then mostly queueing in the generator).
+    #[arg(long, default_value_t = 5_000, value_name = "PER_S")]
+    rate: u64,
     /// A request without a complete answer after this long is an error.
     #[arg(long, default_value_t = 5_000, value_name = "MS")]
     timeout_ms: u64,
@@ -55,12 +59,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         interval: Duration::from_millis(args.interval_ms),
         connections: args.connections,
         concurrency: args.concurrency,
+        rate: args.rate,
         timeout: Duration::from_millis(args.timeout_ms),
         threads: args.threads.max(1),
     };
     println!(
         "check-bench: {} keep-alive clients for {} s ({}), then {} connections opened and \
-         closed, {} at a time, against {}",
+         closed ({}, at most {} at a time), against {}",
         cfg.clients,
         args.duration,
         if cfg.interval.is_zero() {
@@ -69,6 +74,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             format!("one request per client every {} ms", args.interval_ms)
         },
         cfg.connections,
+        if cfg.rate == 0 {
+            "back to back".to_string()
+        } else {
+            format!("{} per second", cfg.rate)
+        },
         cfg.concurrency,
         cfg.target
     );
