@@ -275,3 +275,24 @@ fn listens_on_ipv4_and_ipv6_and_stops_cleanly_on_sigterm() {
     assert!(log.contains("checking MariaDB at 127.0.0.1:"), "{log}");
     assert!(s.stop().success(), "exit status after SIGTERM");
 }
+
+#[test]
+fn once_reports_an_unusable_option_file_with_exit_3() {
+    let tmp = operator::scratch();
+    let missing = tmp.path().join("missing.cnf");
+    let (code, out) = check_once(&["--defaults-file", missing.to_str().unwrap()]);
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.starts_with("Cannot check: cannot read option file"),
+        "{out}"
+    );
+
+    // Anyone could have changed the credentials: refused, as MariaDB does.
+    let open = tmp.path().join("open.cnf");
+    std::fs::write(&open, "[client]\nuser=x\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let (code, out) = check_once(&["--defaults-file", open.to_str().unwrap()]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("world-writable"), "{out}");
+}

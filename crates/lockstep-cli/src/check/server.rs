@@ -3,7 +3,6 @@
 //! stop reading are all cut off by timeouts, and the number of open
 //! connections is capped.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -66,10 +65,10 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>, permits: Arc<
             return;
         };
         match listener.accept().await {
-            Ok((stream, peer)) => {
+            Ok((stream, _)) => {
                 let service = Arc::clone(&service);
                 tokio::spawn(async move {
-                    handle(stream, peer, &service).await;
+                    handle(stream, &service).await;
                     drop(permit);
                 });
             }
@@ -94,7 +93,7 @@ enum End {
     Error,
 }
 
-async fn handle(mut stream: TcpStream, _peer: SocketAddr, service: &Service) {
+async fn handle(mut stream: TcpStream, service: &Service) {
     let _ = stream.set_nodelay(true);
     match converse(&mut stream, service).await {
         // The client sent exactly one request and reads the answer: a FIN

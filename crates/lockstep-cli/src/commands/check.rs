@@ -10,6 +10,9 @@ use crate::check::{listen, run_once, run_service, CheckConfig, CheckError, OnceF
 use crate::error::CliError;
 use crate::mariadb::settings::{self, CliTarget};
 
+/// `--once` exit status when the configuration is unusable (bad option file, ...).
+const ONCE_CONFIG_ERROR: u8 = 3;
+
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Healthy (HTTP 200) when the node is in the Primary component, wsrep_ready=ON, \
@@ -20,7 +23,8 @@ maintenance file exists; otherwise 503. Any path answers; ?format=json or \
 
 Credentials come from --defaults-file only (groups [client], then [clustercheck]).
 
-Exit status with --once: 0 healthy, 1 unhealthy, 2 MariaDB cannot be reached.")]
+Exit status with --once: 0 healthy, 1 unhealthy, 2 MariaDB cannot be reached, \
+3 configuration error.")]
 pub struct Args {
     /// Address to serve on, repeatable: 0.0.0.0:9200, [::1]:9200, :9200 (all).
     /// Default: 0.0.0.0:9200 and [::]:9200.
@@ -88,7 +92,16 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         FormatArg::Text => OnceFormat::Text,
         FormatArg::Json => OnceFormat::Json,
     };
-    let cfg = config(args)?;
+    let cfg = match config(args) {
+        Ok(c) => c,
+        // A check that cannot even start is Nagios' UNKNOWN (3): keepalived
+        // treats it as a failure like any non-zero status.
+        Err(e) if once => {
+            println!("Cannot check: {e}.");
+            return Ok(ExitCode::from(ONCE_CONFIG_ERROR));
+        }
+        Err(e) => return Err(e.into()),
+    };
     let code = if once {
         run_once(&cfg, format)?
     } else {
