@@ -92,14 +92,9 @@ impl Provider {
             return status::OK;
         }
         g.paused = false;
-        let history = g.history;
-        let safe = g.view.as_ref().is_none_or(|v| v.members.len() == 1);
+        let running = g.running_state();
         drop(g);
-        self.save_state(SavedState {
-            uuid: history,
-            seqno: -1,
-            safe_to_bootstrap: safe,
-        });
+        self.save_state(running);
         self.notify();
         info!("provider resumed");
         status::OK

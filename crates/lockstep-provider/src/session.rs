@@ -214,15 +214,10 @@ impl Provider {
             return Some(self.fail_session(ctx, &e.to_string()));
         }
         g.local.joined();
-        let safe = view.members.len() == 1;
-        let history = g.history;
         g.view = Some(view);
+        let running = g.running_state();
         drop(g);
-        self.save_state(SavedState {
-            uuid: history,
-            seqno: -1,
-            safe_to_bootstrap: safe,
-        });
+        self.save_state(running);
         self.notify();
         None
     }

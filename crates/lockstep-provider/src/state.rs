@@ -10,6 +10,7 @@ use crate::trx::TrxRecord;
 use lockstep_core::certification::Certifier;
 use lockstep_core::group::LocalState;
 use lockstep_core::ordering::Watermark;
+use lockstep_core::saved_state::SavedState;
 use std::collections::{HashMap, VecDeque};
 use wsrep_abi::Uuid;
 
@@ -103,6 +104,16 @@ impl Inner {
     /// `last_committed` as defined by the contract: everything finished.
     pub fn last_committed(&self) -> i64 {
         self.finished.level()
+    }
+
+    /// What grastate.dat says while the node runs: the history with an
+    /// unknown seqno; safe to bootstrap only as the sole member.
+    pub fn running_state(&self) -> SavedState {
+        SavedState {
+            uuid: self.history,
+            seqno: -1,
+            safe_to_bootstrap: self.view.as_ref().is_none_or(|v| v.members.len() == 1),
+        }
     }
 
     /// Whether local writes may be ordered now (primary, state received).
