@@ -27,7 +27,7 @@ test: build lint
 	$(CARGO) test --release --workspace
 
 # MariaDB's own regression tests with our library, as an unprivileged user:
-#   make mtr TESTS="galera.galera_basic wsrep.variables"   [PROVIDER=galera]
+#   make mtr TESTS="galera.basic wsrep.variables"   [PROVIDER=galera]
 mtr: build
 	@scripts/mtr.sh $(PROVIDER) $(TESTS)
 
