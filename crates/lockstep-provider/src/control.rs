@@ -4,11 +4,9 @@
 use crate::log::{info, warn};
 use crate::provider::Provider;
 use crate::state::{Conn, Event};
-use lockstep_core::saved_state::SavedState;
 use std::time::{Duration, Instant};
 use wsrep_abi::{status, Gtid, Status};
 
-const DEFAULT_CAUSAL_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// `tout` may be INT_MAX seconds (contract P25): cap instead of overflowing.
 const MAX_WAIT: Duration = Duration::from_secs(365 * 24 * 3600);
 
@@ -24,7 +22,7 @@ impl Provider {
     /// `upto = None`: a causal read; otherwise wait for that GTID.
     pub fn sync_wait(&self, upto: Option<Gtid>, tout: i32) -> (Status, Gtid) {
         let timeout = if tout < 0 {
-            self.duration_option("repl.causal_read_timeout", DEFAULT_CAUSAL_READ_TIMEOUT)
+            self.tunables().causal_read_timeout
         } else {
             Duration::from_secs(tout as u64).min(MAX_WAIT)
         };
@@ -74,14 +72,10 @@ impl Provider {
         g.paused = true;
         let (g, _) = self.wait_until(g, None, |s| s.last_committed() >= s.last_ordered);
         let seqno = g.last_committed();
-        let history = g.history;
+        let paused_at = g.saved_state(seqno);
         drop(g);
-        self.save_state(SavedState {
-            uuid: history,
-            seqno,
-            safe_to_bootstrap: true,
-        });
-        info!("provider paused at {history}:{seqno}");
+        self.save_state(paused_at);
+        info!("provider paused at {}:{seqno}", paused_at.uuid);
         seqno
     }
 

@@ -10,7 +10,7 @@ use crate::state::Inner;
 use lockstep_core::options::{Options, OptionsError};
 use lockstep_core::saved_state::SavedState;
 use std::path::PathBuf;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 use wsrep_abi::{caps, status, Gtid, Status};
 
@@ -50,6 +50,7 @@ pub struct Provider {
     pub proto_ver: i32,
     pub server: Server,
     pub options: Mutex<Options>,
+    tunables: RwLock<Tunables>,
     pub store: Mutex<Box<dyn StateStore>>,
     pub inner: Mutex<Inner>,
     pub changed: Condvar,
@@ -121,6 +122,7 @@ impl Provider {
             data_dir: cfg.data_dir,
             proto_ver: cfg.proto_ver,
             server: cfg.server,
+            tunables: RwLock::new(Tunables::from_options(&options)),
             options: Mutex::new(options),
             store: Mutex::new(store),
             inner: Mutex::new(Inner::new(saved.uuid, position)),
@@ -182,11 +184,13 @@ impl Provider {
     }
 
     pub fn options_set(&self, conf: &str) -> Status {
-        let result = self
-            .options
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .apply_runtime(conf);
+        let mut options = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let result = options.apply_runtime(conf);
+        if result.is_ok() {
+            *self.tunables.write().unwrap_or_else(|p| p.into_inner()) =
+                Tunables::from_options(&options);
+        }
+        drop(options);
         match result {
             Ok(changed) => {
                 for (k, v) in changed {
@@ -202,21 +206,36 @@ impl Provider {
         }
     }
 
-    /// A duration option, falling back to `default` if unset or unparsable.
-    pub fn duration_option(&self, key: &str, default: Duration) -> Duration {
-        self.options
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .duration(key)
-            .unwrap_or(default)
+    /// The option values hot paths read, without parsing text.
+    pub fn tunables(&self) -> Tunables {
+        *self.tunables.read().unwrap_or_else(|p| p.into_inner())
     }
+}
 
-    pub fn size_option(&self, key: &str, default: u64) -> u64 {
-        self.options
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .size(key)
-            .unwrap_or(default)
+/// `repl.max_ws_size` default (Galera): 2 GiB - 1.
+const DEFAULT_MAX_WS_SIZE: u64 = 2_147_483_647;
+const DEFAULT_CAUSAL_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Option values read per key or per statement, parsed once whenever the
+/// options change instead of on every `append_key` or causal read.
+#[derive(Debug, Clone, Copy)]
+pub struct Tunables {
+    pub max_ws_size: u64,
+    pub causal_read_timeout: Duration,
+}
+
+impl Tunables {
+    /// The typed values of `options`; the defaults stand in for a value
+    /// that does not parse (the option table validates values on set).
+    fn from_options(options: &Options) -> Tunables {
+        Tunables {
+            max_ws_size: options
+                .size("repl.max_ws_size")
+                .unwrap_or(DEFAULT_MAX_WS_SIZE),
+            causal_read_timeout: options
+                .duration("repl.causal_read_timeout")
+                .unwrap_or(DEFAULT_CAUSAL_READ_TIMEOUT),
+        }
     }
 }
 

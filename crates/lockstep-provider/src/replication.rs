@@ -14,9 +14,6 @@ use lockstep_core::certification::{CertOutcome, CertRequest, Key, KeyType};
 use std::sync::MutexGuard;
 use wsrep_abi::{flags, status, Gtid, Status, Stid, TrxMeta, WsHandle};
 
-/// `repl.max_ws_size` default (Galera): 2 GiB - 1.
-const DEFAULT_MAX_WS_SIZE: u64 = 2_147_483_647;
-
 /// How often (in seqnos) the certification index is purged.
 const PURGE_EVERY: i64 = 128;
 
@@ -52,7 +49,7 @@ impl Provider {
     }
 
     fn max_ws_size(&self) -> u64 {
-        self.size_option("repl.max_ws_size", DEFAULT_MAX_WS_SIZE)
+        self.tunables().max_ws_size
     }
 
     /// Hands out the next seqno and certifies the action in that order.
@@ -82,15 +79,11 @@ impl Provider {
             g.certifier.purge_upto(cut);
         }
         Ok(match outcome {
-            CertOutcome::Pass { depends_on } => {
-                g.counters.deps_distance_sum += seqno - depends_on;
-                g.counters.deps_distance_n += 1;
-                Ordered {
-                    seqno,
-                    depends_on,
-                    passed: true,
-                }
-            }
+            CertOutcome::Pass { depends_on } => Ordered {
+                seqno,
+                depends_on,
+                passed: true,
+            },
             CertOutcome::Fail { reason } => {
                 info!("seqno {seqno} failed certification: {reason:?}");
                 Ordered {
@@ -172,7 +165,6 @@ impl Provider {
     pub fn commit_order_enter(&self, trx_id: u64, h: &Handle, meta: &TrxMeta) -> Status {
         let Handle::Local(_) = h;
         let seqno = meta.gtid.seqno;
-        let is_end = true;
         let g = self.lock();
         let (mut g, _) = self.wait_until(g, None, |s| {
             let bf = matches!(
@@ -184,7 +176,9 @@ impl Provider {
         let Some(rec) = g.trxs.get_mut(&trx_id) else {
             return status::TRX_MISSING;
         };
-        if rec.state == TrxState::MustReplay && is_end {
+        // Only final writesets reach here (no streaming yet), so a BF
+        // abort always means replay (contract §2.12).
+        if rec.state == TrxState::MustReplay {
             return status::BF_ABORT;
         }
         if rec.state == TrxState::Certified {

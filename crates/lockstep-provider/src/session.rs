@@ -6,7 +6,6 @@ use crate::provider::{Provider, CAPABILITIES};
 use crate::server::{Member, ThreadCtx, View};
 use crate::state::{Conn, Event};
 use lockstep_core::address::ClusterAddress;
-use lockstep_core::saved_state::SavedState;
 use std::time::{Duration, Instant};
 use wsrep_abi::{status, view_status, Gtid, Status, Uuid};
 
@@ -122,13 +121,9 @@ impl Provider {
         g.events.push_back(Event::Connected(view.clone()));
         g.events.push_back(Event::PrimaryView(view));
         g.events.push_back(Event::Synced);
-        let history = g.history;
+        let running = g.running_state();
         drop(g);
-        self.save_state(SavedState {
-            uuid: history,
-            seqno: -1,
-            safe_to_bootstrap: true,
-        });
+        self.save_state(running);
         self.notify();
         status::OK
     }
@@ -174,17 +169,9 @@ impl Provider {
                         return self.fail_session(ctx, "synced callback failed");
                     }
                 }
-                Event::Final(view) => {
-                    // While closing a failed callback is the end of the
-                    // session anyway (contract P15).
-                    self.server.view(ctx, &view);
-                    let mut g = self.lock();
-                    g.conn = Conn::Closed;
-                    g.final_delivered = true;
-                    g.local.closed();
-                    g.view = None;
-                    drop(g);
-                    self.notify();
+                Event::Final => {
+                    self.lock().local.closed();
+                    self.end_session(ctx);
                     return status::OK;
                 }
             }
@@ -231,14 +218,23 @@ impl Provider {
         g.conn = Conn::Closing;
         g.events.clear();
         drop(g);
+        self.end_session(ctx);
+        status::NODE_FAIL
+    }
+
+    /// Delivers the empty final view on this applier (contract P19) and
+    /// marks the session closed, which releases `disconnect` and every
+    /// other applier. A failed callback here is the end of the session
+    /// anyway (contract P15).
+    fn end_session(&self, ctx: ThreadCtx) {
         self.server
             .view(ctx, &View::final_view(CAPABILITIES, self.proto_ver));
         let mut g = self.lock();
         g.conn = Conn::Closed;
         g.final_delivered = true;
+        g.view = None;
         drop(g);
         self.notify();
-        status::NODE_FAIL
     }
 
     pub fn disconnect(&self) -> Status {
@@ -250,8 +246,7 @@ impl Provider {
                 info!("leaving the cluster (member {})", g.member_id);
                 g.conn = Conn::Closing;
                 g.paused = false;
-                g.events
-                    .push_back(Event::Final(View::final_view(CAPABILITIES, self.proto_ver)));
+                g.events.push_back(Event::Final);
                 self.notify();
             }
         }
@@ -269,11 +264,7 @@ impl Provider {
                 warned = true;
             }
         }
-        let position = SavedState {
-            uuid: g.history,
-            seqno: g.last_committed(),
-            safe_to_bootstrap: true,
-        };
+        let position = g.saved_state(g.last_committed());
         g.trxs.clear();
         g.toi.clear();
         drop(g);
@@ -291,11 +282,7 @@ impl Provider {
         if g.conn == Conn::Closed || g.history.is_nil() {
             return;
         }
-        let position = SavedState {
-            uuid: g.history,
-            seqno: g.last_committed(),
-            safe_to_bootstrap: true,
-        };
+        let position = g.saved_state(g.last_committed());
         drop(g);
         self.save_state(position);
     }

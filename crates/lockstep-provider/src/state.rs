@@ -31,8 +31,8 @@ pub enum Event {
     PrimaryView(View),
     /// Time to tell the server it is synced.
     Synced,
-    /// The last event of a session.
-    Final(View),
+    /// The last event of a session: the empty final view.
+    Final,
 }
 
 /// Counters behind the `wsrep_%` status variables.
@@ -47,8 +47,6 @@ pub struct Counters {
     pub local_cert_failures: i64,
     pub local_replays: i64,
     pub causal_reads: i64,
-    pub deps_distance_sum: i64,
-    pub deps_distance_n: i64,
 }
 
 pub struct Inner {
@@ -106,14 +104,19 @@ impl Inner {
         self.finished.level()
     }
 
-    /// What grastate.dat says while the node runs: the history with an
-    /// unknown seqno; safe to bootstrap only as the sole member.
-    pub fn running_state(&self) -> SavedState {
+    /// The grastate.dat record for this history at `seqno`: safe to
+    /// bootstrap only as the sole member (or with no view left).
+    pub fn saved_state(&self, seqno: i64) -> SavedState {
         SavedState {
             uuid: self.history,
-            seqno: -1,
+            seqno,
             safe_to_bootstrap: self.view.as_ref().is_none_or(|v| v.members.len() == 1),
         }
+    }
+
+    /// What grastate.dat says while the node runs: the seqno is unknown.
+    pub fn running_state(&self) -> SavedState {
+        self.saved_state(-1)
     }
 
     /// Whether local writes may be ordered now (primary, state received).

@@ -32,11 +32,7 @@ impl Provider {
             })
             .unwrap_or_default();
         let members = g.view.as_ref().map_or(0, |v| v.members.len() as i64);
-        let deps_distance = if c.deps_distance_n > 0 {
-            c.deps_distance_sum as f64 / c.deps_distance_n as f64
-        } else {
-            0.0
-        };
+        let cert = g.certifier.stats();
         let member_id = if g.conn == Conn::Closed {
             wsrep_abi::Uuid::NIL
         } else {
@@ -72,7 +68,7 @@ impl Provider {
             ("flow_control_recv", Int(0)),
             ("flow_control_active", Str("false".into())),
             ("flow_control_requested", Str("false".into())),
-            ("cert_deps_distance", Double(deps_distance)),
+            ("cert_deps_distance", Double(cert.avg_deps_distance())),
             ("apply_oooe", Double(0.0)),
             ("apply_oool", Double(0.0)),
             ("apply_window", Double(0.0)),
@@ -84,7 +80,7 @@ impl Provider {
             ("local_state_comment", Str(state.comment().into())),
             ("cert_index_size", Int(g.certifier.index_size() as i64)),
             ("causal_reads", Int(c.causal_reads)),
-            ("cert_interval", Double(0.0)),
+            ("cert_interval", Double(cert.avg_cert_interval())),
             ("open_transactions", Int(g.trxs.len() as i64)),
             ("open_connections", Int(g.toi.len() as i64)),
             ("incoming_addresses", Str(incoming)),

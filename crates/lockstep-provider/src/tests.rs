@@ -377,11 +377,7 @@ fn reconnecting_after_disconnect_continues_the_history() {
     assert_eq!(p.connect("test", "gcomm://", true), status::OK);
     let pa = p.clone();
     let applier = std::thread::spawn(move || pa.recv(ThreadCtx(std::ptr::null_mut())));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while p.last_committed_id().seqno != before.seqno + 1 {
-        assert!(Instant::now() < deadline);
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    n.wait_for(|n| n.p.last_committed_id().seqno == before.seqno + 1);
     assert_eq!(p.last_committed_id().uuid, before.uuid);
     assert_eq!(p.disconnect(), status::OK);
     assert_eq!(applier.join().unwrap(), status::OK);
