@@ -1,6 +1,20 @@
-//! Group state: what this node is in the cluster (member status, desyncs),
-//! as a deterministic function of the events it has processed.
+//! Group state: the total order and what it means for wsrep.
+//!
+//! - `action`: what is ordered (writesets, state-transfer messages, …) and
+//!   its encoding;
+//! - `sequencer`: seqnos, views, member states, donor choice and
+//!   certification as a deterministic function of the ordered log;
+//! - `node`: the Raft driver around tikv/raft-rs (ADR 0004), with batching,
+//!   retries and the leader's membership duties; sans-IO, driven by the
+//!   provider's group thread or by the simulation tests;
+//! - `member_state`: this node's own member status and desync counting.
 
+pub mod action;
 mod member_state;
+pub mod node;
+pub mod sequencer;
 
+pub use action::{Action, MemberInfo, Proposal, Writeset};
 pub use member_state::{LocalState, MemberState, Notify};
+pub use node::{Group, GroupConfig, Output};
+pub use sequencer::{Delivery, GroupView, Member, Membership, Sequencer, SequencerError};

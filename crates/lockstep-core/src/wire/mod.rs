@@ -6,4 +6,5 @@
 //! corrupt frame must cost a dropped connection, never a panic inside
 //! mariadbd. The format is documented in `docs/formats.md`.
 
+pub mod codec;
 pub mod frame;

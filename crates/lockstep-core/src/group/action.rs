@@ -1,0 +1,442 @@
+//! What travels through the total order: batches of proposals, each an
+//! [`Action`] from one member, and the member descriptions carried by
+//! membership changes. The encoding is versioned and bounds-checked; a
+//! log entry that does not decode is a fatal inconsistency for the node
+//! (every node decodes the same bytes), never a panic.
+
+use crate::certification::{Key, KeyType};
+use crate::wire::codec::{DecodeError, Reader, Writer};
+
+/// Version byte at the start of every batch and member description.
+pub const ACTION_VERSION: u8 = 1;
+
+/// A cluster member as the group knows it: what goes into the wsrep view
+/// (`uuid`, `name`, `incoming`) and how peers reach it (`peer_addr`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberInfo {
+    /// Raft node id, unique per process start (never reused).
+    pub raft_id: u64,
+    /// wsrep member id, new on every connect.
+    pub uuid: [u8; 16],
+    /// `wsrep_node_name`.
+    pub name: String,
+    /// `wsrep_node_incoming_address` (clients' address), may be empty.
+    pub incoming: String,
+    /// `host:port` where the group channel listens.
+    pub peer_addr: String,
+}
+
+impl MemberInfo {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u8(ACTION_VERSION);
+        self.write(&mut w);
+        w.finish()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<MemberInfo, DecodeError> {
+        let mut r = Reader::new(bytes);
+        check_version(&mut r)?;
+        let m = MemberInfo::read(&mut r)?;
+        r.end()?;
+        Ok(m)
+    }
+
+    fn write(&self, w: &mut Writer) {
+        w.u64(self.raft_id).uuid(&self.uuid);
+        w.str(&self.name).str(&self.incoming).str(&self.peer_addr);
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<MemberInfo, DecodeError> {
+        Ok(MemberInfo {
+            raft_id: r.u64("member.raft_id")?,
+            uuid: r.uuid("member.uuid")?,
+            name: r.string("member.name")?,
+            incoming: r.string("member.incoming")?,
+            peer_addr: r.string("member.peer_addr")?,
+        })
+    }
+}
+
+/// A replicated transaction or TOI action (flag `ISOLATION`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Writeset {
+    /// Originating member's wsrep id.
+    pub source: [u8; 16],
+    pub trx_id: u64,
+    pub conn_id: u64,
+    /// The originator's `last_committed` when it certified.
+    pub last_seen: i64,
+    /// wsrep writeset flags.
+    pub flags: u32,
+    pub keys: Vec<Key>,
+    /// Concatenated data buffers (binlog events).
+    pub data: Vec<u8>,
+}
+
+impl Writeset {
+    /// Bytes this writeset accounts for (keys and data).
+    pub fn size(&self) -> usize {
+        self.data.len()
+            + self
+                .keys
+                .iter()
+                .flat_map(|k| &k.parts)
+                .map(Vec::len)
+                .sum::<usize>()
+    }
+}
+
+/// One ordered action. Only writesets (and views, which are Raft
+/// membership changes, not actions) consume wsrep seqnos.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// First entry of a cluster's log: the history and where it continues.
+    Genesis {
+        history: [u8; 16],
+        /// Seqno before the first view (0 for a new history).
+        last_seqno: i64,
+        founder: MemberInfo,
+    },
+    Writeset(Writeset),
+    /// A member's `last_committed`, so the index can be purged below the
+    /// cluster-wide committed cut at the same log position everywhere.
+    Committed {
+        raft_id: u64,
+        seqno: i64,
+    },
+    /// A joiner asks for a state transfer (`request` from `sst_request_cb`).
+    StateRequest {
+        joiner: u64,
+        /// `wsrep_sst_donor`: comma-separated names; trailing comma = any.
+        donors: String,
+        request: Vec<u8>,
+    },
+    /// The donor finished (`sst_sent`), `rcode` 0 or a negative errno.
+    StateTransferred {
+        donor: u64,
+        joiner: u64,
+        seqno: i64,
+        rcode: i32,
+    },
+    /// A joiner installed its state at `seqno`.
+    Joined {
+        raft_id: u64,
+        seqno: i64,
+    },
+    /// A member caught up with the group.
+    Synced {
+        raft_id: u64,
+    },
+    /// Causal-read fence: its position tells the waiter which seqnos
+    /// were ordered before the read.
+    Barrier {
+        raft_id: u64,
+        id: u64,
+    },
+}
+
+/// An action stamped with its origin and the origin's proposal number,
+/// so a retried proposal is delivered once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposal {
+    pub origin: u64,
+    pub id: u64,
+    pub action: Action,
+}
+
+const T_GENESIS: u8 = 1;
+const T_WRITESET: u8 = 2;
+const T_COMMITTED: u8 = 3;
+const T_STATE_REQUEST: u8 = 4;
+const T_STATE_TRANSFERRED: u8 = 5;
+const T_JOINED: u8 = 6;
+const T_SYNCED: u8 = 7;
+const T_BARRIER: u8 = 8;
+
+/// Smallest encoding of one proposal (origin, id, tag): bounds counts.
+const MIN_PROPOSAL: usize = 17;
+
+fn check_version(r: &mut Reader<'_>) -> Result<(), DecodeError> {
+    let v = r.u8("version")?;
+    if v != ACTION_VERSION {
+        return Err(DecodeError::Invalid {
+            field: "version",
+            value: u64::from(v),
+        });
+    }
+    Ok(())
+}
+
+/// Encodes a batch of proposals as one log entry.
+pub fn encode_batch(batch: &[Proposal]) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.u8(ACTION_VERSION).u32(batch.len() as u32);
+    for p in batch {
+        w.u64(p.origin).u64(p.id);
+        write_action(&mut w, &p.action);
+    }
+    w.finish()
+}
+
+/// Decodes a log entry written by [`encode_batch`].
+pub fn decode_batch(bytes: &[u8]) -> Result<Vec<Proposal>, DecodeError> {
+    let mut r = Reader::new(bytes);
+    check_version(&mut r)?;
+    let n = r.count("batch.len", MIN_PROPOSAL)?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let origin = r.u64("proposal.origin")?;
+        let id = r.u64("proposal.id")?;
+        let action = read_action(&mut r)?;
+        out.push(Proposal { origin, id, action });
+    }
+    r.end()?;
+    Ok(out)
+}
+
+fn write_action(w: &mut Writer, a: &Action) {
+    match a {
+        Action::Genesis {
+            history,
+            last_seqno,
+            founder,
+        } => {
+            w.u8(T_GENESIS).uuid(history).i64(*last_seqno);
+            founder.write(w);
+        }
+        Action::Writeset(ws) => {
+            w.u8(T_WRITESET)
+                .uuid(&ws.source)
+                .u64(ws.trx_id)
+                .u64(ws.conn_id);
+            w.i64(ws.last_seen).u32(ws.flags).u32(ws.keys.len() as u32);
+            for k in &ws.keys {
+                w.u8(k.kind.to_wsrep() as u8).u32(k.parts.len() as u32);
+                for p in &k.parts {
+                    w.bytes(p);
+                }
+            }
+            w.bytes(&ws.data);
+        }
+        Action::Committed { raft_id, seqno } => {
+            w.u8(T_COMMITTED).u64(*raft_id).i64(*seqno);
+        }
+        Action::StateRequest {
+            joiner,
+            donors,
+            request,
+        } => {
+            w.u8(T_STATE_REQUEST)
+                .u64(*joiner)
+                .str(donors)
+                .bytes(request);
+        }
+        Action::StateTransferred {
+            donor,
+            joiner,
+            seqno,
+            rcode,
+        } => {
+            w.u8(T_STATE_TRANSFERRED).u64(*donor).u64(*joiner);
+            w.i64(*seqno).i32(*rcode);
+        }
+        Action::Joined { raft_id, seqno } => {
+            w.u8(T_JOINED).u64(*raft_id).i64(*seqno);
+        }
+        Action::Synced { raft_id } => {
+            w.u8(T_SYNCED).u64(*raft_id);
+        }
+        Action::Barrier { raft_id, id } => {
+            w.u8(T_BARRIER).u64(*raft_id).u64(*id);
+        }
+    }
+}
+
+fn read_action(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
+    let tag = r.u8("action.tag")?;
+    Ok(match tag {
+        T_GENESIS => Action::Genesis {
+            history: r.uuid("genesis.history")?,
+            last_seqno: r.i64("genesis.last_seqno")?,
+            founder: MemberInfo::read(r)?,
+        },
+        T_WRITESET => Action::Writeset(read_writeset(r)?),
+        T_COMMITTED => Action::Committed {
+            raft_id: r.u64("committed.raft_id")?,
+            seqno: r.i64("committed.seqno")?,
+        },
+        T_STATE_REQUEST => Action::StateRequest {
+            joiner: r.u64("state_request.joiner")?,
+            donors: r.string("state_request.donors")?,
+            request: r.bytes("state_request.request")?.to_vec(),
+        },
+        T_STATE_TRANSFERRED => Action::StateTransferred {
+            donor: r.u64("transferred.donor")?,
+            joiner: r.u64("transferred.joiner")?,
+            seqno: r.i64("transferred.seqno")?,
+            rcode: r.i32("transferred.rcode")?,
+        },
+        T_JOINED => Action::Joined {
+            raft_id: r.u64("joined.raft_id")?,
+            seqno: r.i64("joined.seqno")?,
+        },
+        T_SYNCED => Action::Synced {
+            raft_id: r.u64("synced.raft_id")?,
+        },
+        T_BARRIER => Action::Barrier {
+            raft_id: r.u64("barrier.raft_id")?,
+            id: r.u64("barrier.id")?,
+        },
+        other => {
+            return Err(DecodeError::Invalid {
+                field: "action.tag",
+                value: u64::from(other),
+            })
+        }
+    })
+}
+
+fn read_writeset(r: &mut Reader<'_>) -> Result<Writeset, DecodeError> {
+    let source = r.uuid("ws.source")?;
+    let trx_id = r.u64("ws.trx_id")?;
+    let conn_id = r.u64("ws.conn_id")?;
+    let last_seen = r.i64("ws.last_seen")?;
+    let flags = r.u32("ws.flags")?;
+    let nkeys = r.count("ws.keys", 5)?;
+    let mut keys = Vec::with_capacity(nkeys);
+    for _ in 0..nkeys {
+        let kind = r.u8("key.type")?;
+        let kind = KeyType::from_wsrep(i32::from(kind)).ok_or(DecodeError::Invalid {
+            field: "key.type",
+            value: u64::from(kind),
+        })?;
+        let nparts = r.count("key.parts", 4)?;
+        let mut parts = Vec::with_capacity(nparts);
+        for _ in 0..nparts {
+            parts.push(r.bytes("key.part")?.to_vec());
+        }
+        keys.push(Key { parts, kind });
+    }
+    let data = r.bytes("ws.data")?.to_vec();
+    Ok(Writeset {
+        source,
+        trx_id,
+        conn_id,
+        last_seen,
+        flags,
+        keys,
+        data,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(id: u64) -> MemberInfo {
+        MemberInfo {
+            raft_id: id,
+            uuid: [id as u8; 16],
+            name: format!("node{id}"),
+            incoming: "127.0.0.1:3306".into(),
+            peer_addr: "127.0.0.1:4567".into(),
+        }
+    }
+
+    pub fn sample_batch() -> Vec<Proposal> {
+        let ws = Writeset {
+            source: [9; 16],
+            trx_id: 77,
+            conn_id: 5,
+            last_seen: 41,
+            flags: 3,
+            keys: vec![Key {
+                parts: vec![b"db".to_vec(), b"t".to_vec(), vec![0, 1]],
+                kind: KeyType::Update,
+            }],
+            data: vec![1, 2, 3],
+        };
+        let actions = vec![
+            Action::Genesis {
+                history: [1; 16],
+                last_seqno: 10,
+                founder: member(1),
+            },
+            Action::Writeset(ws),
+            Action::Committed {
+                raft_id: 2,
+                seqno: 40,
+            },
+            Action::StateRequest {
+                joiner: 3,
+                donors: "node1,".into(),
+                request: b"rsync\x00127.0.0.1:4444/rsync_sst\x00".to_vec(),
+            },
+            Action::StateTransferred {
+                donor: 1,
+                joiner: 3,
+                seqno: 50,
+                rcode: 0,
+            },
+            Action::Joined {
+                raft_id: 3,
+                seqno: 50,
+            },
+            Action::Synced { raft_id: 3 },
+            Action::Barrier { raft_id: 2, id: 8 },
+        ];
+        actions
+            .into_iter()
+            .enumerate()
+            .map(|(i, action)| Proposal {
+                origin: 2,
+                id: i as u64,
+                action,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn batch_round_trip() {
+        let batch = sample_batch();
+        assert_eq!(decode_batch(&encode_batch(&batch)).unwrap(), batch);
+        let m = member(4);
+        assert_eq!(MemberInfo::decode(&m.encode()).unwrap(), m);
+    }
+
+    #[test]
+    fn every_truncation_is_an_error() {
+        let bytes = encode_batch(&sample_batch());
+        for cut in 0..bytes.len() {
+            assert!(decode_batch(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode_batch(&longer).is_err());
+    }
+
+    #[test]
+    fn unknown_version_and_tag_are_refused() {
+        let mut bytes = encode_batch(&sample_batch());
+        bytes[0] = 9;
+        assert!(matches!(
+            decode_batch(&bytes),
+            Err(DecodeError::Invalid {
+                field: "version",
+                ..
+            })
+        ));
+        let mut w = Writer::new();
+        w.u8(ACTION_VERSION).u32(1).u64(1).u64(1).u8(200);
+        assert!(decode_batch(&w.finish()).is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn decoding_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+            let _ = decode_batch(&bytes);
+            let _ = MemberInfo::decode(&bytes);
+        }
+    }
+}

@@ -1,0 +1,477 @@
+//! The sequencer: wsrep semantics as a deterministic function of the Raft
+//! log (brief D3). Every node feeds it the same committed entries in the
+//! same order and gets the same seqnos, views, member states, donor
+//! choices and certification results; nothing here reads a clock or the
+//! node's own identity, so a joiner replaying the log arrives at exactly
+//! the state everyone else has.
+
+use super::action::{Action, MemberInfo, Proposal, Writeset};
+use super::member_state::MemberState;
+use crate::certification::{CertError, CertOutcome, CertRequest, Certifier, Seqno};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use wsrep_abi::flags;
+
+/// Purge the certification index once the committed cut has moved this far.
+const PURGE_STEP: Seqno = 128;
+/// Proposal ids remembered per origin for de-duplicating retries.
+const DEDUP_WINDOW: usize = 1 << 16;
+
+/// A membership change taken from the Raft log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Membership {
+    /// A new member enters as a Raft learner (a joiner).
+    Add(MemberInfo),
+    /// A synced learner becomes a voter: no wsrep view.
+    Promote(u64),
+    /// A member leaves (gracefully or evicted).
+    Remove(u64),
+}
+
+/// A member of the primary component.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub info: MemberInfo,
+    pub state: MemberState,
+    pub voter: bool,
+}
+
+/// A primary view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupView {
+    pub history: [u8; 16],
+    /// The seqno this view consumed.
+    pub seqno: Seqno,
+    /// `wsrep_cluster_conf_id`.
+    pub conf_id: i64,
+    /// Members in join order, identical on every node.
+    pub members: Vec<MemberInfo>,
+}
+
+/// What the sequencer decided for one log position.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Delivery {
+    /// A writeset (or TOI) at `seqno`.
+    Writeset {
+        seqno: Seqno,
+        origin: u64,
+        proposal: u64,
+        ws: Arc<Writeset>,
+        outcome: CertOutcome,
+    },
+    View(GroupView),
+    /// `donor` must send its state to `joiner`; `seqno` is the last seqno
+    /// ordered before the request.
+    Donate {
+        donor: u64,
+        joiner: u64,
+        request: Vec<u8>,
+        seqno: Seqno,
+    },
+    /// No member can donate to `joiner` now; it should ask again.
+    NoDonor {
+        joiner: u64,
+    },
+    /// The donor reported the end of a transfer.
+    Transferred {
+        donor: u64,
+        joiner: u64,
+        seqno: Seqno,
+        rcode: i32,
+    },
+    /// A member's group state changed.
+    MemberState {
+        raft_id: u64,
+        state: MemberState,
+    },
+    /// A causal-read fence: everything up to `seqno` was ordered before it.
+    Barrier {
+        origin: u64,
+        id: u64,
+        seqno: Seqno,
+    },
+    /// A proposal that produced no delivery of its own (so its origin can
+    /// stop retrying it): a duplicate, a state message, an ignored action.
+    Settled {
+        origin: u64,
+        proposal: u64,
+    },
+}
+
+/// The log is not what every node agrees on: stop the node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SequencerError {
+    Certification(CertError),
+    /// A writeset arrived before any genesis.
+    NoHistory,
+}
+
+impl std::fmt::Display for SequencerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SequencerError::Certification(e) => write!(f, "{e}"),
+            SequencerError::NoHistory => write!(f, "ordered event before the cluster genesis"),
+        }
+    }
+}
+
+impl std::error::Error for SequencerError {}
+
+impl From<CertError> for SequencerError {
+    fn from(e: CertError) -> Self {
+        SequencerError::Certification(e)
+    }
+}
+
+/// The group state machine.
+pub struct Sequencer {
+    history: Option<[u8; 16]>,
+    last_seqno: Seqno,
+    conf_id: i64,
+    last_view_seqno: Seqno,
+    members: Vec<Member>,
+    certifier: Certifier,
+    /// Latest `last_committed` reported per member.
+    committed: HashMap<u64, Seqno>,
+    purged_upto: Seqno,
+    seen: HashMap<u64, BTreeSet<u64>>,
+}
+
+impl Default for Sequencer {
+    fn default() -> Self {
+        Sequencer::new()
+    }
+}
+
+impl Sequencer {
+    pub fn new() -> Sequencer {
+        Sequencer {
+            history: None,
+            last_seqno: -1,
+            conf_id: 0,
+            last_view_seqno: -1,
+            members: Vec::new(),
+            certifier: Certifier::new(-1),
+            committed: HashMap::new(),
+            purged_upto: -1,
+            seen: HashMap::new(),
+        }
+    }
+
+    pub fn history(&self) -> Option<[u8; 16]> {
+        self.history
+    }
+    /// Last seqno handed out.
+    pub fn last_seqno(&self) -> Seqno {
+        self.last_seqno
+    }
+    pub fn members(&self) -> &[Member] {
+        &self.members
+    }
+    pub fn member(&self, raft_id: u64) -> Option<&Member> {
+        self.members.iter().find(|m| m.info.raft_id == raft_id)
+    }
+    pub fn is_member(&self, raft_id: u64) -> bool {
+        self.member(raft_id).is_some()
+    }
+    pub fn certifier(&self) -> &Certifier {
+        &self.certifier
+    }
+    pub fn certifier_mut(&mut self) -> &mut Certifier {
+        &mut self.certifier
+    }
+    /// The current view (after the genesis).
+    pub fn view(&self) -> Option<GroupView> {
+        Some(GroupView {
+            history: self.history?,
+            seqno: self.last_view_seqno,
+            conf_id: self.conf_id,
+            members: self.members.iter().map(|m| m.info.clone()).collect(),
+        })
+    }
+
+    /// Applies one membership change. Returns whether Raft must apply it
+    /// too (invalid changes are ignored identically everywhere).
+    pub fn membership(
+        &mut self,
+        change: &Membership,
+        out: &mut Vec<Delivery>,
+    ) -> Result<bool, SequencerError> {
+        match change {
+            Membership::Add(info) => {
+                if self.history.is_none() || self.is_member(info.raft_id) {
+                    return Ok(false);
+                }
+                self.members.push(Member {
+                    info: info.clone(),
+                    state: MemberState::Joiner,
+                    voter: false,
+                });
+                self.new_view(out)?;
+                Ok(true)
+            }
+            Membership::Promote(id) => {
+                match self.members.iter_mut().find(|m| m.info.raft_id == *id) {
+                    Some(m) if !m.voter => {
+                        m.voter = true;
+                        Ok(true)
+                    }
+                    _ => Ok(false),
+                }
+            }
+            Membership::Remove(id) => {
+                let Some(pos) = self.members.iter().position(|m| m.info.raft_id == *id) else {
+                    return Ok(false);
+                };
+                let voters = self.members.iter().filter(|m| m.voter).count();
+                if self.members.len() == 1 || (self.members[pos].voter && voters == 1) {
+                    // The last voter cannot leave through the log.
+                    return Ok(false);
+                }
+                self.members.remove(pos);
+                self.committed.remove(id);
+                self.new_view(out)?;
+                Ok(true)
+            }
+        }
+    }
+
+    fn new_view(&mut self, out: &mut Vec<Delivery>) -> Result<(), SequencerError> {
+        let history = self.history.ok_or(SequencerError::NoHistory)?;
+        self.last_seqno += 1;
+        self.certifier.note_non_writeset(self.last_seqno)?;
+        self.conf_id += 1;
+        self.last_view_seqno = self.last_seqno;
+        out.push(Delivery::View(GroupView {
+            history,
+            seqno: self.last_seqno,
+            conf_id: self.conf_id,
+            members: self.members.iter().map(|m| m.info.clone()).collect(),
+        }));
+        Ok(())
+    }
+
+    /// Processes the proposals of one log entry, in order.
+    pub fn entry(
+        &mut self,
+        batch: Vec<Proposal>,
+        out: &mut Vec<Delivery>,
+    ) -> Result<(), SequencerError> {
+        for p in batch {
+            self.proposal(p, out)?;
+        }
+        Ok(())
+    }
+
+    fn duplicate(&mut self, origin: u64, id: u64) -> bool {
+        let seen = self.seen.entry(origin).or_default();
+        if !seen.insert(id) {
+            return true;
+        }
+        if seen.len() > DEDUP_WINDOW {
+            seen.pop_first();
+        }
+        false
+    }
+
+    fn proposal(&mut self, p: Proposal, out: &mut Vec<Delivery>) -> Result<(), SequencerError> {
+        let settled = Delivery::Settled {
+            origin: p.origin,
+            proposal: p.id,
+        };
+        if self.duplicate(p.origin, p.id) {
+            out.push(settled);
+            return Ok(());
+        }
+        if let Action::Genesis {
+            history,
+            last_seqno,
+            founder,
+        } = p.action
+        {
+            if self.history.is_none() {
+                self.genesis(history, last_seqno, founder, out)?;
+            }
+            out.push(settled);
+            return Ok(());
+        }
+        // Only members act; a removed node's late proposals are dropped
+        // the same way on every node.
+        if self.history.is_none() || !self.is_member(p.origin) {
+            out.push(settled);
+            return Ok(());
+        }
+        match p.action {
+            Action::Genesis { .. } => unreachable!("handled above"),
+            Action::Writeset(ws) => self.writeset(p.origin, p.id, ws, out)?,
+            Action::Committed { raft_id, seqno } => {
+                self.committed_report(raft_id, seqno);
+                out.push(settled);
+            }
+            Action::StateRequest {
+                joiner,
+                donors,
+                request,
+            } => {
+                self.state_request(joiner, &donors, request, out);
+                out.push(settled);
+            }
+            Action::StateTransferred {
+                donor,
+                joiner,
+                seqno,
+                rcode,
+            } => {
+                if self.member(donor).map(|m| m.state) == Some(MemberState::Donor) {
+                    self.set_state(donor, MemberState::Joined, out);
+                }
+                out.push(Delivery::Transferred {
+                    donor,
+                    joiner,
+                    seqno,
+                    rcode,
+                });
+                out.push(settled);
+            }
+            Action::Joined { raft_id, .. } => {
+                if self.member(raft_id).map(|m| m.state) == Some(MemberState::Joiner) {
+                    self.set_state(raft_id, MemberState::Joined, out);
+                }
+                out.push(settled);
+            }
+            Action::Synced { raft_id } => {
+                if self.member(raft_id).map(|m| m.state) == Some(MemberState::Joined) {
+                    self.set_state(raft_id, MemberState::Synced, out);
+                }
+                out.push(settled);
+            }
+            Action::Barrier { raft_id, id } => out.push(Delivery::Barrier {
+                origin: raft_id,
+                id,
+                seqno: self.last_seqno,
+            }),
+        }
+        Ok(())
+    }
+
+    fn genesis(
+        &mut self,
+        history: [u8; 16],
+        last_seqno: Seqno,
+        founder: MemberInfo,
+        out: &mut Vec<Delivery>,
+    ) -> Result<(), SequencerError> {
+        self.history = Some(history);
+        self.last_seqno = last_seqno;
+        self.certifier.reset(last_seqno);
+        self.members = vec![Member {
+            info: founder,
+            state: MemberState::Synced,
+            voter: true,
+        }];
+        self.new_view(out)
+    }
+
+    fn writeset(
+        &mut self,
+        origin: u64,
+        proposal: u64,
+        ws: Writeset,
+        out: &mut Vec<Delivery>,
+    ) -> Result<(), SequencerError> {
+        let seqno = self.last_seqno + 1;
+        let req = CertRequest {
+            seqno,
+            last_seen: ws.last_seen,
+            source: ws.source,
+            is_toi: ws.flags & flags::ISOLATION != 0,
+            pa_unsafe: ws.flags & flags::PA_UNSAFE != 0,
+            implicit_deps: ws.flags & flags::IMPLICIT_DEPS != 0,
+            keys: &ws.keys,
+        };
+        let outcome = self.certifier.certify(&req)?;
+        self.last_seqno = seqno;
+        out.push(Delivery::Writeset {
+            seqno,
+            origin,
+            proposal,
+            ws: Arc::new(ws),
+            outcome,
+        });
+        Ok(())
+    }
+
+    /// Purges the index below the lowest `last_committed` any member has
+    /// reported. A member that has not reported counts as its join view:
+    /// it cannot have seen less than that.
+    fn committed_report(&mut self, raft_id: u64, seqno: Seqno) {
+        let slot = self.committed.entry(raft_id).or_insert(seqno);
+        *slot = (*slot).max(seqno).min(self.last_seqno);
+        let cut = self
+            .members
+            .iter()
+            .map(|m| self.committed.get(&m.info.raft_id).copied().unwrap_or(-1))
+            .min()
+            .unwrap_or(-1);
+        if cut >= self.purged_upto + PURGE_STEP {
+            self.certifier.purge_upto(cut);
+            self.purged_upto = cut;
+        }
+    }
+
+    /// Donor choice (Galera's `wsrep_sst_donor` rules): the named members
+    /// in list order among those that are synced; a trailing comma (or an
+    /// empty list) allows any synced member, first in member order.
+    fn state_request(
+        &mut self,
+        joiner: u64,
+        donors: &str,
+        request: Vec<u8>,
+        out: &mut Vec<Delivery>,
+    ) {
+        if self.member(joiner).map(|m| m.state) != Some(MemberState::Joiner) {
+            return;
+        }
+        let candidate = |m: &&Member| m.info.raft_id != joiner && m.state == MemberState::Synced;
+        let names: Vec<&str> = donors
+            .split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .collect();
+        let any = names.is_empty() || donors.trim_end().ends_with(',');
+        let named = names.iter().find_map(|n| {
+            self.members
+                .iter()
+                .filter(candidate)
+                .find(|m| m.info.name == *n)
+        });
+        let chosen = named
+            .or_else(|| {
+                if any {
+                    self.members.iter().find(candidate)
+                } else {
+                    None
+                }
+            })
+            .map(|m| m.info.raft_id);
+        match chosen {
+            Some(donor) => {
+                self.set_state(donor, MemberState::Donor, out);
+                out.push(Delivery::Donate {
+                    donor,
+                    joiner,
+                    request,
+                    seqno: self.last_seqno,
+                });
+            }
+            None => out.push(Delivery::NoDonor { joiner }),
+        }
+    }
+
+    fn set_state(&mut self, raft_id: u64, state: MemberState, out: &mut Vec<Delivery>) {
+        if let Some(m) = self.members.iter_mut().find(|m| m.info.raft_id == raft_id) {
+            m.state = state;
+            out.push(Delivery::MemberState { raft_id, state });
+        }
+    }
+}
