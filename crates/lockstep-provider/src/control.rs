@@ -3,7 +3,8 @@
 
 use crate::log::{info, warn};
 use crate::provider::Provider;
-use crate::state::{Conn, Event};
+use crate::state::{Conn, Event, Resolution};
+use lockstep_core::group::Action;
 use std::time::{Duration, Instant};
 use wsrep_abi::{status, Gtid, Status};
 
@@ -27,7 +28,7 @@ impl Provider {
             Duration::from_secs(tout as u64).min(MAX_WAIT)
         };
         let deadline = Instant::now() + timeout;
-        let g = self.lock();
+        let mut g = self.lock();
         let target = match upto {
             Some(gtid) => {
                 if gtid.uuid != g.history {
@@ -39,9 +40,24 @@ impl Provider {
                 if !g.accepts_writes() {
                     return (status::TRX_FAIL, Gtid::UNDEFINED);
                 }
-                // Everything ordered cluster-wide up to now. With the local
-                // total order that is the last seqno handed out.
-                g.last_ordered
+                // Everything ordered cluster-wide before this read: a fence
+                // through the total order tells which seqno that is.
+                // The fence carries its own proposal id, which is how its
+                // delivery finds this waiter.
+                let (raft_id, next) = (g.raft_id(), g.next_proposal);
+                let Some(id) = g.propose(Action::Barrier { raft_id, id: next }, true) else {
+                    return (status::TRX_FAIL, Gtid::UNDEFINED);
+                };
+                let (mut ng, _) = self.wait_until(g, Some(deadline), |s| {
+                    s.waiting.get(&id) != Some(&Resolution::Pending)
+                });
+                match ng.waiting.remove(&id) {
+                    Some(Resolution::Fence { seqno }) => {
+                        g = ng;
+                        seqno
+                    }
+                    _ => return (status::TRX_FAIL, Gtid::UNDEFINED),
+                }
             }
         };
         let (mut g, reached) = self.wait_until(g, Some(deadline), |s| {
@@ -70,7 +86,12 @@ impl Provider {
             warn!("pause requested while already paused");
         }
         g.paused = true;
-        let (g, _) = self.wait_until(g, None, |s| s.last_committed() >= s.last_ordered);
+        // Seqnos already ordered drain; later ones wait for resume().
+        let upto = g.last_ordered;
+        g.paused_at = Some(upto);
+        let (g, _) = self.wait_until(g, None, |s| {
+            s.last_committed() >= upto || s.conn == Conn::Closed
+        });
         let seqno = g.last_committed();
         let paused_at = g.saved_state(seqno);
         drop(g);
@@ -86,6 +107,7 @@ impl Provider {
             return status::OK;
         }
         g.paused = false;
+        g.paused_at = None;
         let running = g.running_state();
         drop(g);
         self.save_state(running);

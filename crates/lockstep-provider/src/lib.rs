@@ -7,6 +7,7 @@
 //! state machines; `server` wraps the server's callbacks; `grastate` keeps
 //! the saved position on disk.
 
+mod channel;
 mod control;
 pub mod ffi;
 mod grastate;
@@ -19,4 +20,5 @@ mod state;
 mod stats;
 #[cfg(test)]
 mod tests;
+mod transfer;
 mod trx;

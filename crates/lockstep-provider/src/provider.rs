@@ -10,7 +10,7 @@ use crate::state::Inner;
 use lockstep_core::options::{Options, OptionsError};
 use lockstep_core::saved_state::SavedState;
 use std::path::PathBuf;
-use std::sync::{Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 use wsrep_abi::{caps, status, Gtid, Status};
 
@@ -44,7 +44,6 @@ pub struct InitConfig {
 
 pub struct Provider {
     pub node_name: String,
-    pub node_address: String,
     pub node_incoming: String,
     pub data_dir: PathBuf,
     pub proto_ver: i32,
@@ -52,8 +51,26 @@ pub struct Provider {
     pub options: Mutex<Options>,
     tunables: RwLock<Tunables>,
     pub store: Mutex<Box<dyn StateStore>>,
+    pub shared: Arc<Shared>,
+    /// The group channel while connected to a multi-node cluster.
+    pub channel: Mutex<Option<crate::channel::GroupChannel>>,
+}
+
+/// The state the group thread shares with the server's threads: one lock,
+/// one condition variable (see `state`).
+pub struct Shared {
     pub inner: Mutex<Inner>,
     pub changed: Condvar,
+}
+
+impl Shared {
+    pub fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn notify(&self) {
+        self.changed.notify_all();
+    }
 }
 
 #[derive(Debug)]
@@ -117,7 +134,6 @@ impl Provider {
         );
         Ok(Provider {
             node_name: cfg.node_name,
-            node_address: cfg.node_address,
             node_incoming: cfg.node_incoming,
             data_dir: cfg.data_dir,
             proto_ver: cfg.proto_ver,
@@ -125,13 +141,16 @@ impl Provider {
             tunables: RwLock::new(Tunables::from_options(&options)),
             options: Mutex::new(options),
             store: Mutex::new(store),
-            inner: Mutex::new(Inner::new(saved.uuid, position)),
-            changed: Condvar::new(),
+            shared: Arc::new(Shared {
+                inner: Mutex::new(Inner::new(saved.uuid, position)),
+                changed: Condvar::new(),
+            }),
+            channel: Mutex::new(None),
         })
     }
 
     pub fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.shared.lock()
     }
 
     /// Waits until `ready` holds, re-checking after every state change.
@@ -147,13 +166,20 @@ impl Provider {
                 return (guard, true);
             }
             match deadline {
-                None => guard = self.changed.wait(guard).unwrap_or_else(|p| p.into_inner()),
+                None => {
+                    guard = self
+                        .shared
+                        .changed
+                        .wait(guard)
+                        .unwrap_or_else(|p| p.into_inner())
+                }
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
                         return (guard, false);
                     }
                     guard = self
+                        .shared
                         .changed
                         .wait_timeout(guard, d - now)
                         .unwrap_or_else(|p| p.into_inner())
@@ -164,7 +190,7 @@ impl Provider {
     }
 
     pub fn notify(&self) {
-        self.changed.notify_all();
+        self.shared.notify();
     }
 
     /// Writes grastate.dat; a failure is logged, since the caller cannot do

@@ -1,21 +1,19 @@
 //! Local transactions: collect, order, certify, commit in order, release;
 //! BF aborts and replays; TOI (contract §2.11-2.19, §2.23-2.24, §4.5-4.9).
 //!
-//! In this build the total order is formed locally (one-node cluster): a
-//! seqno is handed out and certified under the state lock, which is exactly
-//! what delivery from the group will do once the group channel exists.
+//! Writesets are ordered and certified by the group (`channel`): a local
+//! transaction proposes its writeset and waits for its seqno; remote
+//! writesets arrive as `Event::Apply` and run through `apply_cb`.
 
 use crate::log::{error, info};
 use crate::provider::Provider;
 use crate::server::ThreadCtx;
-use crate::state::Inner;
+use crate::state::{Conn, Inner, RemoteWs, Resolution};
 use crate::trx::{Handle, LocalTrx, TrxRecord, TrxState};
-use lockstep_core::certification::{CertOutcome, CertRequest, Key, KeyType};
+use lockstep_core::certification::{CertOutcome, Key, KeyType};
+use lockstep_core::group::{Action, Writeset};
 use std::sync::MutexGuard;
 use wsrep_abi::{flags, status, Gtid, Status, Stid, TrxMeta, WsHandle};
-
-/// How often (in seqnos) the certification index is purged.
-const PURGE_EVERY: i64 = 128;
 
 /// Outcome of ordering and certifying one action.
 struct Ordered {
@@ -36,6 +34,7 @@ impl Provider {
             return status::SIZE_EXCEEDED;
         }
         trx.key_bytes += bytes;
+        trx.key_count += 1;
         trx.keys.push(Key { parts, kind });
         status::OK
     }
@@ -52,47 +51,39 @@ impl Provider {
         self.tunables().max_ws_size
     }
 
-    /// Hands out the next seqno and certifies the action in that order.
-    /// Callers hold the state lock, so order and certification agree.
-    fn order(g: &mut Inner, trx: &LocalTrx, is_toi: bool, wsflags: u32) -> Result<Ordered, String> {
-        let seqno = g.last_ordered + 1;
-        let last_seen = g.last_committed();
-        let req = CertRequest {
-            seqno,
-            last_seen,
-            source: g.member_id.data,
-            is_toi,
-            pa_unsafe: wsflags & flags::PA_UNSAFE != 0,
-            implicit_deps: wsflags & flags::IMPLICIT_DEPS != 0,
-            keys: &trx.keys,
+    /// Sends a writeset to the group and waits for its place in the total
+    /// order and its certification result (identical on every node).
+    /// `None`: it was not ordered (the node left the group).
+    fn order<'a>(
+        &'a self,
+        mut g: MutexGuard<'a, Inner>,
+        ws: Writeset,
+    ) -> (MutexGuard<'a, Inner>, Option<Ordered>) {
+        let Some(id) = g.propose(Action::Writeset(ws), true) else {
+            return (g, None);
         };
-        let outcome = g
-            .certifier
-            .certify(&req)
-            .map_err(|e| format!("certification out of order at seqno {seqno}: {e:?}"))?;
-        g.last_ordered = seqno;
-        // Keep the index bounded: entries at or below the commit cut can
-        // no longer conflict, since every later writeset has seen them
-        // (its last seen seqno is at least the current last_committed).
-        if seqno % PURGE_EVERY == 0 {
-            let cut = g.last_committed();
-            g.certifier.purge_upto(cut);
-        }
-        Ok(match outcome {
-            CertOutcome::Pass { depends_on } => Ordered {
-                seqno,
-                depends_on,
-                passed: true,
-            },
-            CertOutcome::Fail { reason } => {
-                info!("seqno {seqno} failed certification: {reason:?}");
-                Ordered {
+        let (mut g, _) = self.wait_until(g, None, |s| {
+            s.waiting.get(&id) != Some(&Resolution::Pending)
+        });
+        let ordered = match g.waiting.remove(&id) {
+            Some(Resolution::Ordered { seqno, outcome }) => Some(match outcome {
+                CertOutcome::Pass { depends_on } => Ordered {
                     seqno,
-                    depends_on: seqno - 1,
-                    passed: false,
+                    depends_on,
+                    passed: true,
+                },
+                CertOutcome::Fail { reason } => {
+                    info!("seqno {seqno} failed certification: {reason}");
+                    Ordered {
+                        seqno,
+                        depends_on: seqno - 1,
+                        passed: false,
+                    }
                 }
-            }
-        })
+            }),
+            _ => None,
+        };
+        (g, ordered)
     }
 
     /// Waits while the provider is paused (FTWRL, SST donation).
@@ -130,18 +121,30 @@ impl Provider {
         if !g.accepts_writes() {
             return status::CONN_FAIL;
         }
-        match g.trxs.get(&trx_id).map(|r| r.state) {
-            Some(TrxState::Executing) => {}
+        match g.trxs.get_mut(&trx_id) {
+            Some(rec) if rec.state == TrxState::Executing => rec.state = TrxState::Replicating,
             // BF-aborted before it was ordered: never replicate it.
             _ => return status::CONN_FAIL,
         }
-        let ordered = match Self::order(&mut g, trx, false, wsflags) {
-            Ok(o) => o,
-            Err(e) => return self.inconsistent(g, &e),
+        let ws = Writeset {
+            source: member.data,
+            trx_id,
+            conn_id,
+            last_seen: g.last_committed(),
+            flags: wsflags,
+            keys: std::mem::take(&mut trx.keys),
+            data: trx.data.clone(),
+        };
+        let (mut g, ordered) = self.order(g, ws);
+        let Some(ordered) = ordered else {
+            if let Some(rec) = g.trxs.get_mut(&trx_id) {
+                rec.state = TrxState::MustAbort;
+            }
+            return status::CONN_FAIL;
         };
         g.counters.replicated += 1;
         g.counters.replicated_bytes += trx.size() as i64;
-        g.counters.repl_keys += trx.keys.len() as i64;
+        g.counters.repl_keys += trx.key_count as i64;
         g.counters.repl_keys_bytes += trx.key_bytes as i64;
         g.counters.repl_data_bytes += trx.data.len() as i64;
         meta.gtid = Gtid {
@@ -149,29 +152,52 @@ impl Provider {
             seqno: ordered.seqno,
         };
         meta.depends_on = ordered.depends_on;
-        let rec = g.trxs.get_mut(&trx_id).expect("checked above");
+        let rec = g.trxs.get_mut(&trx_id).expect("registered above");
         rec.seqno = ordered.seqno;
         rec.depends_on = ordered.depends_on;
-        if ordered.passed {
-            rec.state = TrxState::Certified;
-            status::OK
-        } else {
+        let bf_aborted = rec.state == TrxState::MustAbort;
+        if !ordered.passed {
             rec.state = TrxState::CertFailed;
             g.counters.local_cert_failures += 1;
             status::TRX_FAIL
+        } else if bf_aborted {
+            // Aborted by a writeset ordered before it while in flight: it
+            // keeps its seqno and replays (contract §2.11, BF_ABORT).
+            rec.state = TrxState::MustReplay;
+            status::BF_ABORT
+        } else {
+            rec.state = TrxState::Certified;
+            status::OK
         }
     }
 
     pub fn commit_order_enter(&self, trx_id: u64, h: &Handle, meta: &TrxMeta) -> Status {
-        let Handle::Local(_) = h;
         let seqno = meta.gtid.seqno;
         let g = self.lock();
+        if let Handle::Remote(r) = h {
+            if r.seqno != seqno {
+                return self.inconsistent(
+                    g,
+                    &format!(
+                        "commit order for seqno {seqno} with the handle of {}",
+                        r.seqno
+                    ),
+                );
+            }
+            let (g, _) = self.wait_until(g, None, |s| {
+                (s.commit.level() >= seqno - 1 && s.may_commit(seqno)) || s.conn == Conn::Closed
+            });
+            if g.conn == Conn::Closed {
+                return status::CONN_FAIL;
+            }
+            return status::OK;
+        }
         let (mut g, _) = self.wait_until(g, None, |s| {
             let bf = matches!(
                 s.trxs.get(&trx_id).map(|r| r.state),
                 Some(TrxState::MustReplay)
             );
-            bf || s.commit.level() >= seqno - 1
+            bf || (s.commit.level() >= seqno - 1 && s.may_commit(seqno))
         });
         let Some(rec) = g.trxs.get_mut(&trx_id) else {
             return status::TRX_MISSING;
@@ -187,7 +213,13 @@ impl Provider {
         status::OK
     }
 
-    pub fn commit_order_leave(&self, trx_id: u64, meta: &TrxMeta, err: &[u8]) -> Status {
+    pub fn commit_order_leave(
+        &self,
+        trx_id: u64,
+        h: &Handle,
+        meta: &TrxMeta,
+        err: &[u8],
+    ) -> Status {
         let seqno = meta.gtid.seqno;
         let mut g = self.lock();
         if !err.is_empty() {
@@ -199,8 +231,10 @@ impl Provider {
         if let Err(e) = g.commit.mark(seqno) {
             return self.inconsistent(g, &e.to_string());
         }
-        if let Some(rec) = g.trxs.get_mut(&trx_id) {
-            rec.commit_left = true;
+        if let Handle::Local(_) = h {
+            if let Some(rec) = g.trxs.get_mut(&trx_id) {
+                rec.commit_left = true;
+            }
         }
         drop(g);
         self.notify();
@@ -248,7 +282,7 @@ impl Provider {
         };
         *victim_seqno = rec.seqno;
         let rc = match rec.state {
-            TrxState::Executing => {
+            TrxState::Executing | TrxState::Replicating => {
                 rec.state = TrxState::MustAbort;
                 status::OK
             }
@@ -323,6 +357,7 @@ impl Provider {
         }
         let toi = LocalTrx {
             key_bytes: keys.iter().flat_map(|k| &k.parts).map(Vec::len).sum(),
+            key_count: keys.len(),
             keys: keys
                 .into_iter()
                 .map(|k| Key {
@@ -335,20 +370,30 @@ impl Provider {
             conn_id,
         };
         let g = self.lock();
-        let mut g = self.wait_unpaused(g);
+        let g = self.wait_unpaused(g);
         if !g.accepts_writes() {
             return status::CONN_FAIL;
         }
         if toi.size() as u64 > self.max_ws_size() {
             return status::SIZE_EXCEEDED;
         }
-        let ordered = match Self::order(&mut g, &toi, true, toi.flags) {
-            Ok(o) => o,
-            Err(e) => return self.inconsistent(g, &e),
+        let ws = Writeset {
+            source: g.member_id.data,
+            trx_id: u64::MAX,
+            conn_id,
+            last_seen: g.last_committed(),
+            flags: toi.flags,
+            keys: toi.keys,
+            data: toi.data,
+        };
+        let size = ws.size() as i64;
+        let (mut g, ordered) = self.order(g, ws);
+        let Some(ordered) = ordered else {
+            return status::CONN_FAIL;
         };
         let seqno = ordered.seqno;
         g.counters.replicated += 1;
-        g.counters.replicated_bytes += toi.size() as i64;
+        g.counters.replicated_bytes += size;
         meta.gtid = Gtid {
             uuid: g.history,
             seqno,
@@ -400,5 +445,71 @@ impl Provider {
         drop(g);
         self.notify();
         status::NODE_FAIL
+    }
+
+    /// Applies a remote writeset on an applier thread: once its
+    /// dependencies have finished, through `apply_cb`; the server passes
+    /// commit order itself; then the seqno is finished.
+    pub(crate) fn apply_remote(&self, ctx: ThreadCtx, r: RemoteWs) -> Option<Status> {
+        let seqno = r.seqno;
+        let toi = r.ws.flags & flags::ISOLATION != 0;
+        let (passed, depends_on) = match r.outcome {
+            CertOutcome::Pass { depends_on } => (true, if toi { seqno - 1 } else { depends_on }),
+            CertOutcome::Fail { .. } => (false, seqno - 1),
+        };
+        let g = self.lock();
+        let (g, _) = self.wait_until(g, None, |s| {
+            (s.last_committed() >= depends_on && s.may_commit(seqno)) || s.conn == Conn::Closed
+        });
+        if g.conn == Conn::Closed {
+            return Some(status::CONN_FAIL);
+        }
+        let meta = TrxMeta {
+            gtid: Gtid {
+                uuid: g.history,
+                seqno,
+            },
+            stid: Stid {
+                node: wsrep_abi::Uuid::from_bytes(r.ws.source),
+                trx: r.ws.trx_id,
+                conn: r.ws.conn_id,
+            },
+            depends_on,
+        };
+        drop(g);
+        let mut exit_loop = false;
+        // A TOI that failed certification is never delivered (contract
+        // P16): its seqno just passes the gates.
+        if passed || !toi {
+            let wsflags = (r.ws.flags & flags::MASK) | if passed { 0 } else { flags::ROLLBACK };
+            let data: &[u8] = if passed { &r.ws.data } else { &[] };
+            let (ok, exit) =
+                self.server
+                    .apply_remote(ctx, r.ws.trx_id, seqno, wsflags, data, &meta);
+            if !ok {
+                return Some(self.fail_session(
+                    ctx,
+                    &format!("failed to apply writeset {seqno}: node consistency compromised"),
+                ));
+            }
+            exit_loop = exit;
+        }
+        let mut g = self.lock();
+        if !g.commit.has_passed(seqno) {
+            let (ng, _) = self.wait_until(g, None, |s| s.commit.level() >= seqno - 1);
+            g = ng;
+            if let Err(e) = g.commit.mark(seqno) {
+                return Some(self.inconsistent(g, &e.to_string()));
+            }
+        }
+        if let Err(e) = g.finished.mark(seqno) {
+            return Some(self.inconsistent(g, &e.to_string()));
+        }
+        g.counters.received += 1;
+        g.counters.received_bytes += r.ws.size() as i64;
+        let last_applier = g.appliers <= 1;
+        drop(g);
+        self.notify();
+        (exit_loop && !last_applier).then_some(status::OK)
     }
 }

@@ -7,8 +7,8 @@
 
 use std::ffi::c_void;
 use wsrep_abi::{
-    cb_status, ApplyCb, Buf, ConnectedCb, Gtid, MemberInfo, SyncedCb, TrxMeta, Uuid, ViewBuffer,
-    ViewCb, ViewHeader, WsHandle,
+    cb_status, ApplyCb, Buf, ConnectedCb, Gtid, MemberInfo, SstDonateCb, SstRequestCb, SyncedCb,
+    TrxMeta, Uuid, ViewBuffer, ViewCb, ViewHeader, WsHandle,
 };
 
 /// `init_args.app_ctx`: wsrep-lib's server_state, opaque to us.
@@ -94,6 +94,8 @@ pub struct Server {
     pub view_cb: Option<ViewCb>,
     pub apply_cb: Option<ApplyCb>,
     pub synced_cb: Option<SyncedCb>,
+    pub sst_request_cb: Option<SstRequestCb>,
+    pub sst_donate_cb: Option<SstDonateCb>,
 }
 
 fn succeeded(rc: i32) -> bool {
@@ -137,6 +139,60 @@ impl Server {
         succeeded(unsafe { cb(self.app_ctx.0) })
     }
 
+    /// Asks the server to prepare for a state transfer (contract §3.3).
+    /// Returns the request bytes (including the final NUL), empty when
+    /// only IST is possible, or `None` if the server failed.
+    pub fn sst_request(&self) -> Option<Vec<u8>> {
+        let cb = self.sst_request_cb?;
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        let mut len: usize = 0;
+        // SAFETY: the server's callback with its app_ctx and two valid
+        // out-parameters; it may block while the SST script starts.
+        let rc = unsafe { cb(self.app_ctx.0, &mut ptr, &mut len) };
+        let bytes = if ptr.is_null() || len == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: the server allocated `len` bytes at `ptr` for us.
+            unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }.to_vec()
+        };
+        if !ptr.is_null() {
+            // SAFETY: allocated by the server with malloc; the provider
+            // owns and frees it (contract §3.3).
+            unsafe { libc::free(ptr) };
+        }
+        succeeded(rc).then_some(bytes)
+    }
+
+    /// Starts donating state to a joiner (contract §3.6), on the applier
+    /// thread owning `ctx`.
+    pub fn sst_donate(
+        &self,
+        ctx: ThreadCtx,
+        request: &[u8],
+        state_id: &Gtid,
+        bypass: bool,
+    ) -> bool {
+        let Some(cb) = self.sst_donate_cb else {
+            return false;
+        };
+        let msg = Buf {
+            ptr: request.as_ptr().cast(),
+            len: request.len(),
+        };
+        // SAFETY: called on the applier thread owning `ctx`; the request
+        // and state id outlive the call; no state buffer is passed.
+        succeeded(unsafe {
+            cb(
+                self.app_ctx.0,
+                ctx.0,
+                &msg,
+                state_id,
+                std::ptr::null(),
+                bypass,
+            )
+        })
+    }
+
     /// Applies a writeset on the thread owning `ctx`. Returns (success,
     /// whether the server asked this applier to leave its loop).
     pub fn apply(
@@ -163,5 +219,34 @@ impl Server {
         // outlive the call; exit_loop is a valid bool the server may set.
         let rc = unsafe { cb(ctx.0, handle, flags, &buf, meta, &mut exit_loop) };
         (succeeded(rc), exit_loop)
+    }
+}
+
+impl Server {
+    /// Applies a remote writeset: builds the `ws_handle` whose `opaque`
+    /// points at a [`crate::trx::Handle::Remote`] for the server's
+    /// commit-order calls, and frees it after the callback.
+    pub fn apply_remote(
+        &self,
+        ctx: ThreadCtx,
+        trx_id: u64,
+        seqno: i64,
+        flags: u32,
+        data: &[u8],
+        meta: &TrxMeta,
+    ) -> (bool, bool) {
+        let object = Box::new(crate::trx::Handle::Remote(crate::trx::RemoteHandle {
+            seqno,
+        }));
+        let raw = Box::into_raw(object);
+        let handle = WsHandle {
+            trx_id,
+            opaque: raw.cast(),
+        };
+        let result = self.apply(ctx, &handle, flags, data, meta);
+        // SAFETY: `raw` came from Box::into_raw above; the server uses the
+        // handle only during the callback, which has returned.
+        drop(unsafe { Box::from_raw(raw) });
+        result
     }
 }

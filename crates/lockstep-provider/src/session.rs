@@ -1,20 +1,26 @@
-//! Connection life cycle: `connect`, the applier loop in `recv`, and
-//! `disconnect` with its final view (contract §2.7-2.9, §4.2, §4.12).
+//! Connection life cycle: `connect` (found or join a cluster through the
+//! group channel), the applier loop in `recv`, and `disconnect` with a
+//! graceful leave and the final view (contract §2.7-2.9, §4.2, §4.12).
+//! State transfer (joiner and donor) lives in `transfer`.
 
+use crate::channel::{self, GroupChannel, Setup};
 use crate::log::{error, info, warn};
 use crate::provider::{Provider, CAPABILITIES};
-use crate::server::{Member, ThreadCtx, View};
-use crate::state::{Conn, Event};
+use crate::server::{ThreadCtx, View};
+use crate::state::{Conn, Event, GroupLink};
 use lockstep_core::address::ClusterAddress;
+use lockstep_core::group::{GroupConfig, MemberInfo};
 use std::time::{Duration, Instant};
-use wsrep_abi::{status, view_status, Gtid, Status, Uuid};
+use wsrep_abi::{status, Status, Uuid};
 
 /// How long `disconnect` waits for an applier to take the final view
 /// before it warns that none is running.
 const FINAL_VIEW_PATIENCE: Duration = Duration::from_secs(10);
+/// How long a graceful leave may take before the node just closes.
+const LEAVE_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Provider {
-    pub fn connect(&self, cluster_name: &str, url: &str, bootstrap: bool) -> Status {
+    pub fn connect(&self, cluster_name: &str, url: &str, donors: &str, bootstrap: bool) -> Status {
         let address = match ClusterAddress::parse(url) {
             Ok(a) => a,
             Err(e) => {
@@ -33,28 +39,97 @@ impl Provider {
                 return status::NODE_FAIL;
             }
         }
-        if !(bootstrap || address.is_bootstrap()) {
-            let peers: Vec<String> = address.peers.iter().map(ToString::to_string).collect();
+        let bootstrap = bootstrap || address.is_bootstrap();
+        let founding = if bootstrap {
+            match self.founding_position(cluster_name) {
+                Some(p) => Some(p),
+                None => return status::NODE_FAIL,
+            }
+        } else {
+            None
+        };
+        let (listen, advertised) = self.group_addresses();
+        let seeds: Vec<String> = address
+            .peers
+            .iter()
+            .map(ToString::to_string)
+            .filter(|p| *p != advertised)
+            .collect();
+        if !bootstrap && seeds.is_empty() {
             error!(
-                "cannot join cluster '{cluster_name}' at {}: this Lockstep build forms \
-                 one-node clusters only (group communication is not implemented yet); \
-                 start the node with --wsrep-new-cluster",
-                peers.join(",")
+                "cannot join cluster '{cluster_name}': wsrep_cluster_address '{url}' names no \
+                 other node; use gcomm:// (or --wsrep-new-cluster) to bootstrap"
             );
             return status::NODE_FAIL;
         }
-        self.bootstrap(cluster_name)
+        let member_id = random_uuid();
+        let me = MemberInfo {
+            raft_id: random_raft_id(),
+            uuid: member_id.data,
+            name: self.node_name.clone(),
+            incoming: self.node_incoming.clone(),
+            peer_addr: advertised,
+        };
+        let setup = Setup {
+            me: me.clone(),
+            cluster: cluster_name.to_string(),
+            listen,
+            seeds,
+            bootstrap: founding.map(|(h, s)| (h.data, s)),
+            config: self.group_config(),
+        };
+        let mut g = self.lock();
+        if g.conn != Conn::Closed {
+            warn!("connect called while already connected");
+            return status::CONN_FAIL;
+        }
+        if let Some((history, last)) = founding {
+            g.history = history;
+            g.finished.reset(last);
+            g.commit.reset(last);
+            g.last_ordered = last;
+        }
+        channel::log_start(&setup);
+        let (chan, tx) = match GroupChannel::start(setup, self.shared.clone()) {
+            Ok(c) => c,
+            Err(e) => {
+                error!("{e}");
+                return status::NODE_FAIL;
+            }
+        };
+        g.member_id = member_id;
+        g.conn = Conn::Open;
+        g.final_delivered = false;
+        g.paused = false;
+        g.paused_at = None;
+        g.in_group = false;
+        g.isolating = false;
+        g.want_sync = false;
+        g.donating_to = None;
+        g.sst = Default::default();
+        g.donors = donors.to_string();
+        g.proto_ver = self.proto_ver;
+        g.group = Some(GroupLink {
+            raft_id: me.raft_id,
+            tx,
+        });
+        let running = g.running_state();
+        drop(g);
+        *self.channel.lock().unwrap_or_else(|p| p.into_inner()) = Some(chan);
+        self.save_state(running);
+        status::OK
     }
 
-    /// Forms a one-node primary component (contract §4.2).
-    fn bootstrap(&self, cluster_name: &str) -> Status {
+    /// Where a founding node continues: its saved history, or a new one at
+    /// seqno 0. Refuses when grastate.dat says another node is ahead.
+    fn founding_position(&self, cluster_name: &str) -> Option<(Uuid, i64)> {
         let saved = {
             let mut store = self.store.lock().unwrap_or_else(|p| p.into_inner());
             match store.load() {
                 Ok(s) => s,
                 Err(e) => {
                     error!("{e}");
-                    return status::NODE_FAIL;
+                    return None;
                 }
             }
         };
@@ -66,14 +141,9 @@ impl Provider {
                  in {}/grastate.dat",
                 self.data_dir.display()
             );
-            return status::NODE_FAIL;
+            return None;
         }
         let mut g = self.lock();
-        if g.conn != Conn::Closed {
-            warn!("connect called while already connected");
-            return status::CONN_FAIL;
-        }
-        // Continue the known history; otherwise start a new one at seqno 1.
         if g.history.is_nil() || g.last_committed() < 0 {
             if !g.history.is_nil() {
                 warn!(
@@ -82,50 +152,48 @@ impl Provider {
                     g.history
                 );
             }
-            g.history = random_uuid();
-            g.finished.reset(0);
-            g.commit.reset(0);
             g.certifier.reset(0);
-            g.last_ordered = 0;
+            return Some((random_uuid(), 0));
         }
-        let seqno = g.last_ordered + 1;
-        g.last_ordered = seqno;
-        if let Err(e) = g.certifier.note_non_writeset(seqno) {
-            error!("certification state out of order at the first view: {e:?}");
-            return status::NODE_FAIL;
-        }
-        g.member_id = random_uuid();
-        g.conn = Conn::Open;
-        g.final_delivered = false;
-        g.paused = false;
-        let view = View {
-            state_id: Gtid {
-                uuid: g.history,
-                seqno,
-            },
-            conf_id: 1,
-            status: view_status::PRIMARY,
-            capabilities: CAPABILITIES,
-            my_idx: 0,
-            proto_ver: self.proto_ver,
-            members: vec![Member {
-                id: g.member_id,
-                name: self.node_name.clone(),
-                incoming: self.node_incoming.clone(),
-            }],
-        };
         info!(
-            "bootstrapped cluster '{cluster_name}' at {}: history {}, first view at seqno {seqno}, member {}",
-            self.node_address, g.history, g.member_id
+            "bootstrapping cluster '{cluster_name}': continuing history {} after seqno {}",
+            g.history,
+            g.last_committed()
         );
-        g.events.push_back(Event::Connected(view.clone()));
-        g.events.push_back(Event::PrimaryView(view));
-        g.events.push_back(Event::Synced);
-        let running = g.running_state();
-        drop(g);
-        self.save_state(running);
-        self.notify();
-        status::OK
+        Some((g.history, g.last_committed()))
+    }
+
+    /// (listen address, address advertised to peers) from
+    /// `gmcast.listen_addr`, `base_host` and `base_port`.
+    fn group_addresses(&self) -> (String, String) {
+        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let listen = o
+            .get("gmcast.listen_addr")
+            .unwrap_or("tcp://0.0.0.0:4567")
+            .trim_start_matches("tcp://")
+            .trim_start_matches("ssl://")
+            .to_string();
+        let port = o.int("base_port").unwrap_or(4567);
+        let host = match o.get("base_host") {
+            Some(h) if !h.is_empty() && h != "0.0.0.0" => h.to_string(),
+            _ => "127.0.0.1".to_string(),
+        };
+        let host = if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]")
+        } else {
+            host
+        };
+        (listen, format!("{host}:{port}"))
+    }
+
+    /// Raft timing from the Galera options people already set.
+    fn group_config(&self) -> GroupConfig {
+        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = GroupConfig::default();
+        if let Ok(d) = o.duration("evs.suspect_timeout") {
+            c.suspect_timeout_ms = d.as_millis().max(1000) as u64;
+        }
+        c
     }
 
     /// The applier loop: runs every ordered event on the calling thread.
@@ -146,44 +214,85 @@ impl Provider {
     fn recv_loop(&self, ctx: ThreadCtx) -> Status {
         loop {
             let g = self.lock();
-            let (mut g, _) =
-                self.wait_until(g, None, |s| !s.events.is_empty() || s.conn == Conn::Closed);
+            let (mut g, _) = self.wait_until(g, None, |s| {
+                (!s.events.is_empty() && !s.isolating) || s.conn == Conn::Closed
+            });
             let Some(event) = g.events.pop_front() else {
                 return status::CONN_FAIL;
             };
+            let isolating = event.isolating();
+            g.isolating |= isolating;
             drop(g);
-            match event {
-                Event::Connected(view) => {
-                    if !self.server.connected(&view) {
-                        return self.fail_session(ctx, "connected callback failed");
-                    }
+            let outcome = self.run_event(ctx, event);
+            let mut g = self.lock();
+            if isolating {
+                g.isolating = false;
+            }
+            if g.want_sync && g.events.is_empty() {
+                g.want_sync = false;
+                let raft_id = g.raft_id();
+                g.propose(lockstep_core::group::Action::Synced { raft_id }, false);
+            }
+            drop(g);
+            self.notify();
+            if let Some(rc) = outcome {
+                return rc;
+            }
+        }
+    }
+
+    /// Runs one event; `Some(rc)` ends this applier's `recv()`.
+    fn run_event(&self, ctx: ThreadCtx, event: Event) -> Option<Status> {
+        match event {
+            Event::Connected(view) => {
+                if !self.server.connected(&view) {
+                    return Some(self.fail_session(ctx, "connected callback failed"));
                 }
-                Event::PrimaryView(view) => {
-                    if let Some(rc) = self.deliver_primary_view(ctx, view) {
-                        return rc;
-                    }
+                None
+            }
+            Event::JoinView(view) => self.join_view(ctx, view),
+            Event::PrimaryView(view) => self.deliver_primary_view(ctx, view),
+            Event::Apply(ws) => self.apply_remote(ctx, ws),
+            Event::Donate {
+                request,
+                seqno,
+                joiner,
+            } => {
+                self.donate(ctx, &request, seqno, joiner);
+                None
+            }
+            Event::Synced => {
+                let due = self.lock().local.caught_up();
+                if due == lockstep_core::group::Notify::Synced && !self.server.synced() {
+                    return Some(self.fail_session(ctx, "synced callback failed"));
                 }
-                Event::Synced => {
-                    let due = self.lock().local.caught_up();
-                    if due == lockstep_core::group::Notify::Synced && !self.server.synced() {
-                        return self.fail_session(ctx, "synced callback failed");
-                    }
+                None
+            }
+            Event::Removed => {
+                let closing = self.lock().conn == Conn::Closing;
+                if !closing {
+                    warn!("this node was removed from the primary component; leaving");
                 }
-                Event::Final => {
-                    self.lock().local.closed();
-                    self.end_session(ctx);
-                    return status::OK;
-                }
+                self.lock().local.closed();
+                self.end_session(ctx);
+                Some(status::OK)
+            }
+            Event::Final => {
+                self.lock().local.closed();
+                self.end_session(ctx);
+                Some(status::OK)
             }
         }
     }
 
     /// Runs a primary view in total order isolation: everything before it
     /// finished, nothing after it starts until the callback returns.
-    fn deliver_primary_view(&self, ctx: ThreadCtx, view: View) -> Option<Status> {
+    pub(crate) fn deliver_primary_view(&self, ctx: ThreadCtx, view: View) -> Option<Status> {
         let seqno = view.state_id.seqno;
         let g = self.lock();
-        let (g, _) = self.wait_until(g, None, |s| s.last_committed() >= seqno - 1);
+        let (g, _) = self.wait_until(g, None, |s| {
+            s.last_committed() >= seqno - 1 || s.conn == Conn::Closed
+        });
         drop(g);
         let ok = self.server.view(ctx, &view);
         let mut g = self.lock();
@@ -195,12 +304,20 @@ impl Provider {
             drop(g);
             return Some(self.fail_session(ctx, "view callback failed, restart required"));
         }
-        let passed = g.commit.mark(seqno).and_then(|_| g.finished.mark(seqno));
-        if let Err(e) = passed {
-            drop(g);
-            return Some(self.fail_session(ctx, &e.to_string()));
+        if g.last_committed() < seqno {
+            let passed = g.commit.mark(seqno).and_then(|_| g.finished.mark(seqno));
+            if let Err(e) = passed {
+                drop(g);
+                return Some(self.fail_session(ctx, &e.to_string()));
+            }
         }
-        g.local.joined();
+        if matches!(
+            g.local.state(),
+            lockstep_core::group::MemberState::Undefined
+                | lockstep_core::group::MemberState::Joiner
+        ) {
+            g.local.joined();
+        }
         g.view = Some(view);
         let running = g.running_state();
         drop(g);
@@ -211,12 +328,15 @@ impl Provider {
 
     /// A callback failed outside shutdown: the node cannot go on as if it
     /// had succeeded. End the session on this thread with the final view.
-    fn fail_session(&self, ctx: ThreadCtx, why: &str) -> Status {
+    pub(crate) fn fail_session(&self, ctx: ThreadCtx, why: &str) -> Status {
         error!("{why}; leaving the cluster");
         let mut g = self.lock();
         g.local.inconsistent();
         g.conn = Conn::Closing;
         g.events.clear();
+        if let Some(link) = &g.group {
+            let _ = link.tx.send(channel::Input::Leave);
+        }
         drop(g);
         self.end_session(ctx);
         status::NODE_FAIL
@@ -233,6 +353,13 @@ impl Provider {
         g.conn = Conn::Closed;
         g.final_delivered = true;
         g.view = None;
+        g.in_group = false;
+        g.events.clear();
+        for w in g.waiting.values_mut() {
+            if *w == crate::state::Resolution::Pending {
+                *w = crate::state::Resolution::Dropped;
+            }
+        }
         drop(g);
         self.notify();
     }
@@ -240,24 +367,43 @@ impl Provider {
     pub fn disconnect(&self) -> Status {
         let mut g = self.lock();
         match g.conn {
-            Conn::Closed => return status::OK,
+            Conn::Closed => {
+                drop(g);
+                self.stop_channel();
+                return status::OK;
+            }
             Conn::Closing => {}
             Conn::Open => {
                 info!("leaving the cluster (member {})", g.member_id);
                 g.conn = Conn::Closing;
                 g.paused = false;
-                g.events.push_back(Event::Final);
+                g.paused_at = None;
+                let alone = g.members.len() <= 1 || !g.in_group;
+                match &g.group {
+                    Some(link) if !alone => {
+                        let _ = link.tx.send(channel::Input::Leave);
+                    }
+                    _ => g.events.push_back(Event::Final),
+                }
                 self.notify();
             }
         }
         let started = Instant::now();
         let mut warned = false;
+        let mut forced = false;
         loop {
             let deadline = Some(Instant::now() + Duration::from_secs(1));
             let (ng, done) = self.wait_until(g, deadline, |s| s.final_delivered);
             g = ng;
             if done {
                 break;
+            }
+            if !forced && started.elapsed() > LEAVE_TIMEOUT {
+                warn!("graceful leave did not complete in {LEAVE_TIMEOUT:?}; closing anyway");
+                g.events.push_back(Event::Final);
+                g.isolating = false;
+                forced = true;
+                self.notify();
             }
             if !warned && g.appliers == 0 && started.elapsed() > FINAL_VIEW_PATIENCE {
                 warn!("disconnect: no applier thread is running to take the final view; still waiting");
@@ -267,7 +413,9 @@ impl Provider {
         let position = g.saved_state(g.last_committed());
         g.trxs.clear();
         g.toi.clear();
+        g.group = None;
         drop(g);
+        self.stop_channel();
         self.save_state(position);
         info!(
             "closed; saved position {}:{}",
@@ -276,8 +424,20 @@ impl Provider {
         status::OK
     }
 
+    fn stop_channel(&self) {
+        let chan = self
+            .channel
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(c) = chan {
+            c.stop();
+        }
+    }
+
     /// `free` on a node that was never disconnected: save what we know.
     pub fn shutdown(&self) {
+        self.stop_channel();
         let g = self.lock();
         if g.conn == Conn::Closed || g.history.is_nil() {
             return;
@@ -288,8 +448,8 @@ impl Provider {
     }
 }
 
-/// A random (version 4) UUID for histories and member ids.
-pub fn random_uuid() -> Uuid {
+/// 16 random bytes from the OS (time and pid as a fallback).
+fn random_bytes() -> [u8; 16] {
     let mut bytes = [0u8; 16];
     let filled = std::fs::File::open("/dev/urandom")
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
@@ -303,7 +463,19 @@ pub fn random_uuid() -> Uuid {
             ^ (u128::from(std::process::id()) << 64);
         bytes = seed.to_le_bytes();
     }
+    bytes
+}
+
+/// A random (version 4) UUID for histories and member ids.
+pub fn random_uuid() -> Uuid {
+    let mut bytes = random_bytes();
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     Uuid::from_bytes(bytes)
+}
+
+/// A Raft id, new for every connect (never 0, Raft's "none").
+fn random_raft_id() -> u64 {
+    let b = random_bytes();
+    u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]).max(1)
 }

@@ -7,11 +7,15 @@
 
 use crate::server::View;
 use crate::trx::TrxRecord;
-use lockstep_core::certification::Certifier;
+use lockstep_core::certification::{CertOutcome, Certifier};
 use lockstep_core::group::LocalState;
+use lockstep_core::group::{Action, Writeset};
 use lockstep_core::ordering::Watermark;
 use lockstep_core::saved_state::SavedState;
 use std::collections::{HashMap, VecDeque};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use wsrep_abi::Gtid;
 use wsrep_abi::Uuid;
 
 /// Where the node is in its connection life cycle.
@@ -27,12 +31,74 @@ pub enum Conn {
 /// Ordered work for the applier threads, processed inside `recv()`.
 pub enum Event {
     Connected(View),
+    /// The first view of a joining node: transfer state if needed, then
+    /// (or instead) deliver it.
+    JoinView(View),
     /// A primary configuration with its seqno (`state_id.seqno`).
     PrimaryView(View),
+    /// A writeset from another member.
+    Apply(RemoteWs),
+    /// This node was chosen to donate its state.
+    Donate {
+        request: Vec<u8>,
+        seqno: i64,
+        joiner: u64,
+    },
+    /// This node is no longer in the primary component's view.
+    Removed,
     /// Time to tell the server it is synced.
     Synced,
     /// The last event of a session: the empty final view.
     Final,
+}
+
+impl Event {
+    /// Events that run alone: nothing after them starts until they end.
+    pub fn isolating(&self) -> bool {
+        !matches!(self, Event::Apply(_))
+    }
+
+    /// The seqno an ordered event occupies, if any.
+    pub fn seqno(&self) -> Option<i64> {
+        match self {
+            Event::Apply(ws) => Some(ws.seqno),
+            Event::PrimaryView(v) => Some(v.state_id.seqno),
+            _ => None,
+        }
+    }
+}
+
+/// A remote writeset at its place in the total order.
+pub struct RemoteWs {
+    pub seqno: i64,
+    pub ws: Arc<Writeset>,
+    pub outcome: CertOutcome,
+}
+
+/// What a local proposal turned into.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resolution {
+    Pending,
+    Ordered {
+        seqno: i64,
+        outcome: CertOutcome,
+    },
+    /// A causal-read fence passed after `seqno` was ordered.
+    Fence {
+        seqno: i64,
+    },
+    /// Not ordered (the node left the group first).
+    Dropped,
+}
+
+/// A joiner's state transfer in progress.
+#[derive(Debug, Default, Clone)]
+pub struct SstProgress {
+    pub no_donor: bool,
+    /// The donor's result (`sst_sent`), a negative errno on failure.
+    pub donor_rcode: Option<i32>,
+    /// `sst_received` from the server.
+    pub received: Option<(Gtid, i32)>,
 }
 
 /// Counters behind the `wsrep_%` status variables.
@@ -47,6 +113,9 @@ pub struct Counters {
     pub local_cert_failures: i64,
     pub local_replays: i64,
     pub causal_reads: i64,
+    /// Remote writesets applied, and their bytes.
+    pub received: i64,
+    pub received_bytes: i64,
 }
 
 pub struct Inner {
@@ -75,6 +144,34 @@ pub struct Inner {
     /// Local TOI in progress, by connection id.
     pub toi: HashMap<u64, i64>,
     pub counters: Counters,
+    /// Multi-node session: the group thread's input, this node's Raft id.
+    pub group: Option<GroupLink>,
+    /// An isolating event is running: no other applier may start one.
+    pub isolating: bool,
+    /// Local proposals waiting for their place in the total order.
+    pub waiting: HashMap<u64, Resolution>,
+    pub next_proposal: u64,
+    pub sst: SstProgress,
+    /// `wsrep_sst_donor` from `connect`.
+    pub donors: String,
+    /// Announce "synced" to the group once the queue drains.
+    pub want_sync: bool,
+    /// The joiner this node donates to.
+    pub donating_to: Option<u64>,
+    /// `pause()`: seqnos above this wait for `resume()`.
+    pub paused_at: Option<i64>,
+    /// Members of the current view (name, peer address) for status.
+    pub members: Vec<lockstep_core::group::MemberInfo>,
+    /// `init_args.proto_ver`, for the views we build.
+    pub proto_ver: i32,
+    /// This node has been in a view of the current session.
+    pub in_group: bool,
+}
+
+/// How the server's threads reach the group thread.
+pub struct GroupLink {
+    pub raft_id: u64,
+    pub tx: Sender<crate::channel::Input>,
 }
 
 impl Inner {
@@ -96,6 +193,18 @@ impl Inner {
             trxs: HashMap::new(),
             toi: HashMap::new(),
             counters: Counters::default(),
+            group: None,
+            isolating: false,
+            waiting: HashMap::new(),
+            next_proposal: 1 << 63,
+            sst: SstProgress::default(),
+            donors: String::new(),
+            want_sync: false,
+            donating_to: None,
+            paused_at: None,
+            members: Vec::new(),
+            proto_ver: 4,
+            in_group: false,
         }
     }
 
@@ -117,6 +226,35 @@ impl Inner {
     /// What grastate.dat says while the node runs: the seqno is unknown.
     pub fn running_state(&self) -> SavedState {
         self.saved_state(-1)
+    }
+
+    /// Proposes an action to the group; returns its proposal id (with a
+    /// waiter registered when `wait` is set), or `None` outside a group.
+    pub fn propose(&mut self, action: Action, wait: bool) -> Option<u64> {
+        let link = self.group.as_ref()?;
+        let id = self.next_proposal;
+        self.next_proposal += 1;
+        if wait {
+            self.waiting.insert(id, Resolution::Pending);
+        }
+        if link
+            .tx
+            .send(crate::channel::Input::Propose { id, action })
+            .is_err()
+        {
+            self.waiting.insert(id, Resolution::Dropped);
+        }
+        Some(id)
+    }
+
+    /// This node's Raft id in the group, 0 outside one.
+    pub fn raft_id(&self) -> u64 {
+        self.group.as_ref().map_or(0, |l| l.raft_id)
+    }
+
+    /// Whether a seqno may commit now (not held back by `pause`).
+    pub fn may_commit(&self, seqno: i64) -> bool {
+        self.paused_at.is_none_or(|p| seqno <= p)
     }
 
     /// Whether local writes may be ordered now (primary, state received).

@@ -82,6 +82,8 @@ impl Node {
                 view_cb: Some(view),
                 apply_cb: None,
                 synced_cb: Some(synced),
+                sst_request_cb: None,
+                sst_donate_cb: None,
             },
         };
         let options = Options::new("127.0.0.1:4567", ".");

@@ -12,6 +12,14 @@ use lockstep_core::certification::Key;
 /// What `ws_handle.opaque` points at.
 pub enum Handle {
     Local(LocalTrx),
+    /// A remote writeset inside `apply_cb`.
+    Remote(RemoteHandle),
+}
+
+/// A remote writeset being applied: only its place in the order.
+#[derive(Debug, Clone, Copy)]
+pub struct RemoteHandle {
+    pub seqno: i64,
 }
 
 /// A transaction executing on this node, collected by `append_*`.
@@ -19,6 +27,8 @@ pub enum Handle {
 pub struct LocalTrx {
     pub keys: Vec<Key>,
     pub key_bytes: usize,
+    /// Keys appended (the keys themselves move into the writeset).
+    pub key_count: usize,
     pub data: Vec<u8>,
     /// Flags given at certification, kept for a replay.
     pub flags: u32,
@@ -36,7 +46,10 @@ impl LocalTrx {
 pub enum TrxState {
     /// Appending keys and data; not ordered yet.
     Executing,
-    /// BF-aborted before it was ordered: it must not replicate.
+    /// Sent to the group, waiting for its place in the order.
+    Replicating,
+    /// BF-aborted before it was ordered: it must not replicate (or, if
+    /// it was already sent, it replays or fails once ordered).
     MustAbort,
     /// Ordered and certified; heading for commit order.
     Certified,

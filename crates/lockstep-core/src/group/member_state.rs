@@ -83,6 +83,12 @@ impl LocalState {
         self.desyncs
     }
 
+    /// Entered a primary component without the group's state: waiting for
+    /// a state transfer.
+    pub fn joining(&mut self) {
+        self.state = MemberState::Joiner;
+    }
+
     /// Entered a primary component with the group's state: Joined.
     pub fn joined(&mut self) {
         self.state = if self.desyncs > 0 {

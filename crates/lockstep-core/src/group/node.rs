@@ -194,12 +194,19 @@ impl Group {
     pub fn propose(&mut self, action: Action) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
+        self.propose_with_id(id, action);
+        id
+    }
+
+    /// Queues an action under a caller-chosen proposal id. Ids must be
+    /// unique per node; [`Group::propose`] counts up from 1, so callers
+    /// that choose their own use ids with the top bit set.
+    pub fn propose_with_id(&mut self, id: u64, action: Action) {
         self.queued.push(Proposal {
             origin: self.me.raft_id,
             id,
             action,
         });
-        id
     }
 
     /// A Raft message from a peer.

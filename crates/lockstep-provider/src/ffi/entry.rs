@@ -159,6 +159,8 @@ unsafe extern "C" fn init(w: *mut Wsrep, args: *const InitArgs) -> Status {
                 view_cb: a.view_cb,
                 apply_cb: a.apply_cb,
                 synced_cb: a.synced_cb,
+                sst_request_cb: a.sst_request_cb,
+                sst_donate_cb: a.sst_donate_cb,
             },
         };
         match Provider::init(cfg) {
@@ -202,13 +204,19 @@ unsafe extern "C" fn connect(
     w: *mut Wsrep,
     cluster_name: *const c_char,
     cluster_url: *const c_char,
-    _state_donor: *const c_char,
+    state_donor: *const c_char,
     bootstrap: bool,
 ) -> Status {
     with_provider!("connect", w, status::NODE_FAIL, |p| {
         // SAFETY: NUL-terminated or NULL from the server.
-        let (name, url) = unsafe { (string(cluster_name), string(cluster_url)) };
-        p.connect(&name, &url, bootstrap)
+        let (name, url, donors) = unsafe {
+            (
+                string(cluster_name),
+                string(cluster_url),
+                string(state_donor),
+            )
+        };
+        p.connect(&name, &url, &donors, bootstrap)
     })
 }
 
@@ -242,7 +250,10 @@ unsafe extern "C" fn certify(
         // SAFETY: valid handle and meta from the client thread that owns
         // this transaction.
         let (trx_id, obj, meta) = unsafe { ((*handle).trx_id, handle_object(handle), &mut *meta) };
-        let trx = obj.map(|Handle::Local(t)| t);
+        let trx = match obj {
+            Some(Handle::Local(t)) => Some(t),
+            _ => None,
+        };
         p.certify(trx_id, trx, conn_id, flags, meta)
     })
 }
@@ -274,7 +285,7 @@ unsafe extern "C" fn commit_order_leave(
         let (obj, meta, err) = unsafe { (handle_object(handle), meta.as_ref(), bytes(err)) };
         match (obj, meta) {
             // SAFETY: `handle` is non-NULL since `obj` is Some.
-            (Some(_), Some(m)) => p.commit_order_leave(unsafe { (*handle).trx_id }, m, err),
+            (Some(h), Some(m)) => p.commit_order_leave(unsafe { (*handle).trx_id }, h, m, err),
             _ => status::TRX_MISSING,
         }
     })
@@ -310,7 +321,7 @@ unsafe extern "C" fn replay_trx(
         match unsafe { handle_object(handle) } {
             // SAFETY: non-NULL since the object exists.
             Some(Handle::Local(trx)) => p.replay_trx(unsafe { &*handle }, trx, ThreadCtx(trx_ctx)),
-            None => status::TRX_FAIL,
+            _ => status::TRX_FAIL,
         }
     })
 }
@@ -348,8 +359,10 @@ unsafe fn trx_for_append<'a>(p: &Provider, handle: *mut WsHandle) -> &'a mut Loc
         h.opaque = Box::into_raw(Box::new(Handle::Local(LocalTrx::default()))).cast();
     }
     // SAFETY: opaque is our live Box<Handle>, used only by this thread.
-    let Handle::Local(trx) = unsafe { &mut *h.opaque.cast::<Handle>() };
-    trx
+    match unsafe { &mut *h.opaque.cast::<Handle>() } {
+        Handle::Local(trx) => trx,
+        Handle::Remote(_) => unreachable!("the server appends only to its own transactions"),
+    }
 }
 
 unsafe extern "C" fn append_key(
@@ -507,19 +520,31 @@ unsafe extern "C" fn preordered_commit(
     status::NOT_IMPLEMENTED
 }
 
-/// No state transfers in a one-node cluster: this node is never a donor.
-unsafe extern "C" fn sst_sent(_w: *mut Wsrep, _state_id: *const Gtid, _rcode: c_int) -> Status {
-    status::CONN_FAIL
+/// The donor's SST script finished (contract §2.26).
+unsafe extern "C" fn sst_sent(w: *mut Wsrep, state_id: *const Gtid, rcode: c_int) -> Status {
+    with_provider!("sst_sent", w, status::CONN_FAIL, |p| {
+        // SAFETY: NULL or the server's GTID, valid for the call.
+        let gtid = unsafe { state_id.as_ref() }
+            .copied()
+            .unwrap_or(Gtid::UNDEFINED);
+        p.sst_sent(gtid, rcode)
+    })
 }
 
-/// No state transfers in a one-node cluster: this node is never a joiner.
+/// The joiner received its state (contract §2.27); `state` is unused.
 unsafe extern "C" fn sst_received(
-    _w: *mut Wsrep,
-    _state_id: *const Gtid,
+    w: *mut Wsrep,
+    state_id: *const Gtid,
     _state: *const Buf,
-    _rcode: c_int,
+    rcode: c_int,
 ) -> Status {
-    status::CONN_FAIL
+    with_provider!("sst_received", w, status::CONN_FAIL, |p| {
+        // SAFETY: NULL or the server's GTID, valid for the call.
+        let gtid = unsafe { state_id.as_ref() }
+            .copied()
+            .unwrap_or(Gtid::UNDEFINED);
+        p.sst_received(gtid, rcode)
+    })
 }
 
 unsafe extern "C" fn snapshot(_w: *mut Wsrep, _msg: *const Buf, _donor: *const c_char) -> Status {

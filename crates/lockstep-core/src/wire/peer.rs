@@ -1,0 +1,169 @@
+//! Messages between Lockstep nodes on the group channel, one per frame
+//! (the frame's `kind` byte is the message type).
+//!
+//! A connection starts with each side sending [`PeerMsg::Hello`]; the
+//! receiver checks the protocol version and the cluster name before it
+//! accepts anything else, and answers a mismatch with
+//! [`PeerMsg::Refuse`] and a closed connection.
+
+use super::codec::{DecodeError, Reader, Writer};
+use super::frame::{self, Frame, FrameError};
+use crate::group::MemberInfo;
+
+/// Group-channel protocol version; peers must match exactly.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// Bound on one frame on the group channel: the largest Raft message
+/// (one writeset up to `repl.max_ws_size` travels in one log entry).
+pub const MAX_PEER_FRAME: usize = 256 * 1024 * 1024;
+
+const K_HELLO: u8 = 1;
+const K_REFUSE: u8 = 2;
+const K_RAFT: u8 = 3;
+const K_JOIN: u8 = 4;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PeerMsg {
+    Hello {
+        version: u32,
+        cluster: String,
+        raft_id: u64,
+        peer_addr: String,
+    },
+    /// Why the connection is refused (logged by the receiver).
+    Refuse { reason: String },
+    /// A Raft message (protobuf, from raft-rs).
+    Raft(Vec<u8>),
+    /// Please add this node to the cluster.
+    Join(MemberInfo),
+}
+
+impl PeerMsg {
+    /// The framed bytes of this message.
+    pub fn to_frame(&self) -> Result<Vec<u8>, FrameError> {
+        let (kind, payload) = match self {
+            PeerMsg::Hello {
+                version,
+                cluster,
+                raft_id,
+                peer_addr,
+            } => {
+                let mut w = Writer::new();
+                w.u32(*version).str(cluster).u64(*raft_id).str(peer_addr);
+                (K_HELLO, w.finish())
+            }
+            PeerMsg::Refuse { reason } => {
+                let mut w = Writer::new();
+                w.str(reason);
+                (K_REFUSE, w.finish())
+            }
+            PeerMsg::Raft(bytes) => (K_RAFT, bytes.clone()),
+            PeerMsg::Join(info) => (K_JOIN, info.encode()),
+        };
+        let mut out = Vec::with_capacity(payload.len() + 16);
+        frame::encode(kind, &payload, MAX_PEER_FRAME, &mut out)?;
+        Ok(out)
+    }
+
+    /// Decodes the message in a frame that passed its checksum.
+    pub fn from_frame(f: Frame) -> Result<PeerMsg, DecodeError> {
+        match f.kind {
+            K_HELLO => {
+                let mut r = Reader::new(&f.payload);
+                let msg = PeerMsg::Hello {
+                    version: r.u32("hello.version")?,
+                    cluster: r.string("hello.cluster")?,
+                    raft_id: r.u64("hello.raft_id")?,
+                    peer_addr: r.string("hello.peer_addr")?,
+                };
+                r.end()?;
+                Ok(msg)
+            }
+            K_REFUSE => {
+                let mut r = Reader::new(&f.payload);
+                let reason = r.string("refuse.reason")?;
+                r.end()?;
+                Ok(PeerMsg::Refuse { reason })
+            }
+            K_RAFT => Ok(PeerMsg::Raft(f.payload)),
+            K_JOIN => Ok(PeerMsg::Join(MemberInfo::decode(&f.payload)?)),
+            other => Err(DecodeError::Invalid {
+                field: "frame.kind",
+                value: u64::from(other),
+            }),
+        }
+    }
+}
+
+/// Checks a peer's hello against ours: `Err` is the reason to refuse,
+/// worded for the log of both sides.
+pub fn check_hello(ours_cluster: &str, version: u32, cluster: &str) -> Result<(), String> {
+    if version != PROTOCOL_VERSION {
+        return Err(format!(
+            "protocol version mismatch: peer speaks group protocol {version}, this node {PROTOCOL_VERSION}"
+        ));
+    }
+    if cluster != ours_cluster {
+        return Err(format!(
+            "cluster name mismatch: peer belongs to '{cluster}', this node to '{ours_cluster}' (wsrep_cluster_name)"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::frame::FrameDecoder;
+
+    fn round_trip(m: PeerMsg) {
+        let bytes = m.to_frame().unwrap();
+        let mut d = FrameDecoder::new(MAX_PEER_FRAME);
+        d.push(&bytes);
+        let f = d.next_frame().unwrap().unwrap();
+        assert_eq!(PeerMsg::from_frame(f).unwrap(), m);
+    }
+
+    #[test]
+    fn messages_round_trip() {
+        round_trip(PeerMsg::Hello {
+            version: PROTOCOL_VERSION,
+            cluster: "my_wsrep_cluster".into(),
+            raft_id: 42,
+            peer_addr: "127.0.0.1:4567".into(),
+        });
+        round_trip(PeerMsg::Refuse {
+            reason: "no".into(),
+        });
+        round_trip(PeerMsg::Raft(vec![1, 2, 3]));
+        round_trip(PeerMsg::Join(MemberInfo {
+            raft_id: 7,
+            uuid: [1; 16],
+            name: "n".into(),
+            incoming: String::new(),
+            peer_addr: "h:1".into(),
+        }));
+    }
+
+    #[test]
+    fn hello_mismatches_are_refused_with_reason() {
+        assert!(check_hello("a", PROTOCOL_VERSION, "a").is_ok());
+        let e = check_hello("a", PROTOCOL_VERSION, "b").unwrap_err();
+        assert!(e.contains("cluster name mismatch"), "{e}");
+        let e = check_hello("a", PROTOCOL_VERSION + 1, "a").unwrap_err();
+        assert!(e.contains("protocol version mismatch"), "{e}");
+    }
+
+    #[test]
+    fn unknown_kinds_and_short_payloads_are_errors() {
+        let f = Frame {
+            kind: 99,
+            payload: vec![],
+        };
+        assert!(PeerMsg::from_frame(f).is_err());
+        let f = Frame {
+            kind: K_HELLO,
+            payload: vec![1, 0],
+        };
+        assert!(PeerMsg::from_frame(f).is_err());
+    }
+}

@@ -1,0 +1,123 @@
+//! Ordered deliveries → provider state. Runs on the group thread under the
+//! provider's lock; everything that calls into the server is queued as an
+//! [`Event`] for an applier thread (contract P20: callbacks with a
+//! `recv_ctx` run inside `recv()`).
+
+use crate::provider::CAPABILITIES;
+use crate::server::{Member, View};
+use crate::state::{Event, Inner, RemoteWs, Resolution};
+use lockstep_core::group::{Delivery, GroupView, MemberState};
+use wsrep_abi::{view_status, Gtid, Uuid};
+
+/// The wsrep view of a group view, from `me`'s side.
+pub fn wsrep_view(v: &GroupView, me: u64, proto_ver: i32) -> View {
+    View {
+        state_id: Gtid {
+            uuid: Uuid::from_bytes(v.history),
+            seqno: v.seqno,
+        },
+        conf_id: v.conf_id,
+        status: view_status::PRIMARY,
+        capabilities: CAPABILITIES,
+        my_idx: v
+            .members
+            .iter()
+            .position(|m| m.raft_id == me)
+            .map_or(-1, |i| i as i32),
+        proto_ver,
+        members: v
+            .members
+            .iter()
+            .map(|m| Member {
+                id: Uuid::from_bytes(m.uuid),
+                name: m.name.clone(),
+                incoming: m.incoming.clone(),
+            })
+            .collect(),
+    }
+}
+
+pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
+    match d {
+        Delivery::Writeset {
+            seqno,
+            origin,
+            proposal,
+            ws,
+            outcome,
+        } => {
+            g.last_ordered = seqno;
+            if origin == me {
+                if let Some(w) = g.waiting.get_mut(&proposal) {
+                    *w = Resolution::Ordered { seqno, outcome };
+                }
+            } else if g.in_group {
+                g.events
+                    .push_back(Event::Apply(RemoteWs { seqno, ws, outcome }));
+            }
+        }
+        Delivery::View(v) => view(g, me, v),
+        Delivery::Donate {
+            donor,
+            joiner,
+            request,
+            seqno,
+        } if donor == me && g.in_group => {
+            g.events.push_back(Event::Donate {
+                request,
+                seqno,
+                joiner,
+            });
+        }
+        Delivery::NoDonor { joiner } if joiner == me => g.sst.no_donor = true,
+        Delivery::Transferred { joiner, rcode, .. } if joiner == me => {
+            g.sst.donor_rcode = Some(rcode);
+        }
+        Delivery::MemberState { raft_id, state } if raft_id == me && g.in_group => {
+            if state == MemberState::Synced {
+                g.events.push_back(Event::Synced);
+            }
+        }
+        Delivery::Barrier { origin, id, seqno } if origin == me => {
+            if let Some(w) = g.waiting.get_mut(&id) {
+                *w = Resolution::Fence { seqno };
+            }
+        }
+        Delivery::Settled { origin, proposal } if origin == me => {
+            if let Some(w) = g.waiting.get_mut(&proposal) {
+                if *w == Resolution::Pending {
+                    *w = Resolution::Dropped;
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn view(g: &mut Inner, me: u64, v: GroupView) {
+    g.last_ordered = v.seqno;
+    let mine = wsrep_view(&v, me, g.proto_ver);
+    let included = mine.my_idx >= 0;
+    g.members = v.members.clone();
+    if !g.in_group {
+        if !included {
+            // Still replaying the log from before this node joined.
+            return;
+        }
+        g.in_group = true;
+        g.events.push_back(Event::Connected(mine.clone()));
+        let founder = v.conf_id == 1 && v.members.len() == 1;
+        if founder {
+            g.events.push_back(Event::PrimaryView(mine));
+            g.events.push_back(Event::Synced);
+        } else {
+            g.events.push_back(Event::JoinView(mine));
+        }
+        return;
+    }
+    if included {
+        g.events.push_back(Event::PrimaryView(mine));
+    } else {
+        g.events.push_back(Event::Removed);
+    }
+}

@@ -1,0 +1,273 @@
+//! The group channel: the thread that owns this node's Raft driver
+//! (`lockstep_core::group::Group`), the TCP transport to the other members,
+//! and the translation of ordered deliveries into the provider's state.
+//!
+//! The server's threads never touch Raft: they send [`Input`]s over a
+//! channel and wait on the shared state, which the group thread updates
+//! under the provider's one lock (`deliver`).
+
+mod deliver;
+mod transport;
+
+use crate::log::{error, info, warn};
+use crate::provider::Shared;
+use lockstep_core::group::{Action, Group, GroupConfig, MemberInfo, Output};
+use lockstep_core::wire::peer::PeerMsg;
+use protobuf::Message as _;
+use std::collections::HashMap;
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+pub use transport::Identity;
+use transport::Transport;
+
+/// How often the group thread wakes up without input (Raft ticks).
+const POLL: Duration = Duration::from_millis(10);
+/// How often to report `last_committed` for index purging.
+const REPORT_COMMITTED: Duration = Duration::from_millis(500);
+
+/// What the group thread is told.
+pub enum Input {
+    /// A message from a connected peer.
+    Peer { from: u64, msg: PeerMsg },
+    /// A peer finished its hello.
+    PeerUp { raft_id: u64, peer_addr: String },
+    /// Order this action (proposal id chosen by the caller).
+    Propose { id: u64, action: Action },
+    /// Leave the cluster gracefully.
+    Leave,
+    /// Stop the thread (after the final view).
+    Stop,
+}
+
+/// How to start the channel.
+pub struct Setup {
+    pub me: MemberInfo,
+    pub cluster: String,
+    pub listen: String,
+    pub seeds: Vec<String>,
+    /// `Some((history, last_seqno))` founds a new cluster.
+    pub bootstrap: Option<([u8; 16], i64)>,
+    pub config: GroupConfig,
+}
+
+pub struct GroupChannel {
+    tx: Sender<Input>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl GroupChannel {
+    pub fn start(
+        setup: Setup,
+        shared: Arc<Shared>,
+    ) -> Result<(GroupChannel, Sender<Input>), String> {
+        let (tx, rx) = channel();
+        let now = 0;
+        let group = match setup.bootstrap {
+            Some((history, last)) => {
+                Group::bootstrap(setup.me.clone(), setup.config.clone(), history, last, now)?
+            }
+            None => Group::join(setup.me.clone(), setup.config.clone(), now)?,
+        };
+        let identity = Identity {
+            cluster: setup.cluster.clone(),
+            raft_id: setup.me.raft_id,
+            peer_addr: setup.me.peer_addr.clone(),
+        };
+        let transport = Transport::start(identity, &setup.listen, tx.clone())?;
+        for s in &setup.seeds {
+            transport.dial(s);
+        }
+        let worker = Worker {
+            group,
+            transport,
+            shared,
+            seeds: setup.seeds,
+            addrs: HashMap::new(),
+            started: Instant::now(),
+            last_report: Instant::now(),
+            reported: -1,
+        };
+        let thread = thread::Builder::new()
+            .name("lockstep-group".into())
+            .spawn(move || worker.run(rx))
+            .map_err(|e| format!("cannot start the group thread: {e}"))?;
+        Ok((
+            GroupChannel {
+                tx: tx.clone(),
+                thread: Some(thread),
+            },
+            tx,
+        ))
+    }
+
+    /// Stops the thread and closes every connection.
+    pub fn stop(mut self) {
+        let _ = self.tx.send(Input::Stop);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct Worker {
+    group: Group,
+    transport: Transport,
+    shared: Arc<Shared>,
+    seeds: Vec<String>,
+    /// Peer addresses learnt from hellos.
+    addrs: HashMap<u64, String>,
+    started: Instant,
+    last_report: Instant,
+    reported: i64,
+}
+
+impl Worker {
+    fn run(mut self, rx: Receiver<Input>) {
+        loop {
+            let first = match rx.recv_timeout(POLL) {
+                Ok(i) => Some(i),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            let mut stop = false;
+            for input in first.into_iter().chain(rx.try_iter()) {
+                stop |= self.handle(input);
+            }
+            if stop {
+                break;
+            }
+            self.report_committed();
+            let now = self.started.elapsed().as_millis() as u64;
+            self.group.tick(now);
+            let outputs = self.group.poll();
+            self.process(outputs);
+        }
+        self.transport.shutdown();
+    }
+
+    /// Returns whether to stop.
+    fn handle(&mut self, input: Input) -> bool {
+        match input {
+            Input::Peer { from, msg } => match msg {
+                PeerMsg::Raft(bytes) => match raft::eraftpb::Message::parse_from_bytes(&bytes) {
+                    Ok(m) if m.from == from => self.group.step(m),
+                    Ok(m) => warn!(
+                        "peer {from} sent a Raft message claiming to be from {}; dropped",
+                        m.from
+                    ),
+                    Err(e) => warn!("peer {from} sent an undecodable Raft message: {e}"),
+                },
+                PeerMsg::Join(info) if info.raft_id == from => self.group.handle_join(info),
+                PeerMsg::Join(_) => warn!("peer {from} asked to add another node; ignored"),
+                PeerMsg::Hello { .. } | PeerMsg::Refuse { .. } => {}
+            },
+            Input::PeerUp { raft_id, peer_addr } => {
+                self.addrs.insert(raft_id, peer_addr);
+            }
+            Input::Propose { id, action } => self.group.propose_with_id(id, action),
+            Input::Leave => self.group.leave(),
+            Input::Stop => return true,
+        }
+        false
+    }
+
+    /// Tells the group how far this node has committed, so every node
+    /// purges its certification index at the same log position.
+    fn report_committed(&mut self) {
+        if self.last_report.elapsed() < REPORT_COMMITTED || !self.group.is_member() {
+            return;
+        }
+        self.last_report = Instant::now();
+        let committed = self.shared.lock().last_committed();
+        if committed > self.reported {
+            self.reported = committed;
+            let raft_id = self.group.me().raft_id;
+            self.group.propose(Action::Committed {
+                raft_id,
+                seqno: committed,
+            });
+        }
+    }
+
+    fn address_of(&self, raft_id: u64) -> Option<String> {
+        self.group
+            .sequencer()
+            .member(raft_id)
+            .map(|m| m.info.peer_addr.clone())
+            .or_else(|| self.addrs.get(&raft_id).cloned())
+    }
+
+    fn process(&mut self, outputs: Vec<Output>) {
+        let mut deliveries = Vec::new();
+        for o in outputs {
+            match o {
+                Output::Send { to, msg } => {
+                    let bytes = match msg.write_to_bytes() {
+                        Ok(b) => b,
+                        Err(e) => {
+                            error!("cannot encode a Raft message: {e}");
+                            continue;
+                        }
+                    };
+                    match PeerMsg::Raft(bytes).to_frame() {
+                        Ok(frame) => {
+                            let addr = self.address_of(to);
+                            self.transport.send(to, frame, addr.as_deref());
+                        }
+                        Err(e) => error!("Raft message to {to} not sent: {e}"),
+                    }
+                }
+                Output::Join(info) => {
+                    if let Ok(frame) = PeerMsg::Join(info).to_frame() {
+                        self.transport.broadcast(&frame);
+                    }
+                    for s in &self.seeds {
+                        self.transport.dial(s);
+                    }
+                }
+                Output::Deliver(d) => deliveries.push(d),
+                Output::Fatal(why) => {
+                    error!("group channel failed: {why}; this node stops replicating");
+                    let mut g = self.shared.lock();
+                    g.local.inconsistent();
+                    g.events.push_back(crate::state::Event::Removed);
+                    drop(g);
+                    self.shared.notify();
+                }
+            }
+        }
+        if deliveries.is_empty() {
+            return;
+        }
+        let me = self.group.me().raft_id;
+        let mut g = self.shared.lock();
+        for d in deliveries {
+            deliver::deliver(&mut g, me, d);
+        }
+        drop(g);
+        self.shared.notify();
+    }
+}
+
+/// Logs the group channel's start (used by `session`).
+pub fn log_start(setup: &Setup) {
+    info!(
+        "group channel: member {} at {} (Raft id {:#x}) {} cluster '{}' via {}",
+        setup.me.name,
+        setup.me.peer_addr,
+        setup.me.raft_id,
+        if setup.bootstrap.is_some() {
+            "founding"
+        } else {
+            "joining"
+        },
+        setup.cluster,
+        if setup.seeds.is_empty() {
+            "-".to_string()
+        } else {
+            setup.seeds.join(",")
+        }
+    );
+}

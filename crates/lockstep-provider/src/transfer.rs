@@ -1,0 +1,241 @@
+//! State transfer through the server's SST scripts (contract §3.3, §3.6,
+//! §2.26-2.27, §4.3): the joiner's request and wait, the donor's
+//! donation, and the two completion calls from the server.
+//!
+//! The request travels in the total order, so every node picks the same
+//! donor (`lockstep_core::group::Sequencer`). Writesets ordered while the
+//! transfer runs stay queued on the joiner and are applied afterwards,
+//! from the first seqno the transferred state does not contain.
+
+use crate::log::{error, info, warn};
+use crate::provider::Provider;
+use crate::server::{ThreadCtx, View};
+use crate::state::Conn;
+use lockstep_core::group::Action;
+use std::time::{Duration, Instant};
+use wsrep_abi::{status, Gtid, Status};
+
+/// Galera retries a state request without a donor every second.
+const NO_DONOR_RETRY: Duration = Duration::from_secs(1);
+const ECANCELED: i32 = 125;
+const EREMCHG: i32 = 78;
+
+impl Provider {
+    /// The first view of a joining node (contract §3.3 "When").
+    pub(crate) fn join_view(&self, ctx: ThreadCtx, view: View) -> Option<Status> {
+        let group_pos = view.state_id;
+        let (needed, local) = {
+            let g = self.lock();
+            let local = Gtid {
+                uuid: g.history,
+                seqno: g.last_committed(),
+            };
+            (
+                local.uuid != group_pos.uuid || local.seqno + 1 < group_pos.seqno,
+                local,
+            )
+        };
+        if !needed {
+            info!(
+                "joining at {group_pos} with the state already here ({local}): no transfer needed"
+            );
+            if let Some(rc) = self.deliver_primary_view(ctx, view) {
+                return Some(rc);
+            }
+            let mut g = self.lock();
+            let raft_id = g.raft_id();
+            g.propose(
+                Action::Joined {
+                    raft_id,
+                    seqno: group_pos.seqno,
+                },
+                false,
+            );
+            g.want_sync = true;
+            return None;
+        }
+        info!("state transfer required: group at {group_pos}, this node at {local}");
+        self.lock().local.joining();
+        let Some(request) = self.server.sst_request() else {
+            return Some(
+                self.fail_session(ctx, "the server could not prepare for a state transfer"),
+            );
+        };
+        if request.is_empty() {
+            return Some(self.fail_session(
+                ctx,
+                "a state transfer is needed but the server offers none (IST into a running \
+                 server is not supported by this version); restart the node",
+            ));
+        }
+        let received = match self.wait_for_state(&request) {
+            Ok(r) => r,
+            Err(why) => return Some(self.fail_session(ctx, &why)),
+        };
+        self.install_state(ctx, view, received)
+    }
+
+    /// Asks the group for a donor and waits for `sst_received`.
+    fn wait_for_state(&self, request: &[u8]) -> Result<Gtid, String> {
+        loop {
+            let mut g = self.lock();
+            g.sst = Default::default();
+            let raft_id = g.raft_id();
+            let donors = g.donors.clone();
+            g.propose(
+                Action::StateRequest {
+                    joiner: raft_id,
+                    donors,
+                    request: request.to_vec(),
+                },
+                false,
+            );
+            let (g, _) = self.wait_until(g, None, |s| {
+                s.sst.received.is_some()
+                    || s.sst.donor_rcode.is_some_and(|r| r != 0)
+                    || s.sst.no_donor
+                    || s.conn != Conn::Open
+            });
+            if g.conn != Conn::Open {
+                return Err("disconnected while waiting for a state transfer".into());
+            }
+            if let Some((gtid, rcode)) = g.sst.received {
+                if rcode != 0 {
+                    return Err(format!(
+                        "state transfer failed on this node (error {rcode})"
+                    ));
+                }
+                return Ok(gtid);
+            }
+            if let Some(rcode) = g.sst.donor_rcode {
+                return Err(format!(
+                    "the donor failed the state transfer (error {rcode}); restart the node to retry"
+                ));
+            }
+            warn!(
+                "no donor available for a state transfer (wsrep_sst_donor='{}'); retrying",
+                g.donors
+            );
+            let deadline = Instant::now() + NO_DONOR_RETRY;
+            let _ = self.wait_until(g, Some(deadline), |s| s.conn != Conn::Open);
+        }
+    }
+
+    /// Takes the received position as this node's, drops what it already
+    /// contains from the queue, and announces JOINED.
+    fn install_state(&self, ctx: ThreadCtx, view: View, gtid: Gtid) -> Option<Status> {
+        let group_pos = view.state_id;
+        if gtid.uuid != group_pos.uuid || gtid.seqno < group_pos.seqno {
+            let why = format!(
+                "received state {gtid} does not belong to the group at {group_pos}; restart required"
+            );
+            return Some(self.fail_session(ctx, &why));
+        }
+        let mut g = self.lock();
+        g.history = gtid.uuid;
+        g.finished.reset(gtid.seqno);
+        g.commit.reset(gtid.seqno);
+        g.last_ordered = g.last_ordered.max(gtid.seqno);
+        g.events
+            .retain(|e| e.seqno().is_none_or(|s| s > gtid.seqno));
+        g.local.joined();
+        g.view = Some(view);
+        let raft_id = g.raft_id();
+        g.propose(
+            Action::Joined {
+                raft_id,
+                seqno: gtid.seqno,
+            },
+            false,
+        );
+        g.want_sync = true;
+        let queued = g.events.len();
+        let running = g.running_state();
+        drop(g);
+        self.save_state(running);
+        info!("state transfer complete at {gtid}; {queued} queued events to apply");
+        None
+    }
+
+    /// This node was chosen as donor: once everything ordered before the
+    /// request has finished, hand over to the server's SST script.
+    pub(crate) fn donate(&self, ctx: ThreadCtx, request: &[u8], seqno: i64, joiner: u64) {
+        let g = self.lock();
+        let (mut g, _) = self.wait_until(g, None, |s| {
+            s.last_committed() >= seqno || s.conn != Conn::Open
+        });
+        if g.conn != Conn::Open {
+            return;
+        }
+        if let Err(state) = g.local.desync() {
+            warn!("cannot donate in state {}", state.comment());
+        }
+        g.donating_to = Some(joiner);
+        let state_id = Gtid {
+            uuid: g.history,
+            seqno: g.last_committed(),
+        };
+        drop(g);
+        info!("donating state {state_id} to joiner {joiner:#x}");
+        if !self.server.sst_donate(ctx, request, &state_id, false) {
+            error!("the server could not start the state transfer to {joiner:#x}");
+            self.finish_donation(Gtid::UNDEFINED, -ECANCELED);
+        }
+    }
+
+    /// `sst_sent`: the donor's script finished.
+    pub fn sst_sent(&self, state_id: Gtid, rcode: i32) -> Status {
+        if self.lock().donating_to.is_none() {
+            return status::CONN_FAIL;
+        }
+        self.finish_donation(state_id, rcode);
+        status::OK
+    }
+
+    fn finish_donation(&self, state_id: Gtid, rcode: i32) {
+        let mut g = self.lock();
+        let Some(joiner) = g.donating_to.take() else {
+            return;
+        };
+        let rcode = if rcode == 0 && state_id.uuid != g.history {
+            -EREMCHG
+        } else if rcode > 0 {
+            -rcode
+        } else {
+            rcode
+        };
+        info!("state transfer to {joiner:#x} ended at {state_id} (code {rcode})");
+        let raft_id = g.raft_id();
+        g.propose(
+            Action::StateTransferred {
+                donor: raft_id,
+                joiner,
+                seqno: state_id.seqno,
+                rcode,
+            },
+            false,
+        );
+        let _ = g.local.resync();
+        if g.events.is_empty() {
+            g.propose(Action::Synced { raft_id }, false);
+        } else {
+            g.want_sync = true;
+        }
+        drop(g);
+        self.notify();
+    }
+
+    /// `sst_received`: the joiner's script finished and the server read
+    /// its position; wake the applier waiting in `join_view`.
+    pub fn sst_received(&self, state_id: Gtid, rcode: i32) -> Status {
+        let mut g = self.lock();
+        if g.conn != Conn::Open {
+            return status::CONN_FAIL;
+        }
+        info!("state received: {state_id} (code {rcode})");
+        g.sst.received = Some((state_id, rcode));
+        drop(g);
+        self.notify();
+        status::OK
+    }
+}
