@@ -428,7 +428,8 @@ impl Group {
                     Ok(batch) => self
                         .seq
                         .entry(batch, &mut deliveries)
-                        .map_err(|e| e.to_string()),
+                        .map_err(|e| e.to_string())
+                        .and_then(|()| self.adopt_founder()),
                     Err(e) => Err(format!("log entry {} does not decode: {e}", entry.index)),
                 },
                 EntryType::EntryConfChange => self.apply_conf_change(&entry, &mut deliveries),
@@ -446,6 +447,28 @@ impl Group {
                 self.out.push(Output::Deliver(d));
             }
         }
+    }
+
+    /// A joiner's Raft starts with an empty configuration: the founding
+    /// voter is only in the genesis entry (the founder's storage was
+    /// initialised with it). Take it from there, so every node's Raft
+    /// configuration is the same function of the log.
+    fn adopt_founder(&mut self) -> Result<(), String> {
+        if !self.raw.raft.prs().conf().to_conf_state().voters.is_empty() {
+            return Ok(());
+        }
+        let Some(founder) = self.seq.members().first().map(|m| m.info.raft_id) else {
+            return Ok(());
+        };
+        let mut cc = ConfChange::default();
+        cc.set_change_type(ConfChangeType::AddNode);
+        cc.node_id = founder;
+        let cs = self
+            .raw
+            .apply_conf_change(&cc)
+            .map_err(|e| format!("cannot adopt the founding voter: {e}"))?;
+        self.raw.raft.raft_log.store.wl().set_conf_state(cs);
+        Ok(())
     }
 
     fn apply_conf_change(&mut self, entry: &Entry, out: &mut Vec<Delivery>) -> Result<(), String> {
