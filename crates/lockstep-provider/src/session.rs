@@ -143,7 +143,7 @@ impl Provider {
             );
             return None;
         }
-        let mut g = self.lock();
+        let g = self.lock();
         if g.history.is_nil() || g.last_committed() < 0 {
             if !g.history.is_nil() {
                 warn!(
@@ -152,7 +152,6 @@ impl Provider {
                     g.history
                 );
             }
-            g.certifier.reset(0);
             return Some((random_uuid(), 0));
         }
         info!(

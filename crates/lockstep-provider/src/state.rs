@@ -7,7 +7,7 @@
 
 use crate::server::View;
 use crate::trx::TrxRecord;
-use lockstep_core::certification::{CertOutcome, Certifier};
+use lockstep_core::certification::{CertOutcome, CertStats};
 use lockstep_core::group::LocalState;
 use lockstep_core::group::{Action, Writeset};
 use lockstep_core::ordering::Watermark;
@@ -133,7 +133,10 @@ pub struct Inner {
     pub finished: Watermark,
     /// Seqnos that left commit order.
     pub commit: Watermark,
-    pub certifier: Certifier,
+    /// The group's certification statistics and index size, copied by
+    /// the group thread (the certifier itself lives in the sequencer).
+    pub cert_stats: CertStats,
+    pub cert_index_size: usize,
     pub events: VecDeque<Event>,
     /// Threads currently inside `recv()`.
     pub appliers: usize,
@@ -185,7 +188,8 @@ impl Inner {
             last_ordered: last_committed,
             finished: Watermark::new(last_committed),
             commit: Watermark::new(last_committed),
-            certifier: Certifier::new(last_committed),
+            cert_stats: CertStats::default(),
+            cert_index_size: 0,
             events: VecDeque::new(),
             appliers: 0,
             final_delivered: false,

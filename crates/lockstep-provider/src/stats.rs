@@ -32,7 +32,7 @@ impl Provider {
             })
             .unwrap_or_default();
         let members = g.view.as_ref().map_or(0, |v| v.members.len() as i64);
-        let cert = g.certifier.stats();
+        let cert = g.cert_stats;
         let member_id = if g.conn == Conn::Closed {
             wsrep_abi::Uuid::NIL
         } else {
@@ -48,8 +48,8 @@ impl Provider {
             ("repl_keys_bytes", Int(c.repl_keys_bytes)),
             ("repl_data_bytes", Int(c.repl_data_bytes)),
             ("repl_other_bytes", Int(0)),
-            ("received", Int(0)),
-            ("received_bytes", Int(0)),
+            ("received", Int(c.received)),
+            ("received_bytes", Int(c.received_bytes)),
             ("local_commits", Int(c.local_commits)),
             ("local_cert_failures", Int(c.local_cert_failures)),
             ("local_replays", Int(c.local_replays)),
@@ -78,7 +78,7 @@ impl Provider {
             ("commit_window", Double(0.0)),
             ("local_state", Int(state.wsrep_value())),
             ("local_state_comment", Str(state.comment().into())),
-            ("cert_index_size", Int(g.certifier.index_size() as i64)),
+            ("cert_index_size", Int(g.cert_index_size as i64)),
             ("causal_reads", Int(c.causal_reads)),
             ("cert_interval", Double(cert.avg_cert_interval())),
             ("open_transactions", Int(g.trxs.len() as i64)),

@@ -73,11 +73,10 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
         Delivery::Transferred { joiner, rcode, .. } if joiner == me => {
             g.sst.donor_rcode = Some(rcode);
         }
-        Delivery::MemberState { raft_id, state } if raft_id == me && g.in_group => {
-            if state == MemberState::Synced {
-                g.events.push_back(Event::Synced);
-            }
-        }
+        Delivery::MemberState {
+            raft_id,
+            state: MemberState::Synced,
+        } if raft_id == me && g.in_group => g.events.push_back(Event::Synced),
         Delivery::Barrier { origin, id, seqno } if origin == me => {
             if let Some(w) = g.waiting.get_mut(&id) {
                 *w = Resolution::Fence { seqno };

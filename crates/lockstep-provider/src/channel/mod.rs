@@ -246,6 +246,9 @@ impl Worker {
         for d in deliveries {
             deliver::deliver(&mut g, me, d);
         }
+        let certifier = self.group.sequencer().certifier();
+        g.cert_stats = certifier.stats();
+        g.cert_index_size = certifier.index_size();
         drop(g);
         self.shared.notify();
     }
