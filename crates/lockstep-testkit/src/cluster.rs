@@ -165,22 +165,22 @@ impl ClusterSpec {
             .map(|(i, p)| NodeConfig::new(&base, i + 1, *p))
             .collect::<Result<Vec<_>>>()?;
         let address = config::cluster_address(&configs);
-        let params = CnfParams {
-            cluster_name: &self.cluster_name,
-            provider: &provider_path,
-            cluster_address: &address,
-            user: run_as.as_ref().map(|u| u.name.as_str()),
-            provider_options: &self.provider_options,
+        let template = NodeTemplate {
+            provider_options: self.provider_options.clone(),
             slave_threads: self.slave_threads,
-            sst_method: &self.sst_method,
-            extra_lines: &self.extra_mysqld,
+            sst_method: self.sst_method.clone(),
+            extra_mysqld: self.extra_mysqld.clone(),
+            timeouts: self.timeouts,
+            detach_processes: self.detach_processes,
         };
+        let params = template.params(
+            &self.cluster_name,
+            &provider_path,
+            &address,
+            run_as.as_ref().map(|u| u.name.as_str()),
+        );
         for cfg in &configs {
-            std::fs::create_dir_all(&cfg.dir)
-                .map_err(|e| Error::io(format!("creating {}", cfg.dir.display()), e))?;
-            let cnf = config::render(cfg, &params);
-            std::fs::write(&cfg.defaults_file, cnf)
-                .map_err(|e| Error::io(format!("writing {}", cfg.defaults_file.display()), e))?;
+            write_node_files(cfg, &params, run_as.as_ref())?;
         }
         init_datadirs(&configs, run_as.as_ref())?;
         if let Some(u) = &run_as {
@@ -218,8 +218,63 @@ impl ClusterSpec {
             nodes,
             ports,
             verbose,
+            template: Some(template),
         })
     }
+}
+
+/// What a node added later ([`Cluster::add_node`]) needs from the spec the
+/// cluster was built from, so that it gets the same settings as the others.
+#[derive(Debug, Clone)]
+struct NodeTemplate {
+    provider_options: String,
+    slave_threads: Option<u32>,
+    sst_method: String,
+    extra_mysqld: Vec<String>,
+    timeouts: Timeouts,
+    detach_processes: bool,
+}
+
+impl NodeTemplate {
+    fn params<'a>(
+        &'a self,
+        cluster_name: &'a str,
+        provider: &'a Path,
+        cluster_address: &'a str,
+        user: Option<&'a str>,
+    ) -> CnfParams<'a> {
+        CnfParams {
+            cluster_name,
+            provider,
+            cluster_address,
+            user,
+            provider_options: &self.provider_options,
+            slave_threads: self.slave_threads,
+            sst_method: &self.sst_method,
+            extra_lines: &self.extra_mysqld,
+        }
+    }
+}
+
+/// Creates the node's directory, its my.cnf and its private tmpdir (a
+/// private one because concurrent servers sharing /tmp collide on temporary
+/// table names, seen as "Unknown table 'mysql.tmp_user_sys'" from parallel
+/// mariadb-install-db runs).
+fn write_node_files(
+    cfg: &NodeConfig,
+    params: &CnfParams<'_>,
+    run_as: Option<&ServerUser>,
+) -> Result<()> {
+    let tmp = cfg.dir.join("tmp");
+    std::fs::create_dir_all(&tmp)
+        .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
+    let cnf = config::render(cfg, params);
+    std::fs::write(&cfg.defaults_file, cnf)
+        .map_err(|e| Error::io(format!("writing {}", cfg.defaults_file.display()), e))?;
+    if let Some(u) = run_as {
+        user::chown_tree(&tmp, u)?;
+    }
+    Ok(())
 }
 
 /// Creates `dir` if needed; refuses it if a cluster recorded there still runs.
@@ -265,17 +320,6 @@ fn provider_for(src: &Path, base: &Path, run_as: Option<&ServerUser>) -> Result<
 /// Initialises every new datadir: mariadb-install-db runs once (it is
 /// fsync-bound and takes seconds), the other nodes get a copy.
 fn init_datadirs(configs: &[NodeConfig], run_as: Option<&ServerUser>) -> Result<()> {
-    // A private tmpdir per node: concurrent servers sharing /tmp collide on
-    // temporary table names (seen as "Unknown table 'mysql.tmp_user_sys'"
-    // from parallel mariadb-install-db runs).
-    for cfg in configs {
-        let tmp = cfg.dir.join("tmp");
-        std::fs::create_dir_all(&tmp)
-            .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
-        if let Some(u) = run_as {
-            user::chown_tree(&tmp, u)?;
-        }
-    }
     // Datadirs of an earlier cluster in this directory are reused as they are.
     let fresh: Vec<&NodeConfig> = configs
         .iter()
@@ -346,6 +390,8 @@ pub struct Cluster {
     nodes: Vec<Node>,
     ports: Vec<NodePorts>,
     verbose: bool,
+    /// Settings for [`Cluster::add_node`]; `None` for an attached cluster.
+    template: Option<NodeTemplate>,
 }
 
 impl Cluster {
@@ -380,6 +426,62 @@ impl Cluster {
             );
         }
         Ok(())
+    }
+
+    /// Prepares one more node that joins the running cluster by state
+    /// transfer (SST with the cluster's method, rsync by default): fresh
+    /// ports, a my.cnf with the same settings as the others whose
+    /// `gcomm://` address lists every node, and an *empty* datadir that the
+    /// donor's SST fills. Starts nothing: returns the new node's index, for
+    /// `cluster.node_mut(i).start()` (waits until Synced) or `.spawn(&[])`.
+    /// The existing nodes' my.cnf files are left as they are: a joiner
+    /// only needs to reach one member. Not available on an attached cluster.
+    pub fn add_node(&mut self) -> Result<usize> {
+        let Some(template) = &self.template else {
+            return Err(Error::config(
+                "cannot add a node to an attached cluster (its settings are not recorded); \
+                 add nodes from the process that built it",
+            ));
+        };
+        let number = self.nodes.len() + 1;
+        let ports = ports::allocate(1)?;
+        let cfg = NodeConfig::new(&self.base, number, ports[0])?;
+        self.ports.extend_from_slice(&ports);
+        if cfg.dir.exists() {
+            return Err(Error::config(format!(
+                "{} already exists; a joining node must start from an empty datadir",
+                cfg.dir.display()
+            )));
+        }
+        let mut all: Vec<NodeConfig> = self.nodes.iter().map(|n| n.config().clone()).collect();
+        all.push(cfg.clone());
+        let address = config::cluster_address(&all);
+        let run_as = user::server_user()?;
+        let params = template.params(
+            &self.name,
+            &self.provider_path,
+            &address,
+            run_as.as_ref().map(|u| u.name.as_str()),
+        );
+        write_node_files(&cfg, &params, run_as.as_ref())?;
+        std::fs::create_dir_all(&cfg.datadir)
+            .map_err(|e| Error::io(format!("creating {}", cfg.datadir.display()), e))?;
+        if let Some(u) = &run_as {
+            user::chown_tree(&cfg.dir, u)?;
+        }
+        let mut node = Node::new(cfg, true, template.detach_processes, template.timeouts);
+        node.set_verbose(self.verbose);
+        if self.verbose {
+            eprintln!(
+                "lockstep-testkit: prepared {} (port {}) to join `{}` by {} SST",
+                node.name(),
+                node.port(),
+                self.name,
+                template.sst_method
+            );
+        }
+        self.nodes.push(node);
+        Ok(self.nodes.len() - 1)
     }
 
     /// Node `i`, 0-based: `node(0)` is `node1`, the bootstrap node.
@@ -540,6 +642,7 @@ impl Cluster {
             nodes,
             ports: Vec::new(),
             verbose: false,
+            template: None,
         })
     }
 

@@ -1,6 +1,11 @@
 //! Integration-test harness for Lockstep: builds datadirs, starts and stops
 //! real mariadbd nodes on free loopback ports with a chosen wsrep provider
-//! (ours or Galera), and runs SQL through the `mariadb` client.
+//! (ours or Galera), and runs SQL through the `mariadb` client: one call at
+//! a time ([`Node::sql`]) or in a connection held open ([`Node::session`]).
+//! Nodes can be added to a running cluster ([`Cluster::add_node`]); sysbench
+//! drives load ([`Sysbench`]); checksums and replication positions tell
+//! whether the nodes agree ([`Cluster::checksums`],
+//! [`Cluster::wait_for_equal_last_committed`]).
 //!
 //! ```no_run
 //! use lockstep_testkit::{Cluster, Provider};
@@ -18,21 +23,27 @@
 
 mod cluster;
 mod config;
+mod consistency;
 mod error;
 mod node;
 pub mod ports;
 mod process;
 mod provider;
+mod session;
 mod sql;
 mod state;
+mod sysbench;
 pub mod user;
 
 pub use cluster::{Cluster, ClusterSpec, TCP_PASSWORD, TCP_USER};
 pub use config::NodeConfig;
+pub use consistency::ChecksumReport;
 pub use error::{Error, LogTail, Result};
 pub use node::{Node, Timeouts, LOG_TAIL_LINES};
 pub use ports::NodePorts;
 pub use process::log_tail;
 pub use provider::{Provider, GALERA_PATH, LOCKSTEP_LIB};
+pub use session::Session;
 pub use sql::quote;
 pub use state::{state_path, ClusterState, NodeState, STATE_FILE};
+pub use sysbench::{Sysbench, SysbenchReport, SysbenchRun};

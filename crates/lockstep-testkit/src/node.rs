@@ -9,6 +9,7 @@ use nix::sys::signal::Signal;
 use crate::config::NodeConfig;
 use crate::error::{Error, LogTail, Result};
 use crate::process;
+use crate::session::Session;
 use crate::sql::{self, quote};
 
 /// How many error-log lines an error report carries.
@@ -354,6 +355,12 @@ impl Node {
     pub fn query_rows(&self, sql: &str) -> Result<Vec<Vec<String>>> {
         let out = self.sql(sql)?;
         Ok(sql::rows(&out))
+    }
+
+    /// Opens a connection that stays open across calls (as root over the
+    /// socket), for transactions spanning several calls; see [`Session`].
+    pub fn session(&self) -> Result<Session> {
+        Session::open(&self.cfg.name, &self.cfg.socket, self.timeouts.sql)
     }
 
     /// One value of `SHOW GLOBAL STATUS`, `None` if there is no such variable.

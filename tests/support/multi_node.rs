@@ -1,0 +1,59 @@
+//! Helpers for tests on clusters of several real nodes: failures that show
+//! every node's error log, and causal reads.
+
+#![allow(dead_code)] // each test file uses a different subset
+
+use lockstep_testkit::{Cluster, Error, Node, Result};
+
+/// Error-log lines per node in a failure report.
+pub const FAILURE_LOG_LINES: usize = 25;
+
+/// `unwrap` for testkit results that, on failure, also prints the tail of
+/// every node's error log: in a multi-node failure the node that explains
+/// it is often not the one whose statement failed.
+pub trait OrLogs<T> {
+    fn or_logs(self, cluster: &Cluster, what: &str) -> T;
+}
+
+impl<T> OrLogs<T> for Result<T> {
+    #[track_caller]
+    fn or_logs(self, cluster: &Cluster, what: &str) -> T {
+        self.unwrap_or_else(|e| fail(cluster, &format!("{what}: {e}")))
+    }
+}
+
+/// Panics with `message` followed by every node's error-log tail.
+#[track_caller]
+pub fn fail(cluster: &Cluster, message: &str) -> ! {
+    panic!("{message}\n{}", cluster.log_tails(FAILURE_LOG_LINES))
+}
+
+/// Asserts `cond`, failing with `message` and every node's log tail.
+#[track_caller]
+pub fn check(cluster: &Cluster, cond: bool, message: impl FnOnce() -> String) {
+    if !cond {
+        fail(cluster, &message());
+    }
+}
+
+/// Runs `sql` after `SET SESSION wsrep_sync_wait=15` in the same
+/// connection: the node first applies everything the cluster committed
+/// before the statement, so the result cannot be stale.
+pub fn causal_rows(node: &Node, sql: &str) -> Result<Vec<Vec<String>>> {
+    node.query_rows(&format!("SET SESSION wsrep_sync_wait=15; {sql}"))
+}
+
+/// One status value; an error if the server does not report it.
+pub fn status(node: &Node, name: &str) -> Result<String> {
+    node.status(name)?.ok_or_else(|| Error::Config {
+        message: format!("{}: status variable {name} is not reported", node.name()),
+    })
+}
+
+/// One numeric status value (a counter).
+pub fn status_u64(node: &Node, name: &str) -> Result<u64> {
+    let value = status(node, name)?;
+    value.parse().map_err(|_| Error::Config {
+        message: format!("{}: {name} = {value:?} is not a number", node.name()),
+    })
+}
