@@ -317,6 +317,7 @@ impl Provider {
         ) {
             g.local.joined();
         }
+        g.last_view_members = view.members.len();
         g.view = Some(view);
         let running = g.running_state();
         drop(g);

@@ -169,6 +169,9 @@ pub struct Inner {
     pub proto_ver: i32,
     /// This node has been in a view of the current session.
     pub in_group: bool,
+    /// Size of the last primary view this node was in: it may bootstrap
+    /// later only if it was alone (the last to leave).
+    pub last_view_members: usize,
 }
 
 /// How the server's threads reach the group thread.
@@ -209,6 +212,7 @@ impl Inner {
             members: Vec::new(),
             proto_ver: 4,
             in_group: false,
+            last_view_members: 0,
         }
     }
 
@@ -218,12 +222,12 @@ impl Inner {
     }
 
     /// The grastate.dat record for this history at `seqno`: safe to
-    /// bootstrap only as the sole member (or with no view left).
+    /// bootstrap only if this node was the last member of its cluster.
     pub fn saved_state(&self, seqno: i64) -> SavedState {
         SavedState {
             uuid: self.history,
             seqno,
-            safe_to_bootstrap: self.view.as_ref().is_none_or(|v| v.members.len() == 1),
+            safe_to_bootstrap: self.last_view_members <= 1,
         }
     }
 

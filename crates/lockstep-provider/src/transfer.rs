@@ -139,6 +139,7 @@ impl Provider {
         g.events
             .retain(|e| e.seqno().is_none_or(|s| s > gtid.seqno));
         g.local.joined();
+        g.last_view_members = view.members.len();
         g.view = Some(view);
         let raft_id = g.raft_id();
         g.propose(
