@@ -77,6 +77,7 @@ impl Provider {
             seeds,
             bootstrap: founding.map(|(h, s)| (h.data, s)),
             config: self.group_config(),
+            join_timeout: self.join_timeout(),
         };
         let mut g = self.lock();
         if g.conn != Conn::Closed {
@@ -193,6 +194,12 @@ impl Provider {
             c.suspect_timeout_ms = d.as_millis().max(1000) as u64;
         }
         c
+    }
+
+    fn join_timeout(&self) -> Duration {
+        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        o.duration("pc.wait_prim_timeout")
+            .unwrap_or(Duration::from_secs(30))
     }
 
     /// The applier loop: runs every ordered event on the calling thread.

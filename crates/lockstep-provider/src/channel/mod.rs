@@ -50,6 +50,8 @@ pub struct Setup {
     /// `Some((history, last_seqno))` founds a new cluster.
     pub bootstrap: Option<([u8; 16], i64)>,
     pub config: GroupConfig,
+    /// `pc.wait_prim_timeout`: give up joining after this long.
+    pub join_timeout: Duration,
 }
 
 pub struct GroupChannel {
@@ -84,6 +86,8 @@ impl GroupChannel {
             transport,
             shared,
             seeds: setup.seeds,
+            join_timeout: setup.join_timeout,
+            gave_up: false,
             addrs: HashMap::new(),
             started: Instant::now(),
             last_report: Instant::now(),
@@ -116,6 +120,8 @@ struct Worker {
     transport: Transport,
     shared: Arc<Shared>,
     seeds: Vec<String>,
+    join_timeout: Duration,
+    gave_up: bool,
     /// Peer addresses learnt from hellos.
     addrs: HashMap<u64, String>,
     started: Instant,
@@ -139,6 +145,7 @@ impl Worker {
                 break;
             }
             self.report_committed();
+            self.check_join_timeout();
             let now = self.started.elapsed().as_millis() as u64;
             self.group.tick(now);
             let outputs = self.group.poll();
@@ -171,6 +178,29 @@ impl Worker {
             Input::Stop => return true,
         }
         false
+    }
+
+    /// A joiner that reaches no primary component within
+    /// `pc.wait_prim_timeout` gives up, like Galera, so the server stops
+    /// instead of waiting forever (wrong address, cluster name mismatch).
+    fn check_join_timeout(&mut self) {
+        if self.gave_up || self.group.is_member() || self.started.elapsed() < self.join_timeout {
+            return;
+        }
+        self.gave_up = true;
+        let mut g = self.shared.lock();
+        if g.in_group {
+            return;
+        }
+        error!(
+            "could not join a primary component within {:?} (pc.wait_prim_timeout) via {}; \
+             check wsrep_cluster_address, wsrep_cluster_name and that the other nodes run",
+            self.join_timeout,
+            self.seeds.join(",")
+        );
+        g.events.push_back(crate::state::Event::Removed);
+        drop(g);
+        self.shared.notify();
     }
 
     /// Tells the group how far this node has committed, so every node

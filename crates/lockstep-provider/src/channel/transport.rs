@@ -34,18 +34,20 @@ pub struct Identity {
 struct Conn {
     id: u64,
     tx: Sender<Vec<u8>>,
-    stream: TcpStream,
 }
 
 #[derive(Default)]
 struct Table {
     by_peer: HashMap<u64, Vec<Conn>>,
     dialing: HashMap<String, Instant>,
-    /// Addresses of connected peers, for dialing after a drop.
-    unidentified: Vec<TcpStream>,
+    /// Every open connection (identified or not), to close them all on
+    /// shutdown; each connection removes itself when it ends.
+    open: HashMap<u64, TcpStream>,
 }
 
 pub struct Transport {
+    #[cfg_attr(not(test), allow(dead_code))]
+    local: Option<SocketAddr>,
     me: Identity,
     table: Arc<Mutex<Table>>,
     inputs: Sender<Input>,
@@ -62,11 +64,14 @@ impl Transport {
         listener
             .set_nonblocking(true)
             .map_err(|e| format!("listener on {listen}: {e}"))?;
+        let local = listener.local_addr().ok();
         info!(
-            "group channel listening on {listen}, advertised as {}",
+            "group channel listening on {}, advertised as {}",
+            local.map_or(listen.to_string(), |a| a.to_string()),
             me.peer_addr
         );
         let mut t = Transport {
+            local,
             me,
             table: Arc::default(),
             inputs,
@@ -82,6 +87,12 @@ impl Transport {
                 .map_err(|e| format!("cannot start the listener thread: {e}"))?,
         );
         Ok(t)
+    }
+
+    /// The address the listener is bound to (tests bind port 0).
+    #[cfg(test)]
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.local
     }
 
     fn context(&self) -> Ctx {
@@ -154,16 +165,11 @@ impl Transport {
         self.stop.store(true, Ordering::Relaxed);
         {
             let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
-            for conns in t.by_peer.values() {
-                for c in conns {
-                    let _ = c.stream.shutdown(Shutdown::Both);
-                }
-            }
-            for s in &t.unidentified {
+            for s in t.open.values() {
                 let _ = s.shutdown(Shutdown::Both);
             }
             t.by_peer.clear();
-            t.unidentified.clear();
+            t.open.clear();
         }
         if let Some(h) = self.listener.take() {
             let _ = h.join();
@@ -243,7 +249,31 @@ fn read_msg(stream: &mut TcpStream, dec: &mut FrameDecoder, peer: &str) -> Optio
     }
 }
 
-fn run_connection(mut stream: TcpStream, ctx: Ctx) {
+fn run_connection(stream: TcpStream, ctx: Ctx) {
+    let conn_id = ctx.next_conn.fetch_add(1, Ordering::Relaxed);
+    if let Ok(s) = stream.try_clone() {
+        let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
+        if ctx.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        t.open.insert(conn_id, s);
+    }
+    let peer = serve_connection(stream, &ctx, conn_id);
+    let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
+    t.open.remove(&conn_id);
+    if let Some(raft_id) = peer {
+        if let Some(conns) = t.by_peer.get_mut(&raft_id) {
+            conns.retain(|c| c.id != conn_id);
+            if conns.is_empty() {
+                t.by_peer.remove(&raft_id);
+            }
+        }
+    }
+}
+
+/// Handshake, then frames until the connection ends. Returns the peer's
+/// Raft id if the handshake succeeded.
+fn serve_connection(mut stream: TcpStream, ctx: &Ctx, conn_id: u64) -> Option<u64> {
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
@@ -256,23 +286,10 @@ fn run_connection(mut stream: TcpStream, ctx: Ctx) {
         raft_id: ctx.me.raft_id,
         peer_addr: ctx.me.peer_addr.clone(),
     };
-    let Ok(bytes) = hello.to_frame() else { return };
-    if stream.write_all(&bytes).is_err() {
-        return;
-    }
-    if let Ok(s) = stream.try_clone() {
-        ctx.table
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .unidentified
-            .push(s);
-    }
+    stream.write_all(&hello.to_frame().ok()?).ok()?;
     let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT));
     let mut dec = FrameDecoder::new(MAX_PEER_FRAME);
-    let Some(first) = read_msg(&mut stream, &mut dec, &peer) else {
-        return;
-    };
-    let (raft_id, peer_addr) = match first {
+    let (raft_id, peer_addr) = match read_msg(&mut stream, &mut dec, &peer)? {
         PeerMsg::Hello {
             version,
             cluster,
@@ -285,40 +302,33 @@ fn run_connection(mut stream: TcpStream, ctx: Ctx) {
                 if let Ok(b) = (PeerMsg::Refuse { reason }).to_frame() {
                     let _ = stream.write_all(&b);
                 }
-                return;
+                return None;
             }
         },
         PeerMsg::Refuse { reason } => {
             warn!("peer {peer} refused the group connection: {reason}");
-            return;
+            return None;
         }
         _ => {
             warn!("dropping connection to {peer}: it did not start with a hello");
-            return;
+            return None;
         }
     };
     if raft_id == ctx.me.raft_id {
-        return; // dialed ourselves through a listed address
+        return None; // dialed ourselves through a listed address
     }
     let _ = stream.set_read_timeout(None);
-    let Ok(write_half) = stream.try_clone() else {
-        return;
-    };
-    let Ok(registered) = stream.try_clone() else {
-        return;
-    };
-    let conn_id = ctx.next_conn.fetch_add(1, Ordering::Relaxed);
+    let write_half = stream.try_clone().ok()?;
     let (tx, rx) = channel::<Vec<u8>>();
     {
         let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
         if ctx.stop.load(Ordering::Relaxed) {
-            return;
+            return None;
         }
-        t.by_peer.entry(raft_id).or_default().push(Conn {
-            id: conn_id,
-            tx,
-            stream: registered,
-        });
+        t.by_peer
+            .entry(raft_id)
+            .or_default()
+            .push(Conn { id: conn_id, tx });
     }
     let _ = ctx.inputs.send(Input::PeerUp { raft_id, peer_addr });
     let writer = thread::Builder::new()
@@ -342,16 +352,71 @@ fn run_connection(mut stream: TcpStream, ctx: Ctx) {
         }
     }
     let _ = stream.shutdown(Shutdown::Both);
-    {
-        let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(conns) = t.by_peer.get_mut(&raft_id) {
-            conns.retain(|c| c.id != conn_id);
-            if conns.is_empty() {
-                t.by_peer.remove(&raft_id);
+    // The writer ends when its sender is dropped (run_connection removes
+    // this connection from the table) or on its first failed write.
+    drop(writer);
+    Some(raft_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::Receiver;
+
+    fn start(cluster: &str, raft_id: u64) -> (Transport, Receiver<Input>) {
+        let (tx, rx) = channel();
+        let me = Identity {
+            cluster: cluster.into(),
+            raft_id,
+            peer_addr: format!("test-{raft_id}"),
+        };
+        (Transport::start(me, "127.0.0.1:0", tx).unwrap(), rx)
+    }
+
+    fn peer_up(rx: &Receiver<Input>) -> Option<u64> {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if let Ok(Input::PeerUp { raft_id, .. }) = rx.recv_timeout(Duration::from_millis(50)) {
+                return Some(raft_id);
             }
         }
+        None
     }
-    if let Ok(w) = writer {
-        let _ = w.join();
+
+    #[test]
+    fn same_cluster_peers_connect_and_exchange_messages() {
+        let (a, rx_a) = start("c", 1);
+        let (b, rx_b) = start("c", 2);
+        b.dial(&a.local_addr().unwrap().to_string());
+        assert_eq!(peer_up(&rx_a), Some(2));
+        assert_eq!(peer_up(&rx_b), Some(1));
+        let frame = PeerMsg::Raft(vec![9, 9]).to_frame().unwrap();
+        b.send(1, frame, None);
+        let got = rx_a.recv_timeout(Duration::from_secs(2)).unwrap();
+        assert!(
+            matches!(got, Input::Peer { from: 2, msg: PeerMsg::Raft(ref m) } if m == &vec![9, 9])
+        );
+    }
+
+    #[test]
+    fn a_different_cluster_name_is_refused() {
+        let (a, rx_a) = start("production", 1);
+        let (b, rx_b) = start("staging", 2);
+        b.dial(&a.local_addr().unwrap().to_string());
+        assert_eq!(peer_up(&rx_a), None);
+        assert_eq!(peer_up(&rx_b), None);
+    }
+
+    #[test]
+    fn garbage_instead_of_a_hello_is_dropped() {
+        let (a, rx_a) = start("c", 1);
+        let mut s = TcpStream::connect(a.local_addr().unwrap()).unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        let mut buf = Vec::new();
+        // The transport answers with its hello, then closes on our garbage.
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let _ = s.read_to_end(&mut buf);
+        assert!(buf.starts_with(b"LKST"));
+        assert_eq!(peer_up(&rx_a), None);
     }
 }
