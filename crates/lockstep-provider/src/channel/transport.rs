@@ -43,6 +43,26 @@ struct Table {
     /// Every open connection (identified or not), to close them all on
     /// shutdown; each connection removes itself when it ends.
     open: HashMap<u64, TcpStream>,
+    /// When a refusal was last logged, per peer address: a peer that keeps
+    /// redialing must not flood the error log.
+    refusals_logged: HashMap<String, Instant>,
+}
+
+/// A refused peer is logged again after this long.
+const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(30);
+
+impl Ctx {
+    fn log_refusal_now(&self, peer_addr: &str) -> bool {
+        let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        match t.refusals_logged.get(peer_addr) {
+            Some(at) if now < *at + REFUSAL_LOG_EVERY => false,
+            _ => {
+                t.refusals_logged.insert(peer_addr.to_string(), now);
+                true
+            }
+        }
+    }
 }
 
 pub struct Transport {
@@ -298,7 +318,9 @@ fn serve_connection(mut stream: TcpStream, ctx: &Ctx, conn_id: u64) -> Option<u6
         } => match check_hello(&ctx.me.cluster, version, &cluster) {
             Ok(()) => (raft_id, peer_addr),
             Err(reason) => {
-                warn!("refusing group connection from {peer} ({peer_addr}): {reason}");
+                if ctx.log_refusal_now(&peer_addr) {
+                    warn!("refusing group connection from {peer} ({peer_addr}): {reason}");
+                }
                 if let Ok(b) = (PeerMsg::Refuse { reason }).to_frame() {
                     let _ = stream.write_all(&b);
                 }
@@ -306,7 +328,9 @@ fn serve_connection(mut stream: TcpStream, ctx: &Ctx, conn_id: u64) -> Option<u6
             }
         },
         PeerMsg::Refuse { reason } => {
-            warn!("peer {peer} refused the group connection: {reason}");
+            if ctx.log_refusal_now(&peer) {
+                warn!("peer {peer} refused the group connection: {reason}");
+            }
             return None;
         }
         _ => {

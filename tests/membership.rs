@@ -1,0 +1,155 @@
+//! Group membership with real mariadbd nodes running Lockstep (issue 3):
+//! a graceful shutdown shrinks the view (3 -> 2 -> 1 stays Primary) and the
+//! nodes rejoin by SST; a killed node is removed after the suspect timeout;
+//! a node of another cluster is refused at the handshake and gives up.
+
+#[path = "support/multi_node.rs"]
+mod multi_node;
+
+use std::time::{Duration, Instant};
+
+use lockstep_testkit::{Cluster, Provider};
+use multi_node::{causal_rows, check, status, OrLogs};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn start(name: &str, n: usize, options: &str) -> Cluster {
+    Cluster::builder(n)
+        .provider(Provider::lockstep_default())
+        .cluster_name(name)
+        .provider_options(options)
+        .start()
+        .unwrap_or_else(|e| panic!("starting {n} Lockstep nodes: {e}"))
+}
+
+/// Waits until every running node reports `size` members, Primary.
+fn wait_for_size(cluster: &Cluster, size: usize) {
+    let want = size.to_string();
+    for node in cluster.nodes().iter().filter(|n| n.is_running()) {
+        node.wait_for_status("wsrep_cluster_size", &want, WAIT)
+            .or_logs(cluster, "cluster size");
+        let st = status(node, "wsrep_cluster_status").or_logs(cluster, "status");
+        check(cluster, st == "Primary", || {
+            format!("{}: wsrep_cluster_status = {st}", node.name())
+        });
+    }
+}
+
+fn grastate(cluster: &Cluster, i: usize) -> String {
+    let path = cluster.node(i).datadir().join("grastate.dat");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn graceful_leave_shrinks_the_view_and_the_nodes_rejoin() {
+    let mut cluster = start("leave", 3, "");
+    let n1 = cluster.node(0);
+    n1.sql("CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY, v INT)")
+        .or_logs(&cluster, "create");
+    n1.sql("INSERT INTO d.t VALUES (1, 1)")
+        .or_logs(&cluster, "insert");
+
+    let r = cluster.node_mut(2).stop();
+    r.or_logs(&cluster, "stop node3");
+    wait_for_size(&cluster, 2);
+    cluster
+        .node(1)
+        .sql("INSERT INTO d.t VALUES (2, 2)")
+        .or_logs(&cluster, "insert on node2");
+    let r = cluster.node_mut(1).stop();
+    r.or_logs(&cluster, "stop node2");
+    wait_for_size(&cluster, 1);
+    // The last node is a Primary component of one and keeps taking writes.
+    cluster
+        .node(0)
+        .sql("INSERT INTO d.t VALUES (3, 3)")
+        .or_logs(&cluster, "insert alone");
+    // Nodes that left while others stayed must not bootstrap later.
+    for i in [1, 2] {
+        let g = grastate(&cluster, i);
+        check(&cluster, g.contains("safe_to_bootstrap: 0"), || {
+            format!(
+                "node{} left a running cluster but its grastate.dat says:\n{g}",
+                i + 1
+            )
+        });
+    }
+
+    for i in [1, 2] {
+        let r = cluster.node_mut(i).start();
+        r.or_logs(&cluster, "rejoin");
+    }
+    wait_for_size(&cluster, 3);
+    let want: Vec<Vec<String>> = (1..=3)
+        .map(|i| vec![i.to_string(), i.to_string()])
+        .collect();
+    for node in cluster.nodes() {
+        let got = causal_rows(node, "SELECT id, v FROM d.t ORDER BY id").or_logs(&cluster, "read");
+        check(&cluster, got == want, || {
+            format!("{}: rows {got:?}, expected {want:?}", node.name())
+        });
+    }
+    let r = cluster.stop_all();
+    r.or_logs(&cluster, "stop");
+    // After a clean full shutdown exactly one node (the last) may bootstrap.
+    let safe = (0..3)
+        .filter(|&i| grastate(&cluster, i).contains("safe_to_bootstrap: 1"))
+        .count();
+    check(&cluster, safe == 1, || {
+        format!("{safe} nodes may bootstrap after a clean full shutdown, expected 1")
+    });
+}
+
+#[test]
+fn a_killed_node_is_removed_and_the_rest_keeps_working() {
+    let mut cluster = start("kill", 3, "evs.suspect_timeout=PT3S");
+    let r = cluster.node_mut(2).kill();
+    r.or_logs(&cluster, "kill node3");
+    let t0 = Instant::now();
+    wait_for_size(&cluster, 2);
+    eprintln!(
+        "killed node removed after {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    let n2 = cluster.node(1);
+    n2.sql("CREATE DATABASE k; CREATE TABLE k.t (id INT PRIMARY KEY)")
+        .or_logs(&cluster, "ddl after the kill");
+    n2.sql("INSERT INTO k.t VALUES (1)")
+        .or_logs(&cluster, "write after the kill");
+    let got = causal_rows(cluster.node(0), "SELECT id FROM k.t").or_logs(&cluster, "read");
+    check(&cluster, got == vec![vec!["1".to_string()]], || {
+        format!("node1 sees {got:?}")
+    });
+}
+
+#[test]
+fn a_node_of_another_cluster_is_refused_and_gives_up() {
+    let mut cluster = start("home", 1, "pc.wait_prim_timeout=PT5S");
+    let added = cluster.add_node();
+    let i = added.or_logs(&cluster, "add node");
+    let spawned = cluster
+        .node_mut(i)
+        .spawn(&["--wsrep-cluster-name=intruder"]);
+    spawned.or_logs(&cluster, "spawn the intruder");
+    let deadline = Instant::now() + WAIT;
+    while cluster.node(i).is_running() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    check(&cluster, !cluster.node(i).is_running(), || {
+        "a node with another wsrep_cluster_name kept running".to_string()
+    });
+    let home = std::fs::read_to_string(cluster.node(0).error_log_path()).unwrap_or_default();
+    check(&cluster, home.contains("cluster name mismatch"), || {
+        "the cluster's node did not log the refused handshake".to_string()
+    });
+    let intruder = std::fs::read_to_string(cluster.node(i).error_log_path()).unwrap_or_default();
+    check(
+        &cluster,
+        intruder.contains("could not join a primary component"),
+        || "the refused node did not say why it stopped".to_string(),
+    );
+    let size = status(cluster.node(0), "wsrep_cluster_size").or_logs(&cluster, "size");
+    check(&cluster, size == "1", || {
+        format!("cluster size {size} after a refused join")
+    });
+}
