@@ -81,6 +81,8 @@ pub struct Group {
     queued: Vec<Proposal>,
     pending: BTreeMap<u64, (Proposal, u64)>,
     last_heard: HashMap<u64, u64>,
+    /// Term of this node's current (or last) leadership.
+    lead_term: u64,
     last_join: Option<u64>,
     last_conf_change: Option<u64>,
     was_member: bool,
@@ -130,6 +132,7 @@ impl Group {
             queued: Vec::new(),
             pending: BTreeMap::new(),
             last_heard: HashMap::new(),
+            lead_term: 0,
             last_join: None,
             last_conf_change: None,
             was_member: false,
@@ -244,12 +247,15 @@ impl Group {
             return;
         }
         if self.is_leader() {
+            // The voter heard from last: a dead one never takes over, and
+            // Raft drops every proposal while a transfer is pending.
             let other = self
                 .seq
                 .members()
                 .iter()
-                .find(|m| m.voter && m.info.raft_id != self.me.raft_id)
-                .map(|m| m.info.raft_id);
+                .filter(|m| m.voter && m.info.raft_id != self.me.raft_id)
+                .map(|m| m.info.raft_id)
+                .max_by_key(|id| self.last_heard.get(id).copied().unwrap_or(0));
             if let Some(other) = other {
                 self.raw.transfer_leader(other);
                 return;
@@ -312,6 +318,13 @@ impl Group {
     fn leader_duties(&mut self) {
         let me = self.me.raft_id;
         let now = self.now;
+        if self.lead_term != self.raw.raft.term {
+            // Newly elected: as a follower this node heard from the leader
+            // alone (never from learners), so what it heard before says
+            // nothing about the others. Give everyone a full timeout.
+            self.lead_term = self.raw.raft.term;
+            self.last_heard.clear();
+        }
         let mut promote = None;
         let mut evict = None;
         for m in self.seq.members() {

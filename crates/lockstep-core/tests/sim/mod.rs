@@ -1,0 +1,1752 @@
+//! Deterministic simulation harness for `lockstep_core::group::Group`.
+//!
+//! One thread, virtual time, a seeded PRNG: a run is a pure function of
+//! its seed. Every node is a real `Group` (raft-rs `RawNode` + sequencer);
+//! the harness plays the network (delay, reordering, loss, duplication,
+//! partitions), the machines (crashes; a restart is a fresh `Group::join`
+//! with a new Raft id, as the design says) and the server above each node
+//! (clients proposing writesets, the joiner's state-transfer dance,
+//! `Committed` reports).
+//!
+//! Every delivery is checked the moment it happens against the canonical
+//! stream (the longest delivered sequence any node has produced), which
+//! makes "every node's deliveries are a prefix of the longest one" an
+//! O(1) check per delivery; see [`Sim::deliver`].
+
+#![allow(dead_code)]
+
+use lockstep_core::certification::{CertRequest, Certifier, Key, KeyType};
+use lockstep_core::group::{
+    Action, Delivery, Group, GroupConfig, GroupView, MemberInfo, MemberState, Output, Writeset,
+};
+use raft::eraftpb::{Message, MessageType};
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
+use std::fmt::Write as _;
+use std::sync::Arc;
+use wsrep_abi::consts::flags;
+
+// ---------------------------------------------------------------- PRNG
+
+/// splitmix64: tiny, fast, good enough, and the same on every platform.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        assert!(n > 0);
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo + 1)
+    }
+
+    pub fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && ((self.next_u64() >> 11) as f64) < p * (1u64 << 53) as f64
+    }
+
+    pub fn index(&mut self, len: usize) -> usize {
+        self.below(len as u64) as usize
+    }
+}
+
+/// Mixes a test name into a seed, so tests with the same seed numbers
+/// explore different runs.
+pub fn salted(name: &str, seed: u64) -> u64 {
+    let mut h: u64 = 0xCBF2_9CE4_8422_2325;
+    for b in name.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3);
+    }
+    let mut r = Rng::new(h ^ seed.wrapping_mul(0xD1B5_4A32_D192_ED03));
+    r.next_u64()
+}
+
+// ---------------------------------------------------------------- config
+
+/// The network's misbehaviour.
+#[derive(Clone, Debug)]
+pub struct Net {
+    pub min_delay: u64,
+    pub max_delay: u64,
+    pub loss: f64,
+    pub dup: f64,
+    /// Probability that a message takes `spike_delay` extra (reordering).
+    pub spike: f64,
+    pub spike_delay: u64,
+}
+
+impl Net {
+    pub fn lan() -> Net {
+        Net {
+            min_delay: 1,
+            max_delay: 5,
+            loss: 0.0,
+            dup: 0.0,
+            spike: 0.0,
+            spike_delay: 0,
+        }
+    }
+
+    pub fn bad(rng: &mut Rng) -> Net {
+        Net {
+            min_delay: 1,
+            max_delay: rng.range(5, 25),
+            loss: rng.range(2, 20) as f64 / 100.0,
+            dup: rng.range(0, 10) as f64 / 100.0,
+            spike: rng.range(0, 5) as f64 / 100.0,
+            spike_delay: rng.range(20, 120),
+        }
+    }
+}
+
+/// A simulated cluster's parameters.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Initial cluster size: one bootstrap, the rest join.
+    pub nodes: usize,
+    pub group: GroupConfig,
+    pub net: Net,
+    /// Rows per table (3 tables): the smaller, the more conflicts.
+    pub rows: u64,
+    /// Client think time between writesets, per node, in ms.
+    pub write_every: (u64, u64),
+    /// Outstanding writesets per node (clients wait for their commit).
+    pub max_inflight: usize,
+    pub toi: f64,
+    pub pa_unsafe: f64,
+    pub barrier: f64,
+    /// How often members report `Committed`, in ms.
+    pub report_every: u64,
+    /// Report at most the lowest last seen seqno of the node's own
+    /// writesets still in flight (what `Certifier::purge_upto` requires);
+    /// off: report the last delivered seqno.
+    pub clamp_reports: bool,
+    /// Duration of a state transfer, in ms.
+    pub sst_ms: (u64, u64),
+    /// A member that has heard no leader for this long gives up and
+    /// restarts as a new member (the provider's job; the group has no
+    /// "you were evicted" signal for a node that was cut off).
+    pub zombie_ms: u64,
+    /// A leaving node that the group removed but that has not seen its own
+    /// removal view after this long is stopped anyway.
+    pub leave_grace_ms: u64,
+    pub genesis_seqno: i64,
+}
+
+/// Group timing scaled down 5x from the defaults (tick 50 → 10 ms), so a
+/// few thousand steps cover elections, evictions and rejoins.
+pub fn group_config() -> GroupConfig {
+    GroupConfig {
+        tick_ms: 10,
+        heartbeat_ticks: 2,
+        election_ticks: 15,
+        randomized_election: false,
+        suspect_timeout_ms: 1000,
+        retry_ms: 200,
+        join_retry_ms: 200,
+        max_batch_bytes: 1024,
+    }
+}
+
+impl SimConfig {
+    pub fn new(rng: &mut Rng) -> SimConfig {
+        SimConfig {
+            nodes: rng.range(3, 5) as usize,
+            group: group_config(),
+            net: Net::lan(),
+            rows: rng.range(4, 40),
+            write_every: (2, 40),
+            max_inflight: rng.range(1, 6) as usize,
+            toi: 0.02,
+            pa_unsafe: 0.02,
+            barrier: 0.02,
+            report_every: 50,
+            clamp_reports: true,
+            sst_ms: (10, 300),
+            zombie_ms: 2500,
+            leave_grace_ms: 2000,
+            genesis_seqno: rng.range(0, 1000) as i64,
+        }
+    }
+}
+
+// ---------------------------------------------------------------- nodes
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Running,
+    /// Crashed, or restarted (the old incarnation is dead).
+    Crashed,
+    /// Left gracefully.
+    Left,
+}
+
+/// One incarnation of a node: a `Group` with its Raft id. A restart makes
+/// a new `Node` on the same host.
+pub struct Node {
+    pub host: usize,
+    pub id: u64,
+    pub group: Option<Group>,
+    pub status: Status,
+    pub started_at: u64,
+    /// Deliveries seen (index into `Sim::all`).
+    pub delivered: usize,
+    /// Seqno-consuming deliveries seen (index into `Sim::seq`).
+    pub seq_delivered: usize,
+    pub last_seqno: Option<i64>,
+    /// The proposal id `Group::propose` will return next.
+    pub next_id: u64,
+    /// Proposal ids of this node's writesets.
+    pub writesets: Vec<u64>,
+    /// Own writesets not yet delivered: proposal id → last seen.
+    pub inflight: BTreeMap<u64, i64>,
+    pub reported: i64,
+    /// Has seen a view with itself.
+    pub in_view: bool,
+    /// Has seen a view without itself after that.
+    pub removed: bool,
+    pub leaving: Option<u64>,
+    /// The group removed this leaving node (per the canonical stream).
+    pub leave_done_at: Option<u64>,
+    pub sst_requested: bool,
+    pub donor: Option<u64>,
+    pub last_leader_contact: u64,
+    pub restart_pending: Option<&'static str>,
+    pub trx: u64,
+}
+
+impl Node {
+    fn new(host: usize, id: u64, group: Group, now: u64) -> Node {
+        Node {
+            host,
+            id,
+            group: Some(group),
+            status: Status::Running,
+            started_at: now,
+            delivered: 0,
+            seq_delivered: 0,
+            last_seqno: None,
+            next_id: 1,
+            writesets: Vec::new(),
+            inflight: BTreeMap::new(),
+            reported: -1,
+            in_view: false,
+            removed: false,
+            leaving: None,
+            leave_done_at: None,
+            sst_requested: false,
+            donor: None,
+            last_leader_contact: now,
+            restart_pending: None,
+            trx: 0,
+        }
+    }
+
+    pub fn running(&self) -> bool {
+        self.status == Status::Running
+    }
+
+    pub fn g(&self) -> &Group {
+        self.group.as_ref().expect("running node has a group")
+    }
+
+    /// This node's own idea of its member state.
+    pub fn state(&self) -> Option<MemberState> {
+        let g = self.group.as_ref()?;
+        g.sequencer().member(self.id).map(|m| m.state)
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.group.as_ref().is_some_and(Group::is_leader)
+    }
+}
+
+fn uuid_of(id: u64) -> [u8; 16] {
+    let mut u = [0u8; 16];
+    u[..8].copy_from_slice(&id.to_be_bytes());
+    u[8..].copy_from_slice(&(!id).to_le_bytes());
+    u
+}
+
+fn member_info(id: u64, host: usize) -> MemberInfo {
+    MemberInfo {
+        raft_id: id,
+        uuid: uuid_of(id),
+        name: format!("node{host}"),
+        incoming: format!("10.0.0.{host}:3306"),
+        peer_addr: format!("10.0.0.{host}:4567"),
+    }
+}
+
+// ---------------------------------------------------------------- events
+
+#[derive(Clone, Debug)]
+enum Payload {
+    Raft(Message),
+    Join(MemberInfo),
+}
+
+#[derive(Debug)]
+enum Kind {
+    Msg {
+        to: usize,
+        from_host: usize,
+        payload: Payload,
+    },
+    Tick(usize),
+    Client(usize),
+    Report(usize),
+    SstDone {
+        slot: usize,
+        joiner: u64,
+        seqno: i64,
+    },
+    RetryRequest(usize),
+    SyncDone(usize),
+    Restart(usize),
+}
+
+impl Kind {
+    fn name(&self) -> &'static str {
+        match self {
+            Kind::Msg {
+                payload: Payload::Raft(_),
+                ..
+            } => "raft",
+            Kind::Msg {
+                payload: Payload::Join(_),
+                ..
+            } => "join",
+            Kind::Tick(_) => "tick",
+            Kind::Client(_) => "client",
+            Kind::Report(_) => "report",
+            Kind::SstDone { .. } => "sst-done",
+            Kind::RetryRequest(_) => "retry-sst",
+            Kind::SyncDone(_) => "sync-done",
+            Kind::Restart(_) => "restart",
+        }
+    }
+
+    fn slot(&self) -> usize {
+        match self {
+            Kind::Msg { to, .. } => *to,
+            Kind::Tick(s)
+            | Kind::Client(s)
+            | Kind::Report(s)
+            | Kind::RetryRequest(s)
+            | Kind::SyncDone(s)
+            | Kind::Restart(s) => *s,
+            Kind::SstDone { slot, .. } => *slot,
+        }
+    }
+}
+
+struct Event {
+    at: u64,
+    seq: u64,
+    kind: Kind,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Event {
+    /// Reversed: `BinaryHeap` pops the earliest event first.
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.at, o.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+// ---------------------------------------------------------------- stats
+
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub steps: u64,
+    pub virtual_ms: u64,
+    pub seqnos: u64,
+    pub writesets: u64,
+    pub cert_failures: u64,
+    pub views: u64,
+    pub msgs: u64,
+    pub lost: u64,
+    pub crashes: u64,
+    pub zombie_restarts: u64,
+    pub evicted_restarts: u64,
+    pub evictions: u64,
+    pub partitions: u64,
+    pub leaves: u64,
+    /// Leaving nodes that never saw their own removal view.
+    pub leave_unseen: u64,
+    pub leader_changes: u64,
+    pub joins: u64,
+    pub purged: u64,
+}
+
+impl Stats {
+    pub fn add(&mut self, o: &Stats) {
+        self.steps += o.steps;
+        self.virtual_ms += o.virtual_ms;
+        self.seqnos += o.seqnos;
+        self.writesets += o.writesets;
+        self.cert_failures += o.cert_failures;
+        self.views += o.views;
+        self.msgs += o.msgs;
+        self.lost += o.lost;
+        self.crashes += o.crashes;
+        self.zombie_restarts += o.zombie_restarts;
+        self.evicted_restarts += o.evicted_restarts;
+        self.evictions += o.evictions;
+        self.partitions += o.partitions;
+        self.leaves += o.leaves;
+        self.leave_unseen += o.leave_unseen;
+        self.leader_changes += o.leader_changes;
+        self.joins += o.joins;
+        self.purged += o.purged;
+    }
+}
+
+// ---------------------------------------------------------------- the sim
+
+pub struct Sim {
+    pub name: String,
+    pub seed: u64,
+    pub cfg: SimConfig,
+    pub rng: Rng,
+    pub now: u64,
+    queue: BinaryHeap<Event>,
+    next_seq: u64,
+    pub nodes: Vec<Node>,
+    id_slot: HashMap<u64, usize>,
+    next_raft_id: u64,
+    pub hosts: usize,
+    pub history: [u8; 16],
+    /// The canonical delivery stream (every node's is a prefix of it).
+    pub all: Vec<Delivery>,
+    /// Its seqno-consuming deliveries.
+    pub seq: Vec<Delivery>,
+    /// (origin, proposal) → seqno of every writeset delivered.
+    pub ordered: HashMap<(u64, u64), i64>,
+    /// Members of the latest canonical view, in order.
+    pub view: Vec<u64>,
+    /// Certifies the canonical stream without ever purging: purges (driven
+    /// by `Committed` reports) must not change any pass/fail decision.
+    oracle: Certifier,
+    /// Side of each host while partitioned.
+    pub partition: Option<Vec<bool>>,
+    pub partition_ended: Option<u64>,
+    pub workload: bool,
+    pub reports: bool,
+    pending_timers: usize,
+    failure: Option<String>,
+    milestones: VecDeque<String>,
+    recent: VecDeque<(u64, u64, &'static str, usize)>,
+    leaders: Vec<u64>,
+    pub stats: Stats,
+}
+
+const MILESTONES: usize = 120;
+const RECENT: usize = 40;
+
+impl Sim {
+    pub fn new(name: &str, seed: u64, cfg: SimConfig, rng: Rng) -> Sim {
+        let genesis = cfg.genesis_seqno;
+        let mut history = [0u8; 16];
+        history[..8].copy_from_slice(&seed.to_be_bytes());
+        history[8] = 0x5e;
+        let mut sim = Sim {
+            name: name.to_string(),
+            seed,
+            cfg,
+            rng,
+            now: 0,
+            queue: BinaryHeap::new(),
+            next_seq: 0,
+            nodes: Vec::new(),
+            id_slot: HashMap::new(),
+            next_raft_id: 1,
+            hosts: 0,
+            history,
+            all: Vec::new(),
+            seq: Vec::new(),
+            ordered: HashMap::new(),
+            view: Vec::new(),
+            oracle: Certifier::new(genesis),
+            partition: None,
+            partition_ended: None,
+            workload: true,
+            reports: true,
+            pending_timers: 0,
+            failure: None,
+            milestones: VecDeque::new(),
+            recent: VecDeque::new(),
+            leaders: Vec::new(),
+            stats: Stats::default(),
+        };
+        let n = sim.cfg.nodes;
+        sim.bootstrap();
+        for _ in 1..n {
+            sim.add_host();
+        }
+        sim
+    }
+
+    // ------------------------------------------------------------ plumbing
+
+    fn push(&mut self, at: u64, kind: Kind) {
+        self.next_seq += 1;
+        self.queue.push(Event {
+            at,
+            seq: self.next_seq,
+            kind,
+        });
+    }
+
+    fn timer(&mut self, at: u64, kind: Kind) {
+        self.pending_timers += 1;
+        self.push(at, kind);
+    }
+
+    pub fn milestone(&mut self, what: String) {
+        if self.milestones.len() == MILESTONES {
+            self.milestones.pop_front();
+        }
+        self.milestones.push_back(format!("t={} {what}", self.now));
+    }
+
+    pub fn fail(&mut self, why: String) {
+        if self.failure.is_none() {
+            self.failure = Some(why);
+        }
+    }
+
+    pub fn failed(&self) -> bool {
+        self.failure.is_some()
+    }
+
+    fn start_node(&mut self, host: usize, group: Group) -> usize {
+        let id = group.me().raft_id;
+        let slot = self.nodes.len();
+        self.nodes.push(Node::new(host, id, group, self.now));
+        self.id_slot.insert(id, slot);
+        let tick = self.cfg.group.tick_ms;
+        let phase = self.rng.range(1, tick);
+        self.push(self.now + phase, Kind::Tick(slot));
+        let c = self
+            .rng
+            .range(self.cfg.write_every.0, self.cfg.write_every.1);
+        self.push(self.now + c, Kind::Client(slot));
+        let r = self.rng.range(1, self.cfg.report_every);
+        self.push(self.now + r, Kind::Report(slot));
+        slot
+    }
+
+    fn new_id(&mut self) -> u64 {
+        let id = self.next_raft_id;
+        self.next_raft_id += 1;
+        id
+    }
+
+    fn bootstrap(&mut self) {
+        let id = self.new_id();
+        let host = self.hosts;
+        self.hosts += 1;
+        let cfg = self.node_config();
+        let g = Group::bootstrap(
+            member_info(id, host),
+            cfg,
+            self.history,
+            self.cfg.genesis_seqno,
+            self.now,
+        )
+        .expect("bootstrap");
+        self.milestone(format!("bootstrap id={id} host={host}"));
+        let slot = self.start_node(host, g);
+        // The genesis was proposal 1.
+        self.nodes[slot].next_id = 2;
+    }
+
+    /// Each incarnation gets its own (seeded) election timeout: raft-rs's
+    /// randomized timeouts are unseeded, and identical ones can split votes
+    /// forever.
+    fn node_config(&mut self) -> GroupConfig {
+        let mut cfg = self.cfg.group.clone();
+        cfg.election_ticks += self.rng.below(cfg.election_ticks as u64 / 2 + 1) as usize;
+        cfg
+    }
+
+    fn join_node(&mut self, host: usize) -> usize {
+        let id = self.new_id();
+        let cfg = self.node_config();
+        let g = Group::join(member_info(id, host), cfg, self.now).expect("join");
+        self.milestone(format!("join id={id} host={host}"));
+        self.stats.joins += 1;
+        self.start_node(host, g)
+    }
+
+    /// A new machine joins the cluster.
+    pub fn add_host(&mut self) -> usize {
+        let host = self.hosts;
+        self.hosts += 1;
+        self.join_node(host)
+    }
+
+    pub fn running(&self) -> impl Iterator<Item = (usize, &Node)> {
+        self.nodes.iter().enumerate().filter(|(_, n)| n.running())
+    }
+
+    pub fn leader_slot(&self) -> Option<usize> {
+        let leaders: Vec<usize> = self
+            .running()
+            .filter(|(_, n)| n.is_leader())
+            .map(|(s, _)| s)
+            .collect();
+        // With an old leader cut off there can be two; the one that is in
+        // the latest view and has delivered the most is the real one.
+        leaders.into_iter().max_by_key(|&s| self.nodes[s].delivered)
+    }
+
+    /// Whether the group keeps a live quorum without the nodes on `hosts`
+    /// (crashed or cut off), whatever happens next. Raft applies membership
+    /// changes when it applies the entry, so until everybody has applied a
+    /// change, nodes campaign and count votes with different member tables:
+    /// a quorum must survive in every live node's table. In each, the worst
+    /// case is that every dead learner is promoted (one that synced, then
+    /// died, may be promoted before it is evicted) and no live one.
+    pub fn quorum_without(&self, hosts: &[usize]) -> bool {
+        if self.leader_slot().is_none() {
+            return false;
+        }
+        let alive = |id: u64| {
+            self.id_slot
+                .get(&id)
+                .is_some_and(|&s| self.nodes[s].running() && !hosts.contains(&self.nodes[s].host))
+        };
+        self.running().filter(|(_, n)| n.in_view).all(|(_, n)| {
+            let members = n.g().sequencer().members();
+            let voters = members.iter().filter(|m| m.voter).count();
+            let live_voters = members
+                .iter()
+                .filter(|m| m.voter && alive(m.info.raft_id))
+                .count();
+            let dead_learners = members
+                .iter()
+                .filter(|m| !m.voter && !alive(m.info.raft_id))
+                .count();
+            live_voters * 2 > voters + dead_learners
+        })
+    }
+
+    pub fn host_of_id(&self, id: u64) -> Option<usize> {
+        self.id_slot.get(&id).map(|&s| self.nodes[s].host)
+    }
+
+    fn cut(&self, a: usize, b: usize) -> bool {
+        match &self.partition {
+            Some(side) => side[a] != side[b],
+            None => false,
+        }
+    }
+
+    fn delay(&mut self) -> u64 {
+        let net = &self.cfg.net;
+        let (lo, hi, spike, spike_delay) =
+            (net.min_delay, net.max_delay, net.spike, net.spike_delay);
+        let mut d = self.rng.range(lo, hi);
+        if self.rng.chance(spike) {
+            d += spike_delay;
+        }
+        d
+    }
+
+    fn send(&mut self, from: usize, to_id: u64, payload: Payload) {
+        self.stats.msgs += 1;
+        let Some(&to) = self.id_slot.get(&to_id) else {
+            return;
+        };
+        let from_host = self.nodes[from].host;
+        if !self.nodes[to].running() || self.cut(from_host, self.nodes[to].host) {
+            self.stats.lost += 1;
+            return;
+        }
+        if self.rng.chance(self.cfg.net.loss) {
+            self.stats.lost += 1;
+            return;
+        }
+        if self.rng.chance(self.cfg.net.dup) {
+            let d = self.delay();
+            self.push(
+                self.now + d,
+                Kind::Msg {
+                    to,
+                    from_host,
+                    payload: payload.clone(),
+                },
+            );
+        }
+        let d = self.delay();
+        self.push(
+            self.now + d,
+            Kind::Msg {
+                to,
+                from_host,
+                payload,
+            },
+        );
+    }
+
+    fn propose(&mut self, slot: usize, action: Action) -> u64 {
+        let node = &mut self.nodes[slot];
+        let expect = node.next_id;
+        let id = node.group.as_mut().expect("running").propose(action);
+        assert_eq!(id, expect, "proposal ids count up from 1");
+        node.next_id += 1;
+        id
+    }
+
+    // ------------------------------------------------------------ stepping
+
+    /// Processes the next event. Returns false when nothing is left.
+    pub fn step(&mut self) -> bool {
+        let Some(ev) = self.queue.pop() else {
+            return false;
+        };
+        self.now = ev.at;
+        self.stats.steps += 1;
+        if self.recent.len() == RECENT {
+            self.recent.pop_front();
+        }
+        let slot = ev.kind.slot();
+        self.recent
+            .push_back((self.stats.steps, self.now, ev.kind.name(), slot));
+        self.handle(ev.kind);
+        self.after_step();
+        true
+    }
+
+    fn handle(&mut self, kind: Kind) {
+        match kind {
+            Kind::Msg {
+                to,
+                from_host,
+                payload,
+            } => {
+                if !self.nodes[to].running() || self.cut(from_host, self.nodes[to].host) {
+                    self.stats.lost += 1;
+                    return;
+                }
+                let now = self.now;
+                let node = &mut self.nodes[to];
+                let g = node.group.as_mut().expect("running");
+                match payload {
+                    Payload::Raft(m) => {
+                        if matches!(
+                            m.get_msg_type(),
+                            MessageType::MsgAppend
+                                | MessageType::MsgHeartbeat
+                                | MessageType::MsgSnapshot
+                        ) {
+                            node.last_leader_contact = now;
+                        }
+                        g.step(m);
+                    }
+                    Payload::Join(info) => g.handle_join(info),
+                }
+                self.poll(to);
+            }
+            Kind::Tick(slot) => {
+                if !self.nodes[slot].running() {
+                    return;
+                }
+                let now = self.now;
+                let zombie_ms = self.cfg.zombie_ms;
+                let evicted = !self.view.contains(&self.nodes[slot].id);
+                let node = &mut self.nodes[slot];
+                let g = node.group.as_mut().expect("running");
+                g.tick(now);
+                if g.is_leader() {
+                    node.last_leader_contact = now;
+                }
+                // A node the group evicted while it was cut off never hears
+                // about it (the leader stops talking to it). The harness
+                // stands in for the missing signal: an evicted node that has
+                // heard no leader for a while rejoins as a new member.
+                if node.in_view
+                    && !node.removed
+                    && node.leaving.is_none()
+                    && now > node.last_leader_contact + zombie_ms
+                    && evicted
+                {
+                    node.restart_pending = Some("evicted while cut off");
+                }
+                self.poll(slot);
+                if self.nodes[slot].running() {
+                    let at = self.now + self.cfg.group.tick_ms;
+                    self.push(at, Kind::Tick(slot));
+                }
+            }
+            Kind::Client(slot) => {
+                if !self.nodes[slot].running() {
+                    return;
+                }
+                self.client(slot);
+                self.poll(slot);
+                let at = self.now
+                    + self
+                        .rng
+                        .range(self.cfg.write_every.0, self.cfg.write_every.1);
+                self.push(at, Kind::Client(slot));
+            }
+            Kind::Report(slot) => {
+                if !self.nodes[slot].running() {
+                    return;
+                }
+                self.report(slot);
+                self.poll(slot);
+                let at = self.now + self.cfg.report_every;
+                self.push(at, Kind::Report(slot));
+            }
+            Kind::SstDone {
+                slot,
+                joiner,
+                seqno,
+            } => {
+                self.pending_timers -= 1;
+                if !self.nodes[slot].running() {
+                    return;
+                }
+                let me = self.nodes[slot].id;
+                self.propose(
+                    slot,
+                    Action::StateTransferred {
+                        donor: me,
+                        joiner,
+                        seqno,
+                        rcode: 0,
+                    },
+                );
+                self.poll(slot);
+            }
+            Kind::RetryRequest(slot) => {
+                self.pending_timers -= 1;
+                if self.nodes[slot].running() {
+                    self.nodes[slot].sst_requested = false;
+                    self.poll(slot);
+                }
+            }
+            Kind::SyncDone(slot) => {
+                self.pending_timers -= 1;
+                if !self.nodes[slot].running() {
+                    return;
+                }
+                if self.nodes[slot].state() == Some(MemberState::Joined) {
+                    let me = self.nodes[slot].id;
+                    self.propose(slot, Action::Synced { raft_id: me });
+                    self.poll(slot);
+                }
+            }
+            Kind::Restart(host) => {
+                self.pending_timers -= 1;
+                self.join_node(host);
+            }
+        }
+    }
+
+    /// Polls a node until it has nothing more to say, routing its outputs,
+    /// then lets the "server" on top of it react.
+    fn poll(&mut self, slot: usize) {
+        for _ in 0..16 {
+            let outs = match self.nodes[slot].group.as_mut() {
+                Some(g) => g.poll(),
+                None => return,
+            };
+            if outs.is_empty() {
+                break;
+            }
+            for o in outs {
+                self.output(slot, o);
+            }
+            self.drive(slot);
+        }
+        self.drive(slot);
+        if let Some(why) = self.nodes[slot].restart_pending.take() {
+            if self.nodes[slot].running() {
+                self.restart(slot, why);
+            }
+        }
+    }
+
+    fn output(&mut self, slot: usize, o: Output) {
+        match o {
+            Output::Send { to, msg } => self.send(slot, to, Payload::Raft(msg)),
+            Output::Join(info) => {
+                let host = self.nodes[slot].host;
+                let members: Vec<u64> = self
+                    .running()
+                    .filter(|(s, n)| {
+                        *s != slot && n.in_view && !n.removed && !self.cut(host, n.host)
+                    })
+                    .map(|(_, n)| n.id)
+                    .collect();
+                if !members.is_empty() {
+                    let to = members[self.rng.index(members.len())];
+                    self.send(slot, to, Payload::Join(info));
+                }
+            }
+            Output::Deliver(d) => self.deliver(slot, d),
+            Output::Fatal(why) => {
+                let id = self.nodes[slot].id;
+                self.fail(format!("node {id} (slot {slot}) reported Fatal: {why}"));
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ checks
+
+    /// Checks one delivery of node `slot` against the canonical stream.
+    /// Invariants (1)–(5) of the brief all reduce to: the i-th delivery of
+    /// every node is the same (`Delivery: PartialEq` compares seqno,
+    /// origin, proposal id, the writeset, the certification outcome with
+    /// `depends_on`, and view members in order); plus seqnos per node are
+    /// gap-free from the genesis, and no (origin, proposal) is ordered twice.
+    fn deliver(&mut self, slot: usize, d: Delivery) {
+        let genesis = self.cfg.genesis_seqno;
+        let i = self.nodes[slot].delivered;
+        self.nodes[slot].delivered += 1;
+        if i < self.all.len() {
+            if self.all[i] != d {
+                let id = self.nodes[slot].id;
+                self.fail(format!(
+                    "delivery #{i} differs: node {id} (slot {slot}) delivered\n    {}\n  but the canonical stream has\n    {}",
+                    short(&d),
+                    short(&self.all[i])
+                ));
+                return;
+            }
+        } else {
+            self.all.push(d.clone());
+            self.new_canonical(&d);
+        }
+        if let Some(s) = seqno_of(&d) {
+            let node = &mut self.nodes[slot];
+            let expected = node.last_seqno.map_or(genesis + 1, |l| l + 1);
+            if s != expected {
+                let id = node.id;
+                self.fail(format!(
+                    "node {id} (slot {slot}) delivered seqno {s}, expected {expected}: {}",
+                    short(&d)
+                ));
+                return;
+            }
+            node.last_seqno = Some(s);
+            let j = node.seq_delivered;
+            node.seq_delivered += 1;
+            // Redundant with the stream check, but states invariants (1)
+            // and (3) on their own terms.
+            if j < self.seq.len() && self.seq[j] != d {
+                self.fail(format!("seqno {s} differs between nodes"));
+                return;
+            }
+            if j == self.seq.len() {
+                self.seq.push(d.clone());
+            }
+        }
+        self.react(slot, &d);
+    }
+
+    fn new_canonical(&mut self, d: &Delivery) {
+        match d {
+            Delivery::Writeset {
+                seqno,
+                origin,
+                proposal,
+                outcome,
+                ws,
+            } => {
+                let req = CertRequest {
+                    seqno: *seqno,
+                    last_seen: ws.last_seen,
+                    source: ws.source,
+                    is_toi: ws.flags & flags::ISOLATION != 0,
+                    pa_unsafe: ws.flags & flags::PA_UNSAFE != 0,
+                    implicit_deps: ws.flags & flags::IMPLICIT_DEPS != 0,
+                    keys: &ws.keys,
+                };
+                match self.oracle.certify(&req) {
+                    Ok(o) if o.is_pass() == outcome.is_pass()
+                        && o.depends_on() <= outcome.depends_on() => {}
+                    other => self.fail(format!(
+                        "seqno {seqno}: the group certified {outcome:?}, an unpurged index says {other:?}"
+                    )),
+                }
+                self.stats.seqnos += 1;
+                self.stats.writesets += 1;
+                if !outcome.is_pass() {
+                    self.stats.cert_failures += 1;
+                }
+                if let Some(s) = self.ordered.insert((*origin, *proposal), *seqno) {
+                    self.fail(format!(
+                        "writeset ({origin}, {proposal}) ordered twice: seqnos {s} and {seqno}"
+                    ));
+                }
+            }
+            Delivery::View(v) => {
+                if let Err(e) = self.oracle.note_non_writeset(v.seqno) {
+                    self.fail(format!("view {}: {e}", v.seqno));
+                }
+                self.stats.seqnos += 1;
+                self.stats.views += 1;
+                self.new_view(v);
+            }
+            _ => {}
+        }
+    }
+
+    fn new_view(&mut self, v: &GroupView) {
+        let members: Vec<u64> = v.members.iter().map(|m| m.raft_id).collect();
+        // Members stay in join order: survivors keep their order, new
+        // members come last.
+        let kept: Vec<u64> = self
+            .view
+            .iter()
+            .copied()
+            .filter(|id| members.contains(id))
+            .collect();
+        if members[..kept.len().min(members.len())] != kept[..] {
+            self.fail(format!(
+                "view {} reorders members: {:?} after {:?}",
+                v.seqno, members, self.view
+            ));
+        }
+        let removed: Vec<u64> = self
+            .view
+            .iter()
+            .copied()
+            .filter(|id| !members.contains(id))
+            .collect();
+        for id in removed {
+            let Some(&slot) = self.id_slot.get(&id) else {
+                continue;
+            };
+            let n = &self.nodes[slot];
+            if n.leaving.is_some() {
+                self.nodes[slot].leave_done_at = Some(self.now);
+                continue;
+            }
+            self.stats.evictions += 1;
+            let disturbed = self.partition.is_some()
+                || self.partition_ended.is_some_and(|t| {
+                    self.now < t + self.cfg.group.suspect_timeout_ms + 3 * self.cfg.net.max_delay
+                });
+            if n.running() && !disturbed {
+                let host = n.host;
+                self.fail(format!(
+                    "view {} evicted node {id} (host {host}), which is alive and connected",
+                    v.seqno
+                ));
+            }
+        }
+        self.milestone(format!(
+            "view seqno={} conf={} members={:?}",
+            v.seqno, v.conf_id, members
+        ));
+        self.view = members;
+    }
+
+    fn after_step(&mut self) {
+        // Every node's position in the canonical streams is consistent
+        // with its seqno (deliveries themselves were checked on arrival).
+        let genesis = self.cfg.genesis_seqno;
+        for (slot, n) in self.nodes.iter().enumerate() {
+            let expected = (n.seq_delivered > 0).then(|| genesis + n.seq_delivered as i64);
+            if n.delivered > self.all.len()
+                || n.seq_delivered > self.seq.len()
+                || n.last_seqno != expected
+            {
+                let why = format!(
+                    "node {} (slot {slot}) is at delivery {} / seqno {:?}, the streams at {} / {}",
+                    n.id,
+                    n.delivered,
+                    n.last_seqno,
+                    self.all.len(),
+                    self.seq.len()
+                );
+                self.fail(why);
+                return;
+            }
+        }
+        // Leader changes, for the trace.
+        let mut leaders: Vec<u64> = Vec::new();
+        for n in &self.nodes {
+            if n.running() && n.is_leader() {
+                leaders.push(n.id);
+            }
+        }
+        if leaders != self.leaders {
+            self.stats.leader_changes += 1;
+            let desc: Vec<String> = leaders
+                .iter()
+                .map(|id| format!("{id}@h{}", self.host_of_id(*id).unwrap_or(99)))
+                .collect();
+            self.milestone(format!("leaders {desc:?}"));
+            self.leaders = leaders;
+        }
+        // Leaving nodes the group has removed stop (after a grace period if
+        // they never learn it themselves).
+        for slot in 0..self.nodes.len() {
+            let n = &self.nodes[slot];
+            if n.running() && n.leaving.is_some() {
+                if n.removed {
+                    self.stop(slot, Status::Left);
+                } else if n
+                    .leave_done_at
+                    .is_some_and(|t| self.now > t + self.cfg.leave_grace_ms)
+                {
+                    self.stats.leave_unseen += 1;
+                    let id = n.id;
+                    self.milestone(format!("leaving node {id} never saw its removal; stopped"));
+                    self.stop(slot, Status::Left);
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ servers
+
+    /// The server above node `slot` reacts to a delivery.
+    fn react(&mut self, slot: usize, d: &Delivery) {
+        let me = self.nodes[slot].id;
+        match d {
+            Delivery::Writeset {
+                origin, proposal, ..
+            }
+            | Delivery::Settled { origin, proposal }
+                if *origin == me =>
+            {
+                self.nodes[slot].inflight.remove(proposal);
+            }
+            Delivery::View(v) => {
+                let included = v.members.iter().any(|m| m.raft_id == me);
+                let node = &mut self.nodes[slot];
+                if included {
+                    node.in_view = true;
+                } else if node.in_view && !node.removed {
+                    node.removed = true;
+                    if node.leaving.is_none() {
+                        // Evicted: the provider rejoins as a new member.
+                        node.restart_pending = Some("evicted");
+                    }
+                }
+                if let Some(donor) = node.donor {
+                    if !v.members.iter().any(|m| m.raft_id == donor) {
+                        node.donor = None;
+                        node.sst_requested = false;
+                    }
+                }
+            }
+            Delivery::Donate {
+                donor,
+                joiner,
+                seqno,
+                ..
+            } => {
+                if *donor == me {
+                    let at = self.now + self.rng.range(self.cfg.sst_ms.0, self.cfg.sst_ms.1);
+                    self.timer(
+                        at,
+                        Kind::SstDone {
+                            slot,
+                            joiner: *joiner,
+                            seqno: *seqno,
+                        },
+                    );
+                }
+                if *joiner == me {
+                    self.nodes[slot].donor = Some(*donor);
+                }
+            }
+            Delivery::NoDonor { joiner } if *joiner == me => {
+                self.timer(self.now + 100, Kind::RetryRequest(slot));
+            }
+            Delivery::Transferred {
+                joiner,
+                rcode,
+                seqno,
+                ..
+            } if *joiner == me => {
+                self.nodes[slot].donor = None;
+                if *rcode == 0 {
+                    self.propose(
+                        slot,
+                        Action::Joined {
+                            raft_id: me,
+                            seqno: *seqno,
+                        },
+                    );
+                } else {
+                    self.timer(self.now + 100, Kind::RetryRequest(slot));
+                }
+            }
+            Delivery::MemberState {
+                raft_id,
+                state: MemberState::Joined,
+            } if *raft_id == me => {
+                let at = self.now + self.rng.range(0, 50);
+                self.timer(at, Kind::SyncDone(slot));
+            }
+            _ => {}
+        }
+    }
+
+    /// What a joiner does on its own: ask for a state transfer once the
+    /// group has added it.
+    fn drive(&mut self, slot: usize) {
+        let n = &self.nodes[slot];
+        if !n.running() || n.sst_requested || n.leaving.is_some() || n.removed {
+            return;
+        }
+        if n.state() == Some(MemberState::Joiner) {
+            let me = n.id;
+            self.nodes[slot].sst_requested = true;
+            self.propose(
+                slot,
+                Action::StateRequest {
+                    joiner: me,
+                    donors: String::new(),
+                    request: b"sim-sst".to_vec(),
+                },
+            );
+        }
+    }
+
+    fn may_write(&self, slot: usize) -> bool {
+        let n = &self.nodes[slot];
+        n.running()
+            && n.in_view
+            && !n.removed
+            && n.leaving.is_none()
+            && matches!(n.state(), Some(MemberState::Synced | MemberState::Donor))
+    }
+
+    fn client(&mut self, slot: usize) {
+        if !self.workload || !self.may_write(slot) {
+            return;
+        }
+        if self.nodes[slot].inflight.len() >= self.cfg.max_inflight {
+            return;
+        }
+        if self.rng.chance(self.cfg.barrier) {
+            let me = self.nodes[slot].id;
+            let id = self.nodes[slot].next_id;
+            self.propose(slot, Action::Barrier { raft_id: me, id });
+            return;
+        }
+        let ws = self.make_writeset(slot);
+        let ls = ws.last_seen;
+        let id = self.propose(slot, Action::Writeset(ws));
+        let node = &mut self.nodes[slot];
+        node.writesets.push(id);
+        node.inflight.insert(id, ls);
+    }
+
+    fn make_writeset(&mut self, slot: usize) -> Writeset {
+        let rows = self.cfg.rows;
+        let toi = self.rng.chance(self.cfg.toi);
+        let mut flags = flags::TRX_START | flags::TRX_END;
+        let mut keys = Vec::new();
+        if toi {
+            flags |= flags::ISOLATION;
+            let t = self.rng.below(3);
+            keys.push(Key::new(
+                [b"db".to_vec(), format!("t{t}").into_bytes()],
+                KeyType::Exclusive,
+            ));
+        } else {
+            for _ in 0..self.rng.range(1, 3) {
+                let t = self.rng.below(3);
+                let row = self.rng.below(rows);
+                let kind = match self.rng.below(100) {
+                    0..=69 => KeyType::Update,
+                    70..=84 => KeyType::Shared,
+                    85..=94 => KeyType::Reference,
+                    _ => KeyType::Exclusive,
+                };
+                keys.push(Key::new(
+                    [
+                        b"db".to_vec(),
+                        format!("t{t}").into_bytes(),
+                        row.to_be_bytes().to_vec(),
+                    ],
+                    kind,
+                ));
+            }
+            if self.rng.chance(self.cfg.pa_unsafe) {
+                flags |= flags::PA_UNSAFE;
+            }
+        }
+        let node = &mut self.nodes[slot];
+        node.trx += 1;
+        let g = node.g();
+        Writeset {
+            source: g.me().uuid,
+            trx_id: node.trx,
+            conn_id: node.host as u64,
+            // What a real node would use: the last seqno it has seen.
+            last_seen: g.sequencer().last_seqno(),
+            flags,
+            keys,
+            data: node.trx.to_le_bytes().to_vec(),
+        }
+    }
+
+    /// `Committed` reports: never above the last seen seqno of one of our
+    /// own writesets still to be certified (the purge rule the certifier
+    /// relies on).
+    fn report(&mut self, slot: usize) {
+        if !self.reports || !self.may_write(slot) {
+            return;
+        }
+        let n = &self.nodes[slot];
+        let Some(last) = n.last_seqno else { return };
+        let cut = if self.cfg.clamp_reports {
+            let lowest = n.inflight.values().copied().min();
+            lowest.map_or(last, |ls| ls.min(last))
+        } else {
+            last
+        };
+        if cut > n.reported {
+            let me = n.id;
+            self.nodes[slot].reported = cut;
+            self.propose(
+                slot,
+                Action::Committed {
+                    raft_id: me,
+                    seqno: cut,
+                },
+            );
+        }
+    }
+
+    // ------------------------------------------------------------ faults
+
+    fn stop(&mut self, slot: usize, status: Status) {
+        let n = &mut self.nodes[slot];
+        n.status = status;
+        n.group = None;
+    }
+
+    /// Kills node `slot` (its in-memory Raft log is gone). Restarts a new
+    /// incarnation on the same host after `restart_after` ms, if given.
+    pub fn crash(&mut self, slot: usize, restart_after: Option<u64>) {
+        let (id, host) = (self.nodes[slot].id, self.nodes[slot].host);
+        self.stats.crashes += 1;
+        self.milestone(format!("crash id={id} host={host}"));
+        self.stop(slot, Status::Crashed);
+        if let Some(ms) = restart_after {
+            self.timer(self.now + ms, Kind::Restart(host));
+        }
+    }
+
+    /// A node that gave up (evicted, or cut off too long) restarts as a
+    /// new member.
+    fn restart(&mut self, slot: usize, why: &'static str) {
+        let (id, host) = (self.nodes[slot].id, self.nodes[slot].host);
+        match why {
+            "evicted" => self.stats.evicted_restarts += 1,
+            _ => self.stats.zombie_restarts += 1,
+        }
+        self.milestone(format!("restart id={id} host={host}: {why}"));
+        self.stop(slot, Status::Crashed);
+        self.join_node(host);
+    }
+
+    pub fn leave(&mut self, slot: usize) {
+        let id = self.nodes[slot].id;
+        self.stats.leaves += 1;
+        self.milestone(format!("leave id={id}"));
+        self.nodes[slot].leaving = Some(self.now);
+        self.nodes[slot].group.as_mut().expect("running").leave();
+        self.poll(slot);
+    }
+
+    /// Cuts `hosts` off from the others.
+    pub fn partition(&mut self, hosts: &[usize]) {
+        let mut side = vec![false; self.hosts];
+        for &h in hosts {
+            side[h] = true;
+        }
+        self.stats.partitions += 1;
+        self.milestone(format!("partition {hosts:?} | rest"));
+        self.partition = Some(side);
+    }
+
+    pub fn heal(&mut self) {
+        if self.partition.take().is_some() {
+            self.partition_ended = Some(self.now);
+            self.milestone("heal".into());
+        }
+    }
+
+    // ------------------------------------------------------------ phases
+
+    /// Runs `steps` steps, calling `driver` before each.
+    pub fn run(&mut self, steps: u64, mut driver: impl FnMut(&mut Sim)) -> Result<(), String> {
+        for _ in 0..steps {
+            driver(self);
+            if !self.step() {
+                break;
+            }
+            if self.failure.is_some() {
+                return Err(self.report_failure());
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs until `cond` holds (checked after each step) or `max_ms` of
+    /// virtual time pass.
+    pub fn run_until(&mut self, max_ms: u64, mut cond: impl FnMut(&Sim) -> bool) -> bool {
+        let deadline = self.now + max_ms;
+        while self.now < deadline {
+            if cond(self) {
+                return true;
+            }
+            if !self.step() || self.failure.is_some() {
+                return false;
+            }
+        }
+        cond(self)
+    }
+
+    /// Every running node is a synced voter of one view that holds
+    /// exactly the running nodes, and there is one leader.
+    pub fn formed(&self) -> bool {
+        let ids: HashSet<u64> = self.running().map(|(_, n)| n.id).collect();
+        if self.view.len() != ids.len() || !self.view.iter().all(|id| ids.contains(id)) {
+            return false;
+        }
+        let leaders = self.running().filter(|(_, n)| n.is_leader()).count();
+        leaders == 1
+            && self.running().all(|(_, n)| {
+                n.delivered == self.all.len()
+                    && n.leaving.is_none()
+                    && n.g()
+                        .sequencer()
+                        .member(n.id)
+                        .is_some_and(|m| m.voter && m.state == MemberState::Synced)
+            })
+    }
+
+    /// `formed`, and nothing is in flight anywhere.
+    /// Promotions deliver nothing, so equal streams do not mean equal
+    /// member tables: wait for those too.
+    pub fn quiet(&self) -> bool {
+        let mut running = self.running();
+        let Some((_, first)) = running.next() else {
+            return false;
+        };
+        let members = first.g().sequencer().members();
+        self.pending_timers == 0
+            && self.formed()
+            && self.running().all(|(_, n)| n.g().in_flight() == 0)
+            && running.all(|(_, n)| n.g().sequencer().members() == members)
+    }
+
+    pub fn wait_formed(&mut self, max_ms: u64) -> Result<(), String> {
+        if self.run_until(max_ms, Sim::formed) {
+            Ok(())
+        } else {
+            self.fail(format!("cluster did not form within {max_ms} ms"));
+            Err(self.report_failure())
+        }
+    }
+
+    /// Heals the network, stops clients and faults, runs until quiet, and
+    /// checks liveness and final agreement.
+    pub fn settle(&mut self, max_ms: u64) -> Result<Stats, String> {
+        self.heal();
+        self.workload = false;
+        self.reports = false;
+        self.milestone("settle".into());
+        if !self.run_until(max_ms, Sim::quiet) {
+            if self.failure.is_none() {
+                self.fail(format!(
+                    "not quiet {max_ms} ms after healing (liveness): {}",
+                    self.why_not_quiet()
+                ));
+            }
+            return Err(self.report_failure());
+        }
+        self.final_checks();
+        if self.failure.is_some() {
+            return Err(self.report_failure());
+        }
+        self.stats.virtual_ms = self.now;
+        if std::env::var("SIM_TRACE").is_ok() {
+            eprintln!("{}", self.trace());
+        }
+        Ok(self.stats.clone())
+    }
+
+    fn why_not_quiet(&self) -> String {
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            "pending timers {}, view {:?}, canonical len {}",
+            self.pending_timers,
+            self.view,
+            self.all.len()
+        );
+        for (slot, n) in self.running() {
+            let g = n.g();
+            let m = g.sequencer().member(n.id);
+            let _ = write!(
+                s,
+                "\n    slot {slot} id {} host {}: leader={} (knows {}) delivered {} in_flight {} member {:?}",
+                n.id,
+                n.host,
+                g.is_leader(),
+                g.leader(),
+                n.delivered,
+                g.in_flight(),
+                m.map(|m| (m.state, m.voter))
+            );
+        }
+        s
+    }
+
+    fn final_checks(&mut self) {
+        let running: Vec<usize> = self.running().map(|(s, _)| s).collect();
+        let first = running[0];
+        for &slot in &running[1..] {
+            let (a, b) = (self.nodes[first].g(), self.nodes[slot].g());
+            let (sa, sb) = (a.sequencer(), b.sequencer());
+            let (ca, cb) = (sa.certifier(), sb.certifier());
+            let same = sa.members() == sb.members()
+                && sa.last_seqno() == sb.last_seqno()
+                && sa.view() == sb.view()
+                && ca.position() == cb.position()
+                && ca.initial_position() == cb.initial_position()
+                && ca.index_size() == cb.index_size()
+                && ca.map_len() == cb.map_len()
+                && ca.lowest_in_map() == cb.lowest_in_map()
+                && ca.last_pa_unsafe() == cb.last_pa_unsafe()
+                && ca.stats() == cb.stats();
+            if !same {
+                self.fail(format!(
+                    "final group state differs between node {} and node {}:\n  {:?} {:?}\n  {:?} {:?}",
+                    self.nodes[first].id,
+                    self.nodes[slot].id,
+                    ca,
+                    sa.members(),
+                    cb,
+                    sb.members()
+                ));
+                return;
+            }
+        }
+        let low = self.nodes[first]
+            .g()
+            .sequencer()
+            .certifier()
+            .lowest_in_map();
+        if low.is_some_and(|l| l > self.cfg.genesis_seqno + 1) {
+            self.stats.purged += 1;
+        }
+        // Liveness: every writeset of a node that never crashed or left
+        // was ordered (exactly once: `ordered` refuses a second time).
+        for slot in running {
+            let n = &self.nodes[slot];
+            if let Some(id) = n
+                .writesets
+                .iter()
+                .find(|p| !self.ordered.contains_key(&(n.id, **p)))
+            {
+                let msg = format!("writeset {id} of live node {} was never ordered", n.id);
+                self.fail(msg);
+                return;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ reports
+
+    pub fn report_failure(&self) -> String {
+        let mut s = String::new();
+        let why = self.failure.as_deref().unwrap_or("?");
+        let _ = writeln!(
+            s,
+            "simulation `{}` failed: seed={} step={} t={}ms\n  {why}",
+            self.name, self.seed, self.stats.steps, self.now
+        );
+        let _ = writeln!(
+            s,
+            "  replay: SIM_SEED={} cargo test --release -p lockstep-core --test simulation {} -- --nocapture",
+            self.seed, self.name
+        );
+        s + &self.trace()
+    }
+
+    /// Milestones, the last steps and the nodes.
+    pub fn trace(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "  config: {:?}", self.cfg);
+        let _ = writeln!(s, "  milestones:");
+        for m in &self.milestones {
+            let _ = writeln!(s, "    {m}");
+        }
+        let _ = writeln!(s, "  last steps (step, t, event, slot):");
+        for (step, t, what, slot) in &self.recent {
+            let _ = writeln!(s, "    {step} t={t} {what} slot={slot}");
+        }
+        let _ = writeln!(s, "  nodes:");
+        for (slot, n) in self.nodes.iter().enumerate() {
+            let g = n.group.as_ref();
+            let _ = writeln!(
+                s,
+                "    slot {slot} id {} host {} {:?}: delivered {} last_seqno {:?} leader={} member={:?} in_flight={:?}",
+                n.id,
+                n.host,
+                n.status,
+                n.delivered,
+                n.last_seqno,
+                n.is_leader(),
+                g.and_then(|g| g.sequencer().member(n.id)).map(|m| (m.state, m.voter)),
+                g.map(Group::in_flight),
+            );
+        }
+        s
+    }
+}
+
+fn seqno_of(d: &Delivery) -> Option<i64> {
+    match d {
+        Delivery::Writeset { seqno, .. } => Some(*seqno),
+        Delivery::View(v) => Some(v.seqno),
+        _ => None,
+    }
+}
+
+fn short(d: &Delivery) -> String {
+    match d {
+        Delivery::Writeset {
+            seqno,
+            origin,
+            proposal,
+            ws,
+            outcome,
+        } => format!(
+            "Writeset seqno={seqno} origin={origin} proposal={proposal} trx={} last_seen={} outcome={outcome:?}",
+            ws.trx_id, ws.last_seen
+        ),
+        Delivery::View(v) => format!(
+            "View seqno={} conf={} members={:?}",
+            v.seqno,
+            v.conf_id,
+            v.members.iter().map(|m| m.raft_id).collect::<Vec<_>>()
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------- seeds
+
+/// The seeds to run: `SIM_SEED=n` runs only seed n; `SIM_SEEDS=k`
+/// overrides the count.
+pub fn seeds(default: u64) -> Vec<u64> {
+    if let Some(s) = std::env::var("SIM_SEED").ok().and_then(|v| v.parse().ok()) {
+        return vec![s];
+    }
+    let n = std::env::var("SIM_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default);
+    (0..n).collect()
+}
+
+/// Runs `scenario` for every seed, reports the failing seeds with the
+/// trace of the first failure, and prints totals.
+pub fn run_seeds(
+    name: &str,
+    default: u64,
+    scenario: impl Fn(&str, u64) -> Result<Stats, String>,
+) -> Stats {
+    let started = std::time::Instant::now();
+    let mut total = Stats::default();
+    let mut failures: Vec<(u64, String)> = Vec::new();
+    let list = seeds(default);
+    for &seed in &list {
+        let result =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scenario(name, seed)));
+        match result {
+            Ok(Ok(stats)) => {
+                if std::env::var("SIM_VERBOSE").is_ok() {
+                    eprintln!("{name} seed {seed}: {stats:?}");
+                }
+                total.add(&stats)
+            }
+            Ok(Err(report)) => failures.push((seed, report)),
+            Err(panic) => {
+                let msg = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                failures.push((
+                    seed,
+                    format!(
+                        "simulation `{name}` panicked: seed={seed}: {msg}\n  replay: SIM_SEED={seed} cargo test --release -p lockstep-core --test simulation {name} -- --nocapture"
+                    ),
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "{name}: {} seeds in {:.2?}, {} failed; {:?}",
+        list.len(),
+        started.elapsed(),
+        failures.len(),
+        total
+    );
+    if let Some((_, report)) = failures.first() {
+        let seeds: Vec<u64> = failures.iter().map(|(s, _)| *s).collect();
+        panic!("{name}: failing seeds {seeds:?}\n{report}");
+    }
+    total
+}
+
+/// The canonical seqno-consuming stream, for tests that look into it.
+pub fn writesets(sim: &Sim) -> impl Iterator<Item = (i64, u64, &Arc<Writeset>, bool)> {
+    sim.seq.iter().filter_map(|d| match d {
+        Delivery::Writeset {
+            seqno,
+            origin,
+            ws,
+            outcome,
+            ..
+        } => Some((*seqno, *origin, ws, outcome.is_pass())),
+        _ => None,
+    })
+}

@@ -1,0 +1,431 @@
+//! Deterministic, seeded simulations of the group channel
+//! (`lockstep_core::group::Group`: raft-rs + the sequencer): ordering,
+//! certification and membership under message delay, reordering, loss,
+//! duplication, partitions, crashes (a restart is a new member with a new
+//! Raft id), graceful leaves and late joiners. The harness is `sim/mod.rs`.
+//!
+//! Every run is a pure function of its seed. A failure prints the seed, a
+//! replay command and a trace (milestones, last steps, node table);
+//! `SIM_SEED=n` runs only seed n, `SIM_SEEDS=k` changes how many seeds each
+//! test runs, `SIM_TRACE=1` prints the trace of passing runs too and
+//! `SIM_VERBOSE=1` per-seed statistics.
+//!
+//! Checked on every delivery, as it happens, and after every step: all
+//! nodes deliver the same stream, each a prefix of the longest (seqno,
+//! origin, proposal id, writeset, certification outcome with `depends_on`,
+//! view members in order); seqnos are gap-free from the genesis
+//! `last_seqno + 1`; no (origin, proposal) is ordered twice; views keep
+//! members in join order; every certification outcome matches an index
+//! that is never purged (purging, driven by `Committed` reports, must not
+//! change decisions); no live, connected node is evicted; no node reports
+//! `Fatal`. At the end (network healed, clients stopped): the cluster
+//! settles into one view of exactly the live nodes, all synced voters, one
+//! leader, nothing in flight; every writeset of a node that never crashed
+//! was ordered exactly once; all live nodes have the same member table and
+//! the same certification index and statistics.
+
+mod sim;
+
+use std::cell::Cell;
+
+use sim::{run_seeds, salted, writesets, Net, Rng, Sim, SimConfig, Stats, Status};
+
+fn setup(name: &str, seed: u64) -> (SimConfig, Rng) {
+    let mut rng = Rng::new(salted(name, seed));
+    let cfg = SimConfig::new(&mut rng);
+    (cfg, rng)
+}
+
+fn check(ok: bool, sim: &mut Sim, why: impl FnOnce() -> String) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        sim.fail(why());
+        Err(sim.report_failure())
+    }
+}
+
+/// Aggregate sanity: the workload really produced conflicts, views, ….
+fn assert_exercised(name: &str, total: &Stats) {
+    if std::env::var("SIM_SEED").is_ok() {
+        return;
+    }
+    assert!(total.writesets > 0, "{name}: no writesets ordered");
+    assert!(total.cert_failures > 0, "{name}: no certification conflict");
+    assert!(total.views > 0, "{name}: no views");
+}
+
+#[test]
+fn no_faults() {
+    let total = run_seeds("no_faults", 200, |name, seed| {
+        let (cfg, rng) = setup(name, seed);
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        sim.run(5000, |_| {})?;
+        let stats = sim.settle(20_000)?;
+        let calm =
+            stats.evictions == 0 && stats.zombie_restarts == 0 && stats.evicted_restarts == 0;
+        check(calm, &mut sim, || {
+            format!("membership churn without faults: {stats:?}")
+        })?;
+        Ok(stats)
+    });
+    assert_exercised("no_faults", &total);
+    assert!(
+        total.purged > 0,
+        "no_faults: the certification index was never purged"
+    );
+}
+
+#[test]
+fn lossy_network() {
+    let total = run_seeds("lossy_network", 200, |name, seed| {
+        let (mut cfg, mut rng) = setup(name, seed);
+        cfg.net = Net::bad(&mut rng);
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        sim.run(15_000, |_| {})?;
+        sim.settle(30_000)
+    });
+    assert_exercised("lossy_network", &total);
+    assert!(total.lost > 0);
+}
+
+/// Hosts of running nodes, the leader's first.
+fn live_hosts(sim: &Sim) -> Vec<usize> {
+    let mut hosts: Vec<usize> = sim.running().map(|(_, n)| n.host).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    hosts
+}
+
+#[test]
+fn leader_partitions() {
+    let total = run_seeds("leader_partitions", 200, |name, seed| {
+        let (mut cfg, mut rng) = setup(name, seed);
+        cfg.nodes = if rng.chance(0.5) { 3 } else { 5 };
+        if rng.chance(0.5) {
+            cfg.net = Net::bad(&mut rng);
+            cfg.net.loss = cfg.net.loss.min(0.05);
+        }
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        sim.wait_formed(20_000)?;
+        let mut next = sim.now + 200;
+        let mut heal_at: Option<u64> = None;
+        sim.run(30_000, |s| {
+            if let Some(t) = heal_at {
+                if s.now >= t {
+                    s.heal();
+                    heal_at = None;
+                    next = s.now + s.rng.range(100, 1500);
+                }
+                return;
+            }
+            if s.now < next {
+                return;
+            }
+            next = s.now + 100;
+            let Some(l) = s.leader_slot() else { return };
+            let leader_host = s.nodes[l].host;
+            let others: Vec<usize> = live_hosts(s)
+                .into_iter()
+                .filter(|h| *h != leader_host)
+                .collect();
+            let mut isolated = Vec::new();
+            if s.rng.chance(0.5) {
+                // The leader in the minority, maybe with company.
+                isolated.push(leader_host);
+                if !others.is_empty() && s.rng.chance(0.5) {
+                    isolated.push(others[s.rng.index(others.len())]);
+                }
+            } else {
+                // The leader keeps the majority; some followers are cut off.
+                for &h in &others {
+                    if s.rng.chance(0.4) {
+                        isolated.push(h);
+                    }
+                }
+            }
+            if isolated.is_empty() || !s.quorum_without(&isolated) {
+                return;
+            }
+            s.partition(&isolated);
+            // Some partitions outlast the suspect timeout (evictions, and
+            // the cut-off nodes rejoin as new members).
+            heal_at = Some(s.now + s.rng.range(50, 3000));
+        })?;
+        sim.settle(40_000)
+    });
+    assert_exercised("leader_partitions", &total);
+    assert!(total.partitions > 0 && total.evictions > 0);
+}
+
+#[test]
+fn crashes_and_restarts() {
+    let total = run_seeds("crashes_and_restarts", 200, |name, seed| {
+        let (mut cfg, mut rng) = setup(name, seed);
+        // Long state transfers: leader changes happen while joiners are
+        // still learners.
+        cfg.sst_ms = (10, 2500);
+        if rng.chance(0.3) {
+            cfg.net = Net::bad(&mut rng);
+            cfg.net.loss = cfg.net.loss.min(0.05);
+        }
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        sim.wait_formed(20_000)?;
+        let mut next = sim.now + 200;
+        sim.run(30_000, |s| {
+            if s.now < next {
+                return;
+            }
+            next = s.now + 100;
+            let Some(l) = s.leader_slot() else { return };
+            let running: Vec<usize> = s.running().map(|(slot, _)| slot).collect();
+            let victim = if s.rng.chance(0.4) {
+                l
+            } else {
+                running[s.rng.index(running.len())]
+            };
+            if !s.quorum_without(&[s.nodes[victim].host]) {
+                return;
+            }
+            let restart = s.rng.range(0, 1500);
+            s.crash(victim, Some(restart));
+            next = s.now + s.rng.range(300, 2500);
+        })?;
+        sim.settle(40_000)
+    });
+    assert_exercised("crashes_and_restarts", &total);
+    assert!(total.crashes > 0);
+}
+
+#[test]
+fn graceful_leave_to_one() {
+    let total = run_seeds("graceful_leave_to_one", 200, |name, seed| {
+        let (mut cfg, rng) = setup(name, seed);
+        cfg.nodes = 3;
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        sim.wait_formed(20_000)?;
+        sim.run(800, |_| {})?;
+        for _ in 0..2 {
+            let running: Vec<usize> = sim.running().map(|(slot, _)| slot).collect();
+            let leaver = match sim.leader_slot() {
+                Some(l) if sim.rng.chance(0.5) => l,
+                _ => running[sim.rng.index(running.len())],
+            };
+            sim.leave(leaver);
+            let done = sim.run_until(10_000, |s| s.nodes[leaver].status == Status::Left);
+            let left = sim.nodes[leaver].id;
+            check(done, &mut sim, || {
+                format!("node {left} did not leave within 10 s")
+            })?;
+            sim.run(800, |_| {})?;
+        }
+        let last_view = sim.all.len();
+        let survivor = sim
+            .running()
+            .map(|(slot, _)| slot)
+            .next()
+            .expect("one node left");
+        sim.run(1500, |_| {})?;
+        let view = sim.view.clone();
+        let stats = sim.settle(20_000)?;
+        let me = sim.nodes[survivor].id;
+        check(view == vec![me], &mut sim, || {
+            format!("final view {view:?}, expected [{me}]")
+        })?;
+        let ordered_alone = sim.all[last_view..]
+            .iter()
+            .filter(|d| matches!(d, lockstep_core::group::Delivery::Writeset { origin, .. } if *origin == me))
+            .count();
+        check(ordered_alone > 0, &mut sim, || {
+            "the last node ordered nothing on its own".into()
+        })?;
+        Ok(stats)
+    });
+    assert_exercised("graceful_leave_to_one", &total);
+    assert_eq!(total.leaves, 2 * sim::seeds(200).len() as u64);
+}
+
+#[test]
+fn late_joiner_certifies_identically() {
+    // Seeds where the index had been purged before the joiner came, and
+    // conflicts among the writesets ordered after it joined.
+    let purged_first = Cell::new(0u64);
+    let conflicts_after = Cell::new(0u64);
+    let total = run_seeds("late_joiner_certifies_identically", 200, |name, seed| {
+        let (mut cfg, mut rng) = setup(name, seed);
+        cfg.nodes = rng.range(2, 3) as usize;
+        cfg.rows = rng.range(3, 12);
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        sim.wait_formed(20_000)?;
+        let history = 500 + sim.rng.range(0, 300) as usize;
+        let grown = sim.run_until(120_000, |s| s.seq.len() >= history);
+        check(grown, &mut sim, || "the history did not grow".into())?;
+        let genesis = sim.cfg.genesis_seqno;
+        let l = sim.leader_slot().expect("a leader");
+        let low = sim.nodes[l].g().sequencer().certifier().lowest_in_map();
+        if low.is_some_and(|low| low > genesis + 1) {
+            purged_first.set(purged_first.get() + 1);
+        }
+        let joined_at = genesis + sim.seq.len() as i64;
+        let slot = sim.add_host();
+        let joiner = sim.nodes[slot].id;
+        let formed = sim.run_until(30_000, Sim::formed);
+        check(formed, &mut sim, || format!("joiner {joiner} did not sync"))?;
+        sim.run(5000, |_| {})?;
+        let stats = sim.settle(20_000)?;
+        // The joiner rebuilt its index by replaying the whole log (each of
+        // its deliveries was compared with the others' on arrival, and the
+        // final check compares the indexes), then certified new writesets,
+        // its own and the others', exactly as everybody else did.
+        let after: Vec<_> = writesets(&sim)
+            .filter(|(seqno, ..)| *seqno > joined_at)
+            .collect();
+        let own = after.iter().filter(|(_, o, ..)| *o == joiner).count();
+        let failed = after.iter().filter(|(.., pass)| !pass).count();
+        conflicts_after.set(conflicts_after.get() + failed as u64);
+        check(own > 0, &mut sim, || {
+            format!("joiner {joiner} ordered nothing")
+        })?;
+        Ok(stats)
+    });
+    assert_exercised("late_joiner_certifies_identically", &total);
+    if std::env::var("SIM_SEED").is_err() {
+        assert!(purged_first.get() > 0, "never purged before a join");
+        assert!(conflicts_after.get() > 0, "no conflicts after a join");
+    }
+}
+
+#[test]
+fn leave_while_a_peer_is_down() {
+    let total = run_seeds("leave_while_a_peer_is_down", 200, |name, seed| {
+        let (mut cfg, mut rng) = setup(name, seed);
+        // With 3 nodes, one dead and one gone, no quorum is left (as in
+        // Galera); 4 or 5 keep one once the leaver is out of the
+        // configuration.
+        cfg.nodes = rng.range(4, 5) as usize;
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        sim.wait_formed(20_000)?;
+        sim.run(500, |_| {})?;
+        // A follower dies (it restarts much later) and, before the group
+        // has evicted it, another node (often the leader) leaves.
+        let leader = sim.leader_slot().expect("formed");
+        let followers: Vec<usize> = sim
+            .running()
+            .map(|(slot, _)| slot)
+            .filter(|s| *s != leader)
+            .collect();
+        let dead = followers[sim.rng.index(followers.len())];
+        sim.crash(dead, Some(8000));
+        let wait = sim.rng.range(0, 300);
+        sim.run(wait, |_| {})?;
+        let leaver = match sim.leader_slot() {
+            Some(l) if sim.rng.chance(0.7) => l,
+            _ => {
+                let others: Vec<usize> = sim.running().map(|(slot, _)| slot).collect();
+                others[sim.rng.index(others.len())]
+            }
+        };
+        sim.leave(leaver);
+        let done = sim.run_until(6000, |s| s.nodes[leaver].status == Status::Left);
+        let id = sim.nodes[leaver].id;
+        check(done, &mut sim, || {
+            format!("node {id} did not leave within 6 s while a peer was down")
+        })?;
+        sim.settle(40_000)
+    });
+    assert_exercised("leave_while_a_peer_is_down", &total);
+}
+
+/// Small key space, frequent `Committed` reports, retries: the index is
+/// purged often while writesets with old last-seen seqnos are in flight.
+/// Every outcome is compared with an index that is never purged.
+fn purge_stress(rng: &mut Rng, cfg: &mut SimConfig) {
+    cfg.net = Net::bad(rng);
+    cfg.rows = rng.range(2, 6);
+    cfg.report_every = 10;
+}
+
+#[test]
+fn purging_never_changes_certification() {
+    let total = run_seeds("purging_never_changes_certification", 200, |name, seed| {
+        let (mut cfg, mut rng) = setup(name, seed);
+        purge_stress(&mut rng, &mut cfg);
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        sim.run(15_000, |_| {})?;
+        sim.settle(20_000)
+    });
+    assert_exercised("purging_never_changes_certification", &total);
+}
+
+/// Why nodes must not report a `Committed` seqno above the last seen seqno
+/// of one of their own writesets still in flight (the precondition of
+/// `Certifier::purge_upto`): if they do, retried writesets are certified
+/// against a purged index and conflicts go unnoticed (lost updates), the
+/// same way on every node. Run with `--ignored`.
+#[test]
+#[ignore = "demonstrates a hazard; the default suite keeps reports clamped"]
+fn unclamped_committed_reports_lose_updates() {
+    let name = "unclamped_committed_reports_lose_updates";
+    let mut wrong = Vec::new();
+    for seed in sim::seeds(50) {
+        let (mut cfg, mut rng) = setup(name, seed);
+        purge_stress(&mut rng, &mut cfg);
+        cfg.clamp_reports = false;
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        let result = sim.run(15_000, |_| {}).and_then(|()| sim.settle(20_000));
+        if let Err(report) = result {
+            assert!(report.contains("an unpurged index says"), "{report}");
+            wrong.push(seed);
+        }
+    }
+    eprintln!("{name}: certification went wrong with seeds {wrong:?}");
+    assert!(!wrong.is_empty());
+}
+
+#[test]
+fn chaos() {
+    let total = run_seeds("chaos", 200, |name, seed| {
+        let (mut cfg, mut rng) = setup(name, seed);
+        cfg.nodes = rng.range(3, 5) as usize;
+        cfg.net = Net::bad(&mut rng);
+        cfg.net.loss = cfg.net.loss.min(0.08);
+        cfg.sst_ms = (10, 1500);
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        sim.wait_formed(30_000)?;
+        let mut next = sim.now + 100;
+        let mut heal_at: Option<u64> = None;
+        sim.run(30_000, |s| {
+            if heal_at.is_some_and(|t| s.now >= t) {
+                s.heal();
+                heal_at = None;
+            }
+            if s.now < next {
+                return;
+            }
+            next = s.now + s.rng.range(100, 1500);
+            let running: Vec<usize> = s.running().map(|(slot, _)| slot).collect();
+            let pick = running[s.rng.index(running.len())];
+            let host = s.nodes[pick].host;
+            match s.rng.below(3) {
+                0 if heal_at.is_none() => {
+                    let mut isolated = vec![host];
+                    let other = running[s.rng.index(running.len())];
+                    if s.rng.chance(0.3) && s.nodes[other].host != host {
+                        isolated.push(s.nodes[other].host);
+                    }
+                    if s.quorum_without(&isolated) {
+                        s.partition(&isolated);
+                        heal_at = Some(s.now + s.rng.range(50, 2500));
+                    }
+                }
+                1 if s.quorum_without(&[host]) && s.partition.is_none() => {
+                    let restart = s.rng.range(0, 2000);
+                    s.crash(pick, Some(restart));
+                }
+                _ => {}
+            }
+        })?;
+        sim.settle(60_000)
+    });
+    assert_exercised("chaos", &total);
+}
