@@ -59,12 +59,15 @@ impl Provider {
         mut g: MutexGuard<'a, Inner>,
         ws: Writeset,
     ) -> (MutexGuard<'a, Inner>, Option<Ordered>) {
+        let last_seen = ws.last_seen;
         let Some(id) = g.propose(Action::Writeset(ws), true) else {
             return (g, None);
         };
+        g.inflight_last_seen.insert(id, last_seen);
         let (mut g, _) = self.wait_until(g, None, |s| {
             s.waiting.get(&id) != Some(&Resolution::Pending)
         });
+        g.inflight_last_seen.remove(&id);
         let ordered = match g.waiting.remove(&id) {
             Some(Resolution::Ordered { seqno, outcome }) => Some(match outcome {
                 CertOutcome::Pass { depends_on } => Ordered {

@@ -155,6 +155,9 @@ pub struct Inner {
     pub isolating: bool,
     /// Local proposals waiting for their place in the total order.
     pub waiting: HashMap<u64, Resolution>,
+    /// Last seen seqno of this node's writesets not yet ordered: the
+    /// commit report must not exceed it (`Certifier::purge_upto`).
+    pub inflight_last_seen: HashMap<u64, i64>,
     pub next_proposal: u64,
     pub sst: SstProgress,
     /// `wsrep_sst_donor` from `connect`.
@@ -205,6 +208,7 @@ impl Inner {
             group: None,
             isolating: false,
             waiting: HashMap::new(),
+            inflight_last_seen: HashMap::new(),
             next_proposal: 1 << 63,
             sst: SstProgress::default(),
             donors: String::new(),
@@ -255,6 +259,14 @@ impl Inner {
             self.waiting.insert(id, Resolution::Dropped);
         }
         Some(id)
+    }
+
+    /// What this node may report as committed for index purging: its
+    /// `last_committed`, but never above the last seen seqno of one of its
+    /// writesets still waiting to be ordered.
+    pub fn purgeable_upto(&self) -> i64 {
+        let inflight = self.inflight_last_seen.values().min().copied();
+        inflight.map_or(self.last_committed(), |ls| ls.min(self.last_committed()))
     }
 
     /// This node's Raft id in the group, 0 outside one.

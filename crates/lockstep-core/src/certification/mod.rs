@@ -299,6 +299,8 @@ impl Scratch {
 /// position. See the module documentation.
 pub struct Certifier {
     initial_position: Seqno,
+    /// Highest cut purged so far: the index is complete only above it.
+    purged_upto: Seqno,
     position: Seqno,
     last_pa_unsafe: Seqno,
     optimistic_pa: bool,
@@ -317,6 +319,7 @@ impl Certifier {
     pub fn new(initial_position: Seqno) -> Certifier {
         Certifier {
             initial_position,
+            purged_upto: initial_position,
             position: initial_position,
             last_pa_unsafe: -1,
             optimistic_pa: true,
@@ -334,6 +337,7 @@ impl Certifier {
     /// a state transfer or a reconnect). Settings and statistics are kept.
     pub fn reset(&mut self, initial_position: Seqno) {
         self.initial_position = initial_position;
+        self.purged_upto = initial_position;
         self.position = initial_position;
         self.last_pa_unsafe = -1;
         self.index.clear();
@@ -426,10 +430,11 @@ impl Certifier {
                 last_seen: ls,
             });
         }
-        if ls < self.initial_position {
+        let start = self.initial_position.max(self.purged_upto);
+        if ls < start {
             return Some(CertFailure::TooOld {
                 last_seen: ls,
-                initial_position: self.initial_position,
+                initial_position: start,
             });
         }
         if (s as i128 - ls as i128) > self.max_length as i128 {
@@ -580,8 +585,14 @@ impl Certifier {
     /// last seen seqno of any writeset still to be certified; writesets with
     /// `ls >= cut` then certify exactly as without the purge (only the
     /// `depends_on` lower bound may rise to the new lowest seqno − 1).
+    ///
+    /// A writeset that still arrives with `ls < cut` cannot be checked
+    /// against what was purged: it fails as too old, the same way on every
+    /// node, instead of passing a conflict it can no longer see.
     pub fn purge_upto(&mut self, cut: Seqno) {
         self.map.purge_upto(cut, &mut self.index);
+        // Nothing above the last certified seqno was ever indexed.
+        self.purged_upto = self.purged_upto.max(cut.min(self.position));
     }
 }
 

@@ -210,7 +210,7 @@ impl Worker {
             return;
         }
         self.last_report = Instant::now();
-        let committed = self.shared.lock().last_committed();
+        let committed = self.shared.lock().purgeable_upto();
         if committed > self.reported {
             self.reported = committed;
             let raft_id = self.group.me().raft_id;
