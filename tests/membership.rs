@@ -153,3 +153,51 @@ fn a_node_of_another_cluster_is_refused_and_gives_up() {
         format!("cluster size {size} after a refused join")
     });
 }
+
+/// Freezes a node's process (SIGSTOP) or thaws it (SIGCONT): to its
+/// peers a frozen node is a network partition that can heal.
+fn signal(cluster: &Cluster, i: usize, sig: nix::sys::signal::Signal) {
+    let pid = cluster.node(i).pid().expect("running node");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig)
+        .unwrap_or_else(|e| panic!("signal {sig} to node{}: {e}", i + 1));
+}
+
+#[test]
+fn a_node_cut_off_from_the_majority_is_non_primary_and_re_merges() {
+    use nix::sys::signal::Signal::{SIGCONT, SIGSTOP};
+    let cluster = start("quorum", 2, "evs.suspect_timeout=PT3S");
+    cluster
+        .node(1)
+        .sql("CREATE DATABASE q; CREATE TABLE q.t (id INT PRIMARY KEY)")
+        .or_logs(&cluster, "create");
+    // One of two: no majority. The survivor must refuse, not hang.
+    signal(&cluster, 0, SIGSTOP);
+    let survivor = cluster.node(1);
+    let t0 = Instant::now();
+    survivor
+        .wait_for_status("wsrep_cluster_status", "non-Primary", WAIT)
+        .or_logs(&cluster, "non-primary after losing the majority");
+    eprintln!("non-primary after {:.1} s", t0.elapsed().as_secs_f64());
+    let ready = status(survivor, "wsrep_ready").or_logs(&cluster, "ready");
+    check(&cluster, ready == "OFF", || {
+        format!("wsrep_ready = {ready} while non-primary")
+    });
+    let refused = survivor.sql("INSERT INTO q.t VALUES (1)");
+    check(&cluster, refused.is_err(), || {
+        "a non-primary node accepted a write".to_string()
+    });
+    // The partition heals: both nodes are one primary component again,
+    // with nothing lost and writes flowing.
+    signal(&cluster, 0, SIGCONT);
+    wait_for_size(&cluster, 2);
+    survivor
+        .wait_synced(WAIT)
+        .or_logs(&cluster, "synced after re-merge");
+    survivor
+        .sql("INSERT INTO q.t VALUES (2)")
+        .or_logs(&cluster, "write after re-merge");
+    let got = causal_rows(cluster.node(0), "SELECT id FROM q.t").or_logs(&cluster, "read");
+    check(&cluster, got == vec![vec!["2".to_string()]], || {
+        format!("node1 sees {got:?}")
+    });
+}

@@ -274,6 +274,10 @@ impl Provider {
                 }
                 None
             }
+            Event::NonPrimary => {
+                self.deliver_non_primary(ctx);
+                None
+            }
             Event::Removed => {
                 let closing = self.lock().conn == Conn::Closing;
                 if !closing {
@@ -331,6 +335,40 @@ impl Provider {
         self.save_state(running);
         self.notify();
         None
+    }
+
+    /// Quorum lost: a non-primary view of this node alone (the provider
+    /// does not know who else is on its side), after everything ordered
+    /// so far has finished.
+    fn deliver_non_primary(&self, ctx: ThreadCtx) {
+        let mut g = self.lock();
+        let upto = g.last_ordered;
+        let (ng, _) = self.wait_until(g, Some(Instant::now() + Duration::from_secs(5)), |s| {
+            s.last_committed() >= upto || s.conn == Conn::Closed
+        });
+        g = ng;
+        let view = View {
+            state_id: wsrep_abi::Gtid {
+                uuid: g.history,
+                seqno: g.last_committed(),
+            },
+            conf_id: -1,
+            status: wsrep_abi::view_status::NON_PRIMARY,
+            capabilities: CAPABILITIES,
+            my_idx: 0,
+            proto_ver: self.proto_ver,
+            members: vec![crate::server::Member {
+                id: g.member_id,
+                name: self.node_name.clone(),
+                incoming: self.node_incoming.clone(),
+            }],
+        };
+        g.local.left_primary();
+        g.view = None;
+        drop(g);
+        if !self.server.view(ctx, &view) {
+            warn!("the server did not accept the non-primary view");
+        }
     }
 
     /// A callback failed outside shutdown: the node cannot go on as if it

@@ -46,6 +46,8 @@ pub enum Event {
     },
     /// This node is no longer in the primary component's view.
     Removed,
+    /// This node lost contact with the majority: a non-primary view.
+    NonPrimary,
     /// Time to tell the server it is synced.
     Synced,
     /// The last event of a session: the empty final view.
@@ -174,6 +176,9 @@ pub struct Inner {
     pub proto_ver: i32,
     /// This node has been in a view of the current session.
     pub in_group: bool,
+    /// Cut off from the majority (a non-primary view was delivered); the
+    /// next primary view that includes this node ends it.
+    pub non_primary: bool,
     /// Size of the last primary view this node was in: it may bootstrap
     /// later only if it was alone (the last to leave).
     pub last_view_members: usize,
@@ -218,6 +223,7 @@ impl Inner {
             members: Vec::new(),
             proto_ver: 4,
             in_group: false,
+            non_primary: false,
             last_view_members: 0,
         }
     }

@@ -134,6 +134,11 @@ pub enum Action {
         raft_id: u64,
         id: u64,
     },
+    /// A member that was cut off from the majority is back: a new primary
+    /// view (same members) marks where it resumes.
+    Remerge {
+        raft_id: u64,
+    },
 }
 
 /// An action stamped with its origin and the origin's proposal number,
@@ -153,6 +158,7 @@ const T_STATE_TRANSFERRED: u8 = 5;
 const T_JOINED: u8 = 6;
 const T_SYNCED: u8 = 7;
 const T_BARRIER: u8 = 8;
+const T_REMERGE: u8 = 9;
 
 /// Smallest encoding of one proposal (origin, id, tag): bounds counts.
 const MIN_PROPOSAL: usize = 17;
@@ -250,6 +256,9 @@ fn write_action(w: &mut Writer, a: &Action) {
         Action::Barrier { raft_id, id } => {
             w.u8(T_BARRIER).u64(*raft_id).u64(*id);
         }
+        Action::Remerge { raft_id } => {
+            w.u8(T_REMERGE).u64(*raft_id);
+        }
     }
 }
 
@@ -287,6 +296,9 @@ fn read_action(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
         T_BARRIER => Action::Barrier {
             raft_id: r.u64("barrier.raft_id")?,
             id: r.u64("barrier.id")?,
+        },
+        T_REMERGE => Action::Remerge {
+            raft_id: r.u64("remerge.raft_id")?,
         },
         other => {
             return Err(DecodeError::Invalid {
@@ -385,6 +397,7 @@ mod tests {
             },
             Action::Synced { raft_id: 3 },
             Action::Barrier { raft_id: 2, id: 8 },
+            Action::Remerge { raft_id: 2 },
         ];
         actions
             .into_iter()

@@ -185,6 +185,12 @@ impl Group {
     pub fn leader(&self) -> u64 {
         self.raw.raft.leader_id
     }
+    /// Whether this node knows a leader: false while it cannot reach a
+    /// majority (pre-vote and check-quorum reset the leader then).
+    pub fn has_leader(&self) -> bool {
+        self.raw.raft.leader_id != raft::INVALID_ID
+    }
+
     pub fn is_member(&self) -> bool {
         self.seq.is_member(self.me.raft_id)
     }

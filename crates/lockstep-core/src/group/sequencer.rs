@@ -345,6 +345,12 @@ impl Sequencer {
                 }
                 out.push(settled);
             }
+            Action::Remerge { raft_id } => {
+                if raft_id == p.origin && self.is_member(raft_id) {
+                    self.new_view(out)?;
+                }
+                out.push(settled);
+            }
             Action::Barrier { raft_id, id } => out.push(Delivery::Barrier {
                 origin: raft_id,
                 id,

@@ -116,6 +116,12 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
     }
     if included {
         g.events.push_back(Event::PrimaryView(mine));
+        if g.non_primary {
+            // Back in the primary component with every event in between
+            // (the log is continuous): JOINED by the view, then SYNCED.
+            g.non_primary = false;
+            g.events.push_back(Event::Synced);
+        }
     } else {
         g.events.push_back(Event::Removed);
     }

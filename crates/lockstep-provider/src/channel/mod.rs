@@ -88,6 +88,9 @@ impl GroupChannel {
             seeds: setup.seeds,
             join_timeout: setup.join_timeout,
             gave_up: false,
+            non_primary_after: Duration::from_millis(setup.config.suspect_timeout_ms),
+            leaderless_since: None,
+            non_primary: false,
             addrs: HashMap::new(),
             started: Instant::now(),
             last_report: Instant::now(),
@@ -122,6 +125,10 @@ struct Worker {
     seeds: Vec<String>,
     join_timeout: Duration,
     gave_up: bool,
+    /// Without a leader this long, the node is in a minority: non-primary.
+    non_primary_after: Duration,
+    leaderless_since: Option<Instant>,
+    non_primary: bool,
     /// Peer addresses learnt from hellos.
     addrs: HashMap<u64, String>,
     started: Instant,
@@ -146,6 +153,7 @@ impl Worker {
             }
             self.report_committed();
             self.check_join_timeout();
+            self.check_quorum();
             let now = self.started.elapsed().as_millis() as u64;
             self.group.tick(now);
             let outputs = self.group.poll();
@@ -199,6 +207,43 @@ impl Worker {
             self.seeds.join(",")
         );
         g.events.push_back(crate::state::Event::Removed);
+        drop(g);
+        self.shared.notify();
+    }
+
+    /// A member that knows no leader for `evs.suspect_timeout` is cut off
+    /// from the majority: it delivers a non-primary view, so clients get
+    /// errors instead of waiting (contract §4.13). When a leader is back
+    /// and this node is still a member, it asks for a re-merge view.
+    fn check_quorum(&mut self) {
+        if !self.group.is_member() {
+            return;
+        }
+        if self.group.has_leader() {
+            self.leaderless_since = None;
+            if self.non_primary {
+                self.non_primary = false;
+                info!("majority reachable again; asking to re-merge");
+                let raft_id = self.group.me().raft_id;
+                self.group.propose(Action::Remerge { raft_id });
+            }
+            return;
+        }
+        let since = *self.leaderless_since.get_or_insert_with(Instant::now);
+        if self.non_primary || since.elapsed() < self.non_primary_after {
+            return;
+        }
+        self.non_primary = true;
+        warn!(
+            "no contact with a majority of the cluster for {:?}: this node is non-primary \
+             and refuses queries until it re-merges",
+            self.non_primary_after
+        );
+        let mut g = self.shared.lock();
+        if g.in_group && !g.non_primary {
+            g.non_primary = true;
+            g.events.push_back(crate::state::Event::NonPrimary);
+        }
         drop(g);
         self.shared.notify();
     }
