@@ -66,6 +66,12 @@ pub enum Output {
     /// Ask whichever peers are connected to add this node.
     Join(MemberInfo),
     Deliver(Delivery),
+    /// Tell a member that its removal is applied. A removed node gets no
+    /// more log entries, so without this a leaving node may never see the
+    /// commit of its own removal (raft-rs stops replicating to it).
+    Farewell {
+        to: u64,
+    },
     /// The log cannot be processed: stop this node.
     Fatal(String),
 }
@@ -87,6 +93,7 @@ pub struct Group {
     last_conf_change: Option<u64>,
     was_member: bool,
     leaving: bool,
+    left: bool,
     failed: bool,
     out: Vec<Output>,
 }
@@ -137,6 +144,7 @@ impl Group {
             last_conf_change: None,
             was_member: false,
             leaving: false,
+            left: false,
             failed: false,
             out: Vec::new(),
         })
@@ -238,6 +246,22 @@ impl Group {
         cc.node_id = info.raft_id;
         cc.context = info.encode().into();
         let _ = self.raw.propose_conf_change(vec![], cc);
+    }
+
+    /// A peer says this node's removal is applied. Returns whether the
+    /// graceful leave is complete: only a node that asked to leave takes
+    /// the word of a member for it.
+    pub fn handle_farewell(&mut self, from: u64) -> bool {
+        let complete = self.leaving && self.seq.is_member(from) && from != self.me.raft_id;
+        if complete {
+            self.left = true;
+        }
+        complete
+    }
+
+    /// Whether a graceful leave completed (own removal seen or announced).
+    pub fn has_left(&self) -> bool {
+        self.left || (self.leaving && self.was_member && !self.is_member())
     }
 
     /// Leave the cluster gracefully: hand leadership over, then propose
@@ -512,6 +536,10 @@ impl Group {
             ConfChangeType::AddNode => Membership::Promote(cc.node_id),
             ConfChangeType::RemoveNode => Membership::Remove(cc.node_id),
         };
+        let removed = match change {
+            Membership::Remove(id) if id != self.me.raft_id => Some(id),
+            _ => None,
+        };
         if self
             .seq
             .membership(&change, out)
@@ -524,6 +552,9 @@ impl Group {
                 )
             })?;
             self.raw.raft.raft_log.store.wl().set_conf_state(cs);
+            if let Some(to) = removed.filter(|_| self.is_leader()) {
+                self.out.push(Output::Farewell { to });
+            }
         }
         Ok(())
     }

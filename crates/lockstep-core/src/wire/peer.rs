@@ -20,6 +20,7 @@ const K_HELLO: u8 = 1;
 const K_REFUSE: u8 = 2;
 const K_RAFT: u8 = 3;
 const K_JOIN: u8 = 4;
+const K_FAREWELL: u8 = 5;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PeerMsg {
@@ -35,6 +36,8 @@ pub enum PeerMsg {
     Raft(Vec<u8>),
     /// Please add this node to the cluster.
     Join(MemberInfo),
+    /// Your removal is applied (you left the cluster).
+    Farewell,
 }
 
 impl PeerMsg {
@@ -58,6 +61,7 @@ impl PeerMsg {
             }
             PeerMsg::Raft(bytes) => (K_RAFT, bytes.clone()),
             PeerMsg::Join(info) => (K_JOIN, info.encode()),
+            PeerMsg::Farewell => (K_FAREWELL, Vec::new()),
         };
         let mut out = Vec::with_capacity(payload.len() + 16);
         frame::encode(kind, &payload, MAX_PEER_FRAME, &mut out)?;
@@ -86,6 +90,8 @@ impl PeerMsg {
             }
             K_RAFT => Ok(PeerMsg::Raft(f.payload)),
             K_JOIN => Ok(PeerMsg::Join(MemberInfo::decode(&f.payload)?)),
+            K_FAREWELL if f.payload.is_empty() => Ok(PeerMsg::Farewell),
+            K_FAREWELL => Err(DecodeError::Trailing(f.payload.len())),
             other => Err(DecodeError::Invalid {
                 field: "frame.kind",
                 value: u64::from(other),
@@ -135,6 +141,7 @@ mod tests {
             reason: "no".into(),
         });
         round_trip(PeerMsg::Raft(vec![1, 2, 3]));
+        round_trip(PeerMsg::Farewell);
         round_trip(PeerMsg::Join(MemberInfo {
             raft_id: 7,
             uuid: [1; 16],

@@ -299,6 +299,8 @@ fn member_info(id: u64, host: usize) -> MemberInfo {
 enum Payload {
     Raft(Message),
     Join(MemberInfo),
+    /// From the node with this Raft id.
+    Farewell(u64),
 }
 
 #[derive(Debug)]
@@ -332,6 +334,10 @@ impl Kind {
                 payload: Payload::Join(_),
                 ..
             } => "join",
+            Kind::Msg {
+                payload: Payload::Farewell(_),
+                ..
+            } => "farewell",
             Kind::Tick(_) => "tick",
             Kind::Client(_) => "client",
             Kind::Report(_) => "report",
@@ -773,6 +779,9 @@ impl Sim {
                         g.step(m);
                     }
                     Payload::Join(info) => g.handle_join(info),
+                    Payload::Farewell(from) => {
+                        g.handle_farewell(from);
+                    }
                 }
                 self.poll(to);
             }
@@ -916,6 +925,10 @@ impl Sim {
                 }
             }
             Output::Deliver(d) => self.deliver(slot, d),
+            Output::Farewell { to } => {
+                let from = self.nodes[slot].id;
+                self.send(slot, to, Payload::Farewell(from));
+            }
             Output::Fatal(why) => {
                 let id = self.nodes[slot].id;
                 self.fail(format!("node {id} (slot {slot}) reported Fatal: {why}"));
@@ -1118,7 +1131,8 @@ impl Sim {
         for slot in 0..self.nodes.len() {
             let n = &self.nodes[slot];
             if n.running() && n.leaving.is_some() {
-                if n.removed {
+                let left = n.group.as_ref().is_some_and(|g| g.has_left());
+                if n.removed || left {
                     self.stop(slot, Status::Left);
                 } else if n
                     .leave_done_at

@@ -176,6 +176,11 @@ impl Worker {
                 },
                 PeerMsg::Join(info) if info.raft_id == from => self.group.handle_join(info),
                 PeerMsg::Join(_) => warn!("peer {from} asked to add another node; ignored"),
+                PeerMsg::Farewell => {
+                    if self.group.handle_farewell(from) {
+                        self.left_group();
+                    }
+                }
                 PeerMsg::Hello { .. } | PeerMsg::Refuse { .. } => {}
             },
             Input::PeerUp { raft_id, peer_addr } => {
@@ -186,6 +191,18 @@ impl Worker {
             Input::Stop => return true,
         }
         false
+    }
+
+    /// The graceful leave is complete: end the session with the final
+    /// view (unless the removal view already did).
+    fn left_group(&mut self) {
+        let mut g = self.shared.lock();
+        if g.in_group && g.conn == crate::state::Conn::Closing {
+            g.events.push_back(crate::state::Event::Removed);
+            g.isolating = false;
+        }
+        drop(g);
+        self.shared.notify();
     }
 
     /// A joiner that reaches no primary component within
@@ -303,6 +320,12 @@ impl Worker {
                     }
                 }
                 Output::Deliver(d) => deliveries.push(d),
+                Output::Farewell { to } => {
+                    if let Ok(frame) = PeerMsg::Farewell.to_frame() {
+                        let addr = self.address_of(to);
+                        self.transport.send(to, frame, addr.as_deref());
+                    }
+                }
                 Output::Fatal(why) => {
                     error!("group channel failed: {why}; this node stops replicating");
                     let mut g = self.shared.lock();
