@@ -1,7 +1,9 @@
 //! Group membership with real mariadbd nodes running Lockstep (issue 3):
 //! a graceful shutdown shrinks the view (3 -> 2 -> 1 stays Primary) and the
 //! nodes rejoin by SST; a killed node is removed after the suspect timeout;
-//! a node of another cluster is refused at the handshake and gives up.
+//! a node of another cluster is refused at the handshake and gives up; a
+//! minority node turns non-primary and re-merges; `wsrep_sst_donor` is
+//! honoured.
 
 #[path = "support/multi_node.rs"]
 mod multi_node;
@@ -200,4 +202,27 @@ fn a_node_cut_off_from_the_majority_is_non_primary_and_re_merges() {
     check(&cluster, got == vec![vec!["2".to_string()]], || {
         format!("node1 sees {got:?}")
     });
+}
+
+#[test]
+fn a_joiner_takes_its_state_from_the_donor_it_names() {
+    let mut cluster = start("donor", 2, "");
+    let count = |cluster: &Cluster, i: usize| {
+        std::fs::read_to_string(cluster.node(i).error_log_path())
+            .unwrap_or_default()
+            .matches("donating state")
+            .count()
+    };
+    // Without a preference the first synced member (node1) donated.
+    let before = count(&cluster, 1);
+    let added = cluster.add_node();
+    let i = added.or_logs(&cluster, "add node");
+    let started = cluster
+        .node_mut(i)
+        .start_with_args(&["--wsrep-sst-donor=node2"]);
+    started.or_logs(&cluster, "join naming node2 as donor");
+    check(&cluster, count(&cluster, 1) == before + 1, || {
+        "node2 was named in wsrep_sst_donor but did not donate".to_string()
+    });
+    wait_for_size(&cluster, 3);
 }
