@@ -386,6 +386,17 @@ impl Certifier {
         self.last_pa_unsafe
     }
 
+    /// Highest purge cut applied (writesets seen below it fail as too old).
+    pub fn purged_upto(&self) -> Seqno {
+        self.purged_upto
+    }
+
+    /// Restores `last_pa_unsafe` after rebuilding an index from a snapshot
+    /// (the writeset that set it may have been purged).
+    pub fn restore_last_pa_unsafe(&mut self, seqno: Seqno) {
+        self.last_pa_unsafe = self.last_pa_unsafe.max(seqno);
+    }
+
     pub fn stats(&self) -> CertStats {
         self.stats
     }

@@ -163,6 +163,37 @@ const T_REMERGE: u8 = 9;
 /// Smallest encoding of one proposal (origin, id, tag): bounds counts.
 const MIN_PROPOSAL: usize = 17;
 
+/// A member description without its version byte (inside other records).
+pub(super) fn write_member(w: &mut Writer, m: &MemberInfo) {
+    m.write(w);
+}
+
+pub(super) fn read_member(r: &mut Reader<'_>) -> Result<MemberInfo, DecodeError> {
+    MemberInfo::read(r)
+}
+
+/// One key: u8 type, u32 part count, parts as byte strings.
+pub(super) fn write_key(w: &mut Writer, k: &Key) {
+    w.u8(k.kind.to_wsrep() as u8).u32(k.parts.len() as u32);
+    for p in &k.parts {
+        w.bytes(p);
+    }
+}
+
+pub(super) fn read_key(r: &mut Reader<'_>) -> Result<Key, DecodeError> {
+    let kind = r.u8("key.type")?;
+    let kind = KeyType::from_wsrep(i32::from(kind)).ok_or(DecodeError::Invalid {
+        field: "key.type",
+        value: u64::from(kind),
+    })?;
+    let nparts = r.count("key.parts", 4)?;
+    let mut parts = Vec::with_capacity(nparts);
+    for _ in 0..nparts {
+        parts.push(r.bytes("key.part")?.to_vec());
+    }
+    Ok(Key { parts, kind })
+}
+
 fn check_version(r: &mut Reader<'_>) -> Result<(), DecodeError> {
     let v = r.u8("version")?;
     if v != ACTION_VERSION {
@@ -218,10 +249,7 @@ fn write_action(w: &mut Writer, a: &Action) {
                 .u64(ws.conn_id);
             w.i64(ws.last_seen).u32(ws.flags).u32(ws.keys.len() as u32);
             for k in &ws.keys {
-                w.u8(k.kind.to_wsrep() as u8).u32(k.parts.len() as u32);
-                for p in &k.parts {
-                    w.bytes(p);
-                }
+                write_key(w, k);
             }
             w.bytes(&ws.data);
         }
@@ -318,17 +346,7 @@ fn read_writeset(r: &mut Reader<'_>) -> Result<Writeset, DecodeError> {
     let nkeys = r.count("ws.keys", 5)?;
     let mut keys = Vec::with_capacity(nkeys);
     for _ in 0..nkeys {
-        let kind = r.u8("key.type")?;
-        let kind = KeyType::from_wsrep(i32::from(kind)).ok_or(DecodeError::Invalid {
-            field: "key.type",
-            value: u64::from(kind),
-        })?;
-        let nparts = r.count("key.parts", 4)?;
-        let mut parts = Vec::with_capacity(nparts);
-        for _ in 0..nparts {
-            parts.push(r.bytes("key.part")?.to_vec());
-        }
-        keys.push(Key { parts, kind });
+        keys.push(read_key(r)?);
     }
     let data = r.bytes("ws.data")?.to_vec();
     Ok(Writeset {

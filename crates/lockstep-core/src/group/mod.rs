@@ -13,6 +13,7 @@ pub mod action;
 mod member_state;
 pub mod node;
 pub mod sequencer;
+mod snapshot;
 
 pub use action::{Action, MemberInfo, Proposal, Writeset};
 pub use member_state::{LocalState, MemberState, Notify};

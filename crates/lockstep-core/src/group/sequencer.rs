@@ -8,7 +8,7 @@
 use super::action::{Action, MemberInfo, Proposal, Writeset};
 use super::member_state::MemberState;
 use crate::certification::{CertError, CertOutcome, CertRequest, Certifier, Seqno};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use wsrep_abi::flags;
 
@@ -123,18 +123,22 @@ impl From<CertError> for SequencerError {
     }
 }
 
-/// The group state machine.
+/// The group state machine. Its complete state can be written to a
+/// snapshot and restored (`snapshot.rs`), so the Raft log can be compacted.
 pub struct Sequencer {
-    history: Option<[u8; 16]>,
-    last_seqno: Seqno,
-    conf_id: i64,
-    last_view_seqno: Seqno,
-    members: Vec<Member>,
-    certifier: Certifier,
+    pub(super) history: Option<[u8; 16]>,
+    pub(super) last_seqno: Seqno,
+    pub(super) conf_id: i64,
+    pub(super) last_view_seqno: Seqno,
+    pub(super) members: Vec<Member>,
+    pub(super) certifier: Certifier,
     /// Latest `last_committed` reported per member.
-    committed: HashMap<u64, Seqno>,
-    purged_upto: Seqno,
-    seen: HashMap<u64, BTreeSet<u64>>,
+    pub(super) committed: HashMap<u64, Seqno>,
+    pub(super) purged_upto: Seqno,
+    pub(super) seen: HashMap<u64, BTreeSet<u64>>,
+    /// Writesets above the purge point, in seqno order: what a snapshot
+    /// carries so a joiner can rebuild the same certification index.
+    pub(super) window: VecDeque<(Seqno, Arc<Writeset>, bool)>,
 }
 
 impl Default for Sequencer {
@@ -155,6 +159,7 @@ impl Sequencer {
             committed: HashMap::new(),
             purged_upto: -1,
             seen: HashMap::new(),
+            window: VecDeque::new(),
         }
     }
 
@@ -397,11 +402,14 @@ impl Sequencer {
         };
         let outcome = self.certifier.certify(&req)?;
         self.last_seqno = seqno;
+        let ws = Arc::new(ws);
+        self.window
+            .push_back((seqno, ws.clone(), outcome.is_pass()));
         out.push(Delivery::Writeset {
             seqno,
             origin,
             proposal,
-            ws: Arc::new(ws),
+            ws,
             outcome,
         });
         Ok(())
@@ -422,6 +430,9 @@ impl Sequencer {
         if cut >= self.purged_upto + PURGE_STEP {
             self.certifier.purge_upto(cut);
             self.purged_upto = cut;
+            while self.window.front().is_some_and(|(s, _, _)| *s <= cut) {
+                self.window.pop_front();
+            }
         }
     }
 
