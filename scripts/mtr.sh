@@ -131,7 +131,17 @@ fi
 # The library is copied: its build directory may not be traversable by the
 # test user, and cargo may rebuild it in place while the tests are running.
 PROVIDER=$WORK/provider/$(basename "$PROVIDER_SRC")
+PROVIDER_MTIME=$(date -u -r "$PROVIDER_SRC" +%Y-%m-%dT%H:%M:%SZ)
 install -o "$MTR_USER" -g "$MTR_USER" -m 0644 "$PROVIDER_SRC" "$PROVIDER"
+# Which library was measured: the build in target/ changes while someone
+# works on the provider, so the log names the copy's hash and build time and,
+# for lockstep, the commit and whether crates/ had uncommitted changes.
+PROVIDER_ID="sha256 $(sha256sum "$PROVIDER" | cut -c1-16), built $PROVIDER_MTIME"
+if [[ $LABEL == lockstep ]] && git -C "$REPO" rev-parse --git-dir >/dev/null 2>&1; then
+  PROVIDER_ID+=", tree $(git -C "$REPO" rev-parse --short HEAD)"
+  [[ -z $(git -C "$REPO" status --porcelain -- crates Cargo.lock 2>/dev/null) ]] ||
+    PROVIDER_ID+=" + uncommitted changes under crates/"
+fi
 
 as_user() {
   # A clean environment: nothing of root's (MYSQL_*, MTR_*, TMPDIR...) leaks
@@ -205,6 +215,7 @@ trap 'exit 130' INT TERM
 
 {
   echo "# mtr.sh $STAMP provider=$PROVIDER_SRC (copied to $PROVIDER)"
+  echo "# provider: $PROVIDER_ID"
   echo "# as user $MTR_USER in $MTR_TREE: mariadb-test-run.pl ${MTR_ARGS[*]} ${TESTS[*]-}"
   for t in "${MISSING[@]+"${MISSING[@]}"}"; do echo "# no such test: $t"; done
 } | tee "$LOG"
