@@ -297,9 +297,6 @@ impl Provider {
             // inside commit order: it will finish first.
             _ => status::NOT_ALLOWED,
         };
-        if rc == status::OK {
-            g.counters.local_bf_aborts += 1;
-        }
         drop(g);
         self.notify();
         rc

@@ -114,8 +114,6 @@ pub struct Counters {
     pub local_commits: i64,
     pub local_cert_failures: i64,
     pub local_replays: i64,
-    /// Local transactions aborted by a writeset ordered before them.
-    pub local_bf_aborts: i64,
     pub causal_reads: i64,
     /// Remote writesets applied, and their bytes.
     pub received: i64,

@@ -53,7 +53,6 @@ impl Provider {
             ("local_commits", Int(c.local_commits)),
             ("local_cert_failures", Int(c.local_cert_failures)),
             ("local_replays", Int(c.local_replays)),
-            ("local_bf_aborts", Int(c.local_bf_aborts)),
             ("local_send_queue", Int(0)),
             ("local_send_queue_max", Int(0)),
             ("local_send_queue_min", Int(0)),

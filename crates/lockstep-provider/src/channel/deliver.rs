@@ -9,8 +9,14 @@ use crate::state::{Event, Inner, RemoteWs, Resolution};
 use lockstep_core::group::{Delivery, GroupView, MemberState};
 use wsrep_abi::{view_status, Gtid, Uuid};
 
-/// The wsrep view of a group view, from `me`'s side.
+/// The wsrep view of a group view, from `me`'s side. Members are listed
+/// in member-UUID order, as Galera does: a joiner rebuilds its view from
+/// `mysql.wsrep_cluster_members`, which the server reads back sorted by
+/// UUID, and `wsrep_local_index` / `auto_increment_offset` must agree
+/// between the two.
 pub fn wsrep_view(v: &GroupView, me: u64, proto_ver: i32) -> View {
+    let mut members: Vec<&lockstep_core::group::MemberInfo> = v.members.iter().collect();
+    members.sort_by_key(|m| m.uuid);
     View {
         state_id: Gtid {
             uuid: Uuid::from_bytes(v.history),
@@ -19,14 +25,12 @@ pub fn wsrep_view(v: &GroupView, me: u64, proto_ver: i32) -> View {
         conf_id: v.conf_id,
         status: view_status::PRIMARY,
         capabilities: CAPABILITIES,
-        my_idx: v
-            .members
+        my_idx: members
             .iter()
             .position(|m| m.raft_id == me)
             .map_or(-1, |i| i as i32),
         proto_ver,
-        members: v
-            .members
+        members: members
             .iter()
             .map(|m| Member {
                 id: Uuid::from_bytes(m.uuid),
