@@ -3,7 +3,7 @@
 //! nodes rejoin by SST; a killed node is removed after the suspect timeout;
 //! a node of another cluster is refused at the handshake and gives up; a
 //! minority node turns non-primary and re-merges; `wsrep_sst_donor` is
-//! honoured.
+//! honoured; a joiner gets its state with mariabackup too.
 
 #[path = "support/multi_node.rs"]
 mod multi_node;
@@ -225,4 +225,34 @@ fn a_joiner_takes_its_state_from_the_donor_it_names() {
         "node2 was named in wsrep_sst_donor but did not donate".to_string()
     });
     wait_for_size(&cluster, 3);
+}
+
+#[test]
+fn a_joiner_gets_its_state_by_mariabackup() {
+    let mut cluster = Cluster::builder(1)
+        .provider(Provider::lockstep_default())
+        .cluster_name("backup")
+        .sst_method("mariabackup")
+        .start()
+        .unwrap_or_else(|e| panic!("starting a Lockstep node: {e}"));
+    cluster
+        .node(0)
+        .sql("CREATE DATABASE b; CREATE TABLE b.t (id INT PRIMARY KEY); INSERT INTO b.t VALUES (1), (2)")
+        .or_logs(&cluster, "data before the join");
+    let added = cluster.add_node();
+    let i = added.or_logs(&cluster, "add node");
+    let started = cluster.node_mut(i).start();
+    started.or_logs(&cluster, "join by mariabackup SST");
+    wait_for_size(&cluster, 2);
+    let log = std::fs::read_to_string(cluster.node(i).error_log_path()).unwrap_or_default();
+    check(&cluster, log.contains("wsrep_sst_mariabackup"), || {
+        "the joiner did not use the mariabackup SST script".to_string()
+    });
+    let got =
+        causal_rows(cluster.node(i), "SELECT id FROM b.t ORDER BY id").or_logs(&cluster, "read");
+    check(
+        &cluster,
+        got == vec![vec!["1".to_string()], vec!["2".to_string()]],
+        || format!("the joiner has {got:?} after the transfer"),
+    );
 }

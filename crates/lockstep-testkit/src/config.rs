@@ -133,6 +133,8 @@ pub(crate) fn render(node: &NodeConfig, p: &CnfParams<'_>) -> String {
     line(format!("wsrep_provider_options=\"{opts}\""));
     line(format!("wsrep_sst_receive_address=127.0.0.1:{}", ports.sst));
     line(format!("wsrep_sst_method={}", p.sst_method));
+    // mariabackup connects to the donor as this user (rsync ignores it).
+    line("wsrep_sst_auth=lockstep:lockstep".into());
     if let Some(n) = p.slave_threads {
         line(format!("wsrep_slave_threads={n}"));
     }
