@@ -100,10 +100,13 @@ pub enum Action {
     },
     Writeset(Writeset),
     /// A member's `last_committed`, so the index can be purged below the
-    /// cluster-wide committed cut at the same log position everywhere.
+    /// cluster-wide committed cut at the same log position everywhere, and
+    /// the Raft index it has applied, so logs can be compacted below what
+    /// every member has.
     Committed {
         raft_id: u64,
         seqno: i64,
+        applied: u64,
     },
     /// A joiner asks for a state transfer (`request` from `sst_request_cb`).
     StateRequest {
@@ -253,8 +256,12 @@ fn write_action(w: &mut Writer, a: &Action) {
             }
             w.bytes(&ws.data);
         }
-        Action::Committed { raft_id, seqno } => {
-            w.u8(T_COMMITTED).u64(*raft_id).i64(*seqno);
+        Action::Committed {
+            raft_id,
+            seqno,
+            applied,
+        } => {
+            w.u8(T_COMMITTED).u64(*raft_id).i64(*seqno).u64(*applied);
         }
         Action::StateRequest {
             joiner,
@@ -302,6 +309,7 @@ fn read_action(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
         T_COMMITTED => Action::Committed {
             raft_id: r.u64("committed.raft_id")?,
             seqno: r.i64("committed.seqno")?,
+            applied: r.u64("committed.applied")?,
         },
         T_STATE_REQUEST => Action::StateRequest {
             joiner: r.u64("state_request.joiner")?,
@@ -397,6 +405,7 @@ mod tests {
             Action::Committed {
                 raft_id: 2,
                 seqno: 40,
+                applied: 77,
             },
             Action::StateRequest {
                 joiner: 3,

@@ -10,6 +10,7 @@
 //! - `member_state`: this node's own member status and desync counting.
 
 pub mod action;
+mod log_store;
 mod member_state;
 pub mod node;
 pub mod sequencer;

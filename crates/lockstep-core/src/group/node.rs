@@ -8,16 +8,20 @@
 //!   the duplicates, so a retry never orders anything twice.
 //! - The Raft log lives in memory and is not fsynced (brief D5): a node
 //!   that restarts comes back as a new member with a new Raft id.
+//! - The log is compacted below what every member has reported applied;
+//!   a joiner then starts from a snapshot of the sequencer (`LogStore`,
+//!   `maybe_compact`), and a member never receives one.
 //! - The leader's duties: add joiners as learners, promote synced
 //!   learners to voters, and evict members silent past the suspect timeout.
 
 use super::action::{decode_batch, encode_batch, Action, MemberInfo, Proposal};
+use super::log_store::LogStore;
 use super::member_state::MemberState;
-use super::sequencer::{Delivery, Membership, Sequencer};
+use super::sequencer::{Delivery, GroupView, Membership, Sequencer};
 use protobuf::Message as _;
-use raft::eraftpb::{ConfChange, ConfChangeType, Entry, EntryType, Message};
+use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, Message, Snapshot};
 use raft::storage::MemStorage;
-use raft::{Config, RawNode, StateRole};
+use raft::{Config, ProgressState, RawNode, SnapshotStatus, StateRole};
 use std::collections::{BTreeMap, HashMap};
 
 /// Timing and size knobs (from `evs.*` / `gcs.*`-style options).
@@ -32,12 +36,18 @@ pub struct GroupConfig {
     pub randomized_election: bool,
     /// A member unheard for this long is evicted by the leader.
     pub suspect_timeout_ms: u64,
-    /// Re-propose a proposal not delivered after this long.
+    /// Re-propose a proposal not delivered after this long; also how long
+    /// the leader waits for a peer to acknowledge a snapshot before it
+    /// sends it again.
     pub retry_ms: u64,
     /// Ask to be added again after this long.
     pub join_retry_ms: u64,
     /// Upper bound of one batch entry, in bytes (one proposal may exceed it).
     pub max_batch_bytes: usize,
+    /// Compact the in-memory log once it holds this many applied entries
+    /// (down to what every member has applied; a snapshot of the sequencer
+    /// then serves joiners). `u64::MAX`: never.
+    pub compact_after: u64,
 }
 
 impl Default for GroupConfig {
@@ -51,6 +61,7 @@ impl Default for GroupConfig {
             retry_ms: 1000,
             join_retry_ms: 1000,
             max_batch_bytes: 1 << 20,
+            compact_after: 20_000,
         }
     }
 }
@@ -66,6 +77,11 @@ pub enum Output {
     /// Ask whichever peers are connected to add this node.
     Join(MemberInfo),
     Deliver(Delivery),
+    /// This node started from a snapshot: the last view in it. Deliveries
+    /// continue from the snapshot's position. A snapshot is normally from
+    /// before this node joined, so the view that adds it follows as a
+    /// delivery; if the snapshot contained it, this view stands for it.
+    Restored(GroupView),
     /// Tell a member that its removal is applied. A removed node gets no
     /// more log entries, so without this a leaving node may never see the
     /// commit of its own removal (raft-rs stops replicating to it).
@@ -79,7 +95,7 @@ pub enum Output {
 pub struct Group {
     me: MemberInfo,
     cfg: GroupConfig,
-    raw: RawNode<MemStorage>,
+    raw: RawNode<LogStore>,
     seq: Sequencer,
     now: u64,
     next_tick: u64,
@@ -94,6 +110,12 @@ pub struct Group {
     was_member: bool,
     leaving: bool,
     left: bool,
+    /// Started from a snapshot: (deliveries before it, last seqno in it).
+    restored_at: Option<(u64, i64)>,
+    /// Snapshot waiting until every member has applied its index.
+    pending_snapshot: Option<Snapshot>,
+    /// Leader: snapshot transfers not acknowledged yet, per peer.
+    snapshot_sent: HashMap<u64, SnapshotSend>,
     failed: bool,
     out: Vec<Output>,
 }
@@ -126,8 +148,12 @@ impl Group {
         storage: MemStorage,
         now: u64,
     ) -> Result<Group, String> {
-        let raw = RawNode::new(&raft_config(me.raft_id, &cfg), storage, &discard_logger())
-            .map_err(|e| format!("cannot start the Raft node: {e}"))?;
+        let raw = RawNode::new(
+            &raft_config(me.raft_id, &cfg),
+            LogStore::new(storage),
+            &discard_logger(),
+        )
+        .map_err(|e| format!("cannot start the Raft node: {e}"))?;
         Ok(Group {
             me,
             next_tick: now + cfg.tick_ms,
@@ -145,6 +171,9 @@ impl Group {
             was_member: false,
             leaving: false,
             left: false,
+            restored_at: None,
+            pending_snapshot: None,
+            snapshot_sent: HashMap::new(),
             failed: false,
             out: Vec::new(),
         })
@@ -338,10 +367,66 @@ impl Group {
                 self.out.push(Output::Join(self.me.clone()));
             }
         }
+        self.snapshot_watchdog();
         if self.leaving {
             self.leave_step();
         } else if self.is_leader() {
             self.leader_duties();
+        }
+    }
+
+    /// raft-rs waits for a peer to acknowledge a snapshot before it sends
+    /// that peer anything else, and never sends it again by itself: a lost
+    /// snapshot, or a lost acknowledgement, would stall the peer for as
+    /// long as this node leads. After `retry_ms` (doubling with each retry
+    /// of the same snapshot, up to 64 times, so a slow link is not flooded
+    /// with copies) the transfer is reported as failed, so Raft probes the
+    /// peer again and, if the peer still needs one, sends the same snapshot
+    /// again (the log is not compacted further while the receiver, a
+    /// member, has not reported what it applied; a peer that has the
+    /// snapshot already ignores it).
+    fn snapshot_watchdog(&mut self) {
+        if !self.is_leader() {
+            self.snapshot_sent.clear();
+            return;
+        }
+        let now = self.now;
+        let mut failed = Vec::new();
+        let mut sends = std::mem::take(&mut self.snapshot_sent);
+        for (&id, pr) in self.raw.raft.prs().iter() {
+            match pr.state {
+                ProgressState::Snapshot => {
+                    let fresh = SnapshotSend {
+                        index: pr.pending_snapshot,
+                        since: now,
+                        retries: 0,
+                        waiting: true,
+                    };
+                    let send = sends.entry(id).or_insert(fresh);
+                    if send.index != pr.pending_snapshot {
+                        *send = fresh;
+                    } else if !send.waiting {
+                        // Sent again after a reported failure.
+                        send.waiting = true;
+                        send.since = now;
+                    }
+                    if now >= send.since + (self.cfg.retry_ms << send.retries.min(6)) {
+                        send.retries += 1;
+                        send.waiting = false;
+                        failed.push(id);
+                    }
+                }
+                // Between a reported failure and the next attempt.
+                ProgressState::Probe => {}
+                ProgressState::Replicate => {
+                    sends.remove(&id);
+                }
+            }
+        }
+        sends.retain(|id, _| self.raw.raft.prs().get(*id).is_some());
+        self.snapshot_sent = sends;
+        for id in failed {
+            self.raw.report_snapshot(id, SnapshotStatus::Failure);
         }
     }
 
@@ -388,6 +473,11 @@ impl Group {
             while self.raw.has_ready() && !self.failed {
                 self.handle_ready();
             }
+            if !self.failed {
+                if let Err(e) = self.maybe_compact() {
+                    self.fail(e);
+                }
+            }
         }
         std::mem::take(&mut self.out)
     }
@@ -432,26 +522,160 @@ impl Group {
         self.send_all(ready.take_messages());
         let store = self.raw.raft.raft_log.store.clone();
         if !ready.snapshot().is_empty() {
-            // Lockstep never compacts its log into Raft snapshots.
-            self.fail("received a Raft snapshot, which this version never sends".into());
-            return;
+            let snap = ready.snapshot().clone();
+            if let Err(e) = self.install_snapshot(&store, snap) {
+                self.fail(e);
+                return;
+            }
         }
         self.apply(ready.take_committed_entries());
-        if let Err(e) = store.wl().append(ready.entries()) {
+        if let Err(e) = store.append(ready.entries()) {
             self.fail(format!("cannot append to the Raft log: {e}"));
             return;
         }
         if let Some(hs) = ready.hs() {
-            store.wl().set_hardstate(hs.clone());
+            store.set_hardstate(hs.clone());
         }
         self.send_all(ready.take_persisted_messages());
         let mut light = self.raw.advance(ready);
         if let Some(commit) = light.commit_index() {
-            store.wl().mut_hard_state().set_commit(commit);
+            store.set_commit(commit);
         }
         self.send_all(light.take_messages());
         self.apply(light.take_committed_entries());
         self.raw.advance_apply();
+    }
+
+    /// A snapshot from the leader: only a node that has not been a member
+    /// yet may start from one (what it skips is history from before it
+    /// joined). A member would skip ordered events it must apply: stop it
+    /// instead (compaction is designed so that this does not happen).
+    fn install_snapshot(&mut self, store: &LogStore, snap: Snapshot) -> Result<(), String> {
+        let index = snap.get_metadata().index;
+        if self.was_member {
+            return Err(format!(
+                "the leader sent a snapshot at log index {index}: this member missed \
+                 ordered events it can no longer receive; restart it to rejoin by state transfer"
+            ));
+        }
+        let seq = Sequencer::restore(&snap.data)
+            .map_err(|e| format!("snapshot at log index {index} does not decode: {e}"))?;
+        let view = seq
+            .view()
+            .ok_or_else(|| format!("the snapshot at log index {index} predates the genesis"))?;
+        // The leader adds a joiner that joined after the snapshot to its
+        // configuration; what this node serves later is the real one.
+        let mut current = snap.clone();
+        current.mut_metadata().set_conf_state(conf_state(&seq));
+        store
+            .install(snap, current)
+            .map_err(|e| format!("cannot install the snapshot at log index {index}: {e}"))?;
+        self.seq = seq;
+        self.restored_at = Some((self.seq.delivered(), self.seq.last_seqno()));
+        self.pending_snapshot = None;
+        if view.members.iter().any(|m| m.raft_id == self.me.raft_id) {
+            self.was_member = true;
+        }
+        self.out.push(Output::Restored(view));
+        Ok(())
+    }
+
+    /// Compacts the log in two steps, so that no node's log ever starts
+    /// beyond what a member has applied: first a snapshot of the sequencer
+    /// at the applied index A is kept aside; once every member has reported
+    /// (through the log) having applied A, the log is compacted to A and
+    /// that snapshot serves joiners. A member added later has applied more
+    /// than A by the time it counts as one, and a joiner starts at a
+    /// compaction point. So a leader always holds the entries a member
+    /// needs, and a member never receives a snapshot (which would make it
+    /// skip ordered events: `install_snapshot` stops it).
+    fn maybe_compact(&mut self) -> Result<(), String> {
+        if self.seq.history().is_none() {
+            return Ok(());
+        }
+        let applied = self.raw.raft.raft_log.applied;
+        if let Some(at) = self
+            .pending_snapshot
+            .as_ref()
+            .map(|s| s.get_metadata().index)
+        {
+            if self.seq.compactable_index().min(applied) >= at {
+                let snap = self.pending_snapshot.take().expect("checked above");
+                self.raw
+                    .raft
+                    .raft_log
+                    .store
+                    .compact(snap)
+                    .map_err(|e| format!("cannot compact the log to {at}: {e}"))?;
+            }
+        } else if applied.saturating_sub(self.raw.raft.raft_log.first_index())
+            >= self.cfg.compact_after
+        {
+            self.pending_snapshot = Some(self.snapshot_now(applied)?);
+        }
+        Ok(())
+    }
+
+    /// The sequencer's state, which is the state after `applied`.
+    fn snapshot_now(&self, applied: u64) -> Result<Snapshot, String> {
+        let term = self
+            .raw
+            .raft
+            .raft_log
+            .term(applied)
+            .map_err(|e| format!("no term for applied index {applied}: {e}"))?;
+        let mut snap = Snapshot {
+            data: self.seq.snapshot().into(),
+            ..Default::default()
+        };
+        let meta = snap.mut_metadata();
+        meta.index = applied;
+        meta.term = term;
+        meta.set_conf_state(conf_state(&self.seq));
+        Ok(snap)
+    }
+
+    /// If this node started from a snapshot instead of the whole log: how
+    /// many deliveries and which seqnos that snapshot covers.
+    pub fn restored_at(&self) -> Option<(u64, i64)> {
+        self.restored_at
+    }
+
+    /// The Raft index this node has applied.
+    pub fn applied_index(&self) -> u64 {
+        self.raw.raft.raft_log.applied
+    }
+
+    /// One line for diagnostics: the log's bounds and Raft's view of each
+    /// peer's replication progress (meaningful on the leader).
+    pub fn raft_status(&self) -> String {
+        let log = &self.raw.raft.raft_log;
+        let mut peers: Vec<String> = self
+            .raw
+            .raft
+            .prs()
+            .iter()
+            .map(|(id, pr)| {
+                format!(
+                    "{id}: {:?} matched {} next {} snapshot {}",
+                    pr.state, pr.matched, pr.next_idx, pr.pending_snapshot
+                )
+            })
+            .collect();
+        peers.sort();
+        format!(
+            "log {}..={} committed {} applied {}; peers [{}]",
+            log.first_index(),
+            log.last_index(),
+            log.committed,
+            log.applied,
+            peers.join(", ")
+        )
+    }
+
+    /// Entries in the in-memory log.
+    pub fn log_len(&self) -> u64 {
+        self.raw.raft.raft_log.store.entry_count()
     }
 
     fn fail(&mut self, why: String) {
@@ -510,7 +734,7 @@ impl Group {
             .raw
             .apply_conf_change(&cc)
             .map_err(|e| format!("cannot adopt the founding voter: {e}"))?;
-        self.raw.raft.raft_log.store.wl().set_conf_state(cs);
+        self.raw.raft.raft_log.store.set_conf_state(cs);
         Ok(())
     }
 
@@ -551,9 +775,14 @@ impl Group {
                     entry.index
                 )
             })?;
-            self.raw.raft.raft_log.store.wl().set_conf_state(cs);
+            self.raw.raft.raft_log.store.set_conf_state(cs);
             if let Some(to) = removed.filter(|_| self.is_leader()) {
                 self.out.push(Output::Farewell { to });
+            }
+            if let Membership::Add(info) = &change {
+                // A full suspect timeout from now: what `handle_join` noted
+                // may be from a join request long before this addition.
+                self.last_heard.insert(info.raft_id, self.now);
             }
         }
         Ok(())
@@ -585,6 +814,34 @@ impl Group {
             _ => {}
         }
     }
+}
+
+/// A snapshot sent to a peer and not acknowledged yet.
+#[derive(Debug, Clone, Copy)]
+struct SnapshotSend {
+    index: u64,
+    /// When it was (last) sent.
+    since: u64,
+    /// Transfers of it reported as failed so far.
+    retries: u32,
+    /// Sent and not reported as failed since.
+    waiting: bool,
+}
+
+/// Raft's configuration as the sequencer has it: the members, voters or
+/// learners (every configuration change goes through the sequencer, so the
+/// two agree; a node that started from a snapshot may also have itself as
+/// a learner in Raft's until the log adds it).
+fn conf_state(seq: &Sequencer) -> ConfState {
+    let mut cs = ConfState::default();
+    for m in seq.members() {
+        if m.voter {
+            cs.voters.push(m.info.raft_id);
+        } else {
+            cs.learners.push(m.info.raft_id);
+        }
+    }
+    cs
 }
 
 fn proposal_size(p: &Proposal) -> usize {

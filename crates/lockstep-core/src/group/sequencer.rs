@@ -139,6 +139,10 @@ pub struct Sequencer {
     /// Writesets above the purge point, in seqno order: what a snapshot
     /// carries so a joiner can rebuild the same certification index.
     pub(super) window: VecDeque<(Seqno, Arc<Writeset>, bool)>,
+    /// Latest Raft index each member reported as applied.
+    pub(super) applied: HashMap<u64, u64>,
+    /// Deliveries produced so far (a restored node continues counting).
+    pub(super) delivered: u64,
 }
 
 impl Default for Sequencer {
@@ -160,12 +164,19 @@ impl Sequencer {
             purged_upto: -1,
             seen: HashMap::new(),
             window: VecDeque::new(),
+            applied: HashMap::new(),
+            delivered: 0,
         }
     }
 
     pub fn history(&self) -> Option<[u8; 16]> {
         self.history
     }
+    /// Deliveries produced so far, counting from the genesis.
+    pub fn delivered(&self) -> u64 {
+        self.delivered
+    }
+
     /// Last seqno handed out.
     pub fn last_seqno(&self) -> Seqno {
         self.last_seqno
@@ -185,6 +196,17 @@ impl Sequencer {
     pub fn certifier_mut(&mut self) -> &mut Certifier {
         &mut self.certifier
     }
+    /// The highest Raft index every current member has applied (as
+    /// reported through the log): no member needs entries up to it again,
+    /// so logs may be compacted there. 0 while any member has not reported.
+    pub fn compactable_index(&self) -> u64 {
+        self.members
+            .iter()
+            .map(|m| self.applied.get(&m.info.raft_id).copied().unwrap_or(0))
+            .min()
+            .unwrap_or(0)
+    }
+
     /// The current view (after the genesis).
     pub fn view(&self) -> Option<GroupView> {
         Some(GroupView {
@@ -198,6 +220,17 @@ impl Sequencer {
     /// Applies one membership change. Returns whether Raft must apply it
     /// too (invalid changes are ignored identically everywhere).
     pub fn membership(
+        &mut self,
+        change: &Membership,
+        out: &mut Vec<Delivery>,
+    ) -> Result<bool, SequencerError> {
+        let before = out.len();
+        let result = self.membership_inner(change, out);
+        self.delivered += (out.len() - before) as u64;
+        result
+    }
+
+    fn membership_inner(
         &mut self,
         change: &Membership,
         out: &mut Vec<Delivery>,
@@ -235,6 +268,7 @@ impl Sequencer {
                 }
                 self.members.remove(pos);
                 self.committed.remove(id);
+                self.applied.remove(id);
                 self.new_view(out)?;
                 Ok(true)
             }
@@ -262,10 +296,16 @@ impl Sequencer {
         batch: Vec<Proposal>,
         out: &mut Vec<Delivery>,
     ) -> Result<(), SequencerError> {
+        let before = out.len();
+        let mut result = Ok(());
         for p in batch {
-            self.proposal(p, out)?;
+            result = self.proposal(p, out);
+            if result.is_err() {
+                break;
+            }
         }
-        Ok(())
+        self.delivered += (out.len() - before) as u64;
+        result
     }
 
     fn duplicate(&mut self, origin: u64, id: u64) -> bool {
@@ -309,7 +349,13 @@ impl Sequencer {
         match p.action {
             Action::Genesis { .. } => unreachable!("handled above"),
             Action::Writeset(ws) => self.writeset(p.origin, p.id, ws, out)?,
-            Action::Committed { raft_id, seqno } => {
+            Action::Committed {
+                raft_id,
+                seqno,
+                applied,
+            } => {
+                let slot = self.applied.entry(raft_id).or_insert(applied);
+                *slot = (*slot).max(applied);
                 self.committed_report(raft_id, seqno);
                 out.push(settled);
             }

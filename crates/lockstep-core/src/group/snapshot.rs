@@ -59,6 +59,7 @@ impl Sequencer {
         w.i64(s.certifier.initial_position())
             .i64(s.certifier.purged_upto());
         w.i64(s.certifier.last_pa_unsafe());
+        w.u64(s.delivered);
         w.u32(s.members.len() as u32);
         for m in &s.members {
             write_member(&mut w, &m.info);
@@ -69,6 +70,12 @@ impl Sequencer {
         w.u32(committed.len() as u32);
         for (id, seqno) in committed {
             w.u64(*id).i64(*seqno);
+        }
+        let mut applied: Vec<_> = s.applied.iter().collect();
+        applied.sort();
+        w.u32(applied.len() as u32);
+        for (id, index) in applied {
+            w.u64(*id).u64(*index);
         }
         let mut seen: Vec<_> = s.seen.iter().collect();
         seen.sort_by_key(|(k, _)| **k);
@@ -116,6 +123,7 @@ impl Sequencer {
         let cert_initial = r.i64("snapshot.cert_initial")?;
         let cert_purged = r.i64("snapshot.cert_purged")?;
         let last_pa_unsafe = r.i64("snapshot.last_pa_unsafe")?;
+        let delivered = r.u64("snapshot.delivered")?;
         let n = r.count("snapshot.members", 30)?;
         let mut members = Vec::with_capacity(n);
         for _ in 0..n {
@@ -128,6 +136,11 @@ impl Sequencer {
         let mut committed = HashMap::with_capacity(n);
         for _ in 0..n {
             committed.insert(r.u64("committed.id")?, r.i64("committed.seqno")?);
+        }
+        let n = r.count("snapshot.applied", 16)?;
+        let mut applied = HashMap::with_capacity(n);
+        for _ in 0..n {
+            applied.insert(r.u64("applied.id")?, r.u64("applied.index")?);
         }
         let n = r.count("snapshot.seen", 12)?;
         let mut seen = HashMap::with_capacity(n);
@@ -202,6 +215,8 @@ impl Sequencer {
             purged_upto,
             seen,
             window,
+            applied,
+            delivered,
         })
     }
 }
@@ -242,6 +257,7 @@ mod tests {
                     0 => Action::Committed {
                         raft_id: origin,
                         seqno: last - (next() % 5) as i64,
+                        applied: i as u64,
                     },
                     1 => Action::Barrier {
                         raft_id: origin,

@@ -160,6 +160,13 @@ pub fn group_config() -> GroupConfig {
         retry_ms: 200,
         join_retry_ms: 200,
         max_batch_bytes: 1024,
+        // Small, so joiners regularly start from a snapshot of the
+        // sequencer instead of the whole log (`SIM_COMPACT_AFTER=n`
+        // overrides it).
+        compact_after: std::env::var("SIM_COMPACT_AFTER")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(64),
     }
 }
 
@@ -228,6 +235,11 @@ pub struct Node {
     pub last_leader_contact: u64,
     pub restart_pending: Option<&'static str>,
     pub trx: u64,
+    /// Started from a snapshot (`Output::Restored`).
+    pub restored: bool,
+    /// Writesets delivered to this node, and how many of them passed.
+    pub certified: u64,
+    pub passed: u64,
 }
 
 impl Node {
@@ -254,6 +266,9 @@ impl Node {
             last_leader_contact: now,
             restart_pending: None,
             trx: 0,
+            restored: false,
+            certified: 0,
+            passed: 0,
         }
     }
 
@@ -406,6 +421,10 @@ pub struct Stats {
     pub leaves: u64,
     /// Leaving nodes that never saw their own removal view.
     pub leave_unseen: u64,
+    /// Joiners that started from a snapshot instead of the whole log.
+    pub snapshot_joins: u64,
+    /// Runs that ended with a compacted log.
+    pub compacted: u64,
     pub leader_changes: u64,
     pub joins: u64,
     pub purged: u64,
@@ -428,6 +447,8 @@ impl Stats {
         self.partitions += o.partitions;
         self.leaves += o.leaves;
         self.leave_unseen += o.leave_unseen;
+        self.snapshot_joins += o.snapshot_joins;
+        self.compacted += o.compacted;
         self.leader_changes += o.leader_changes;
         self.joins += o.joins;
         self.purged += o.purged;
@@ -925,6 +946,7 @@ impl Sim {
                 }
             }
             Output::Deliver(d) => self.deliver(slot, d),
+            Output::Restored(v) => self.restored(slot, v),
             Output::Farewell { to } => {
                 let from = self.nodes[slot].id;
                 self.send(slot, to, Payload::Farewell(from));
@@ -962,6 +984,11 @@ impl Sim {
             self.all.push(d.clone());
             self.new_canonical(&d);
         }
+        if let Delivery::Writeset { outcome, .. } = &d {
+            let node = &mut self.nodes[slot];
+            node.certified += 1;
+            node.passed += u64::from(outcome.is_pass());
+        }
         if let Some(s) = seqno_of(&d) {
             let node = &mut self.nodes[slot];
             let expected = node.last_seqno.map_or(genesis + 1, |l| l + 1);
@@ -987,6 +1014,76 @@ impl Sim {
             }
         }
         self.react(slot, &d);
+    }
+
+    /// Node `slot` started from a snapshot instead of the whole log: it
+    /// continues the canonical stream where the snapshot ends, as if it had
+    /// delivered everything before. That position must be in the stream
+    /// (not ahead of what any node delivered, not behind what this node
+    /// delivered itself), and the view it reports must be the last view of
+    /// the stream up to there. Its deliveries from there on are checked one
+    /// by one like everybody's (usually the view adding it is among them:
+    /// a snapshot is from before the node joined).
+    fn restored(&mut self, slot: usize, v: GroupView) {
+        let genesis = self.cfg.genesis_seqno;
+        let id = self.nodes[slot].id;
+        let Some((count, last_seqno)) =
+            self.nodes[slot].group.as_ref().and_then(Group::restored_at)
+        else {
+            self.fail(format!(
+                "node {id} (slot {slot}) restored without a position"
+            ));
+            return;
+        };
+        let count = count as usize;
+        let seqnos = (last_seqno - genesis) as usize;
+        let last_view = self.all[..count.min(self.all.len())]
+            .iter()
+            .rev()
+            .find_map(|d| match d {
+                Delivery::View(v) => Some(v),
+                _ => None,
+            });
+        let node = &self.nodes[slot];
+        let why = if count > self.all.len() || seqnos > self.seq.len() {
+            Some(format!(
+                "at delivery {count} / seqno {last_seqno}, beyond the canonical stream ({} / {})",
+                self.all.len(),
+                self.seq.len()
+            ))
+        } else if count < node.delivered || seqnos < node.seq_delivered {
+            Some(format!(
+                "at delivery {count} / seqno {last_seqno}, behind its own {} / {:?}",
+                node.delivered, node.last_seqno
+            ))
+        } else if seqnos > 0 && seqno_of(&self.seq[seqnos - 1]) != Some(last_seqno) {
+            Some(format!("seqno {last_seqno} is not where the stream has it"))
+        } else if last_view != Some(&v) {
+            Some(format!(
+                "with view {}, the stream's last view there is {:?}",
+                short(&Delivery::View(v.clone())),
+                last_view.map(|l| short(&Delivery::View(l.clone())))
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            self.fail(format!("node {id} (slot {slot}) restored a snapshot {why}"));
+            return;
+        }
+        self.milestone(format!(
+            "restore id={id} at delivery {count} seqno {last_seqno}"
+        ));
+        self.stats.snapshot_joins += 1;
+        let node = &mut self.nodes[slot];
+        node.delivered = count;
+        node.seq_delivered = seqnos;
+        node.last_seqno = (seqnos > 0).then_some(last_seqno);
+        node.restored = true;
+        // Its certifier starts afresh from the snapshot.
+        node.certified = 0;
+        node.passed = 0;
+        self.react(slot, &Delivery::View(v));
     }
 
     fn new_canonical(&mut self, d: &Delivery) {
@@ -1358,6 +1455,10 @@ impl Sim {
                 Action::Committed {
                     raft_id: me,
                     seqno: cut,
+                    applied: self.nodes[slot]
+                        .group
+                        .as_ref()
+                        .map_or(0, |g| g.applied_index()),
                 },
             );
         }
@@ -1547,18 +1648,45 @@ impl Sim {
                 g.in_flight(),
                 m.map(|m| (m.state, m.voter))
             );
+            let _ = write!(s, "\n      {}", g.raft_status());
         }
         s
     }
 
     fn final_checks(&mut self) {
         let running: Vec<usize> = self.running().map(|(s, _)| s).collect();
+        // Certification statistics count what a node certified itself: one
+        // that started from a snapshot did not certify what came before it.
+        // Each node's must match its own deliveries, and those of nodes
+        // that replayed the whole log must be equal.
+        for &slot in &running {
+            let n = &self.nodes[slot];
+            let stats = n.g().sequencer().certifier().stats();
+            if (stats.certified, stats.passed) != (n.certified, n.passed) {
+                let id = n.id;
+                self.fail(format!(
+                    "node {id} (slot {slot}) certified {} writesets ({} passed) but was delivered {} ({} passed)",
+                    stats.certified, stats.passed, n.certified, n.passed
+                ));
+                return;
+            }
+        }
+        let replayed = running.iter().copied().find(|&s| !self.nodes[s].restored);
         let first = running[0];
         for &slot in &running[1..] {
             let (a, b) = (self.nodes[first].g(), self.nodes[slot].g());
             let (sa, sb) = (a.sequencer(), b.sequencer());
             let (ca, cb) = (sa.certifier(), sb.certifier());
-            let same = sa.members() == sb.members()
+            let stats_equal = match replayed {
+                Some(r) if !self.nodes[slot].restored => {
+                    self.nodes[r].g().sequencer().certifier().stats() == cb.stats()
+                }
+                _ => true,
+            };
+            // The whole sequencer state (members, reports, de-duplication,
+            // certification window, delivery count), as a snapshot has it.
+            let same = sa.snapshot() == sb.snapshot()
+                && sa.members() == sb.members()
                 && sa.last_seqno() == sb.last_seqno()
                 && sa.view() == sb.view()
                 && ca.position() == cb.position()
@@ -1567,7 +1695,7 @@ impl Sim {
                 && ca.map_len() == cb.map_len()
                 && ca.lowest_in_map() == cb.lowest_in_map()
                 && ca.last_pa_unsafe() == cb.last_pa_unsafe()
-                && ca.stats() == cb.stats();
+                && stats_equal;
             if !same {
                 self.fail(format!(
                     "final group state differs between node {} and node {}:\n  {:?} {:?}\n  {:?} {:?}",
@@ -1588,6 +1716,10 @@ impl Sim {
             .lowest_in_map();
         if low.is_some_and(|l| l > self.cfg.genesis_seqno + 1) {
             self.stats.purged += 1;
+        }
+        let g = self.nodes[first].g();
+        if g.log_len() < g.applied_index() {
+            self.stats.compacted += 1;
         }
         // Liveness: every writeset of a node that never crashed or left
         // was ordered (exactly once: `ordered` refuses a second time).

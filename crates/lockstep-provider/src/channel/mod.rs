@@ -11,7 +11,7 @@ mod transport;
 
 use crate::log::{error, info, warn};
 use crate::provider::Shared;
-use lockstep_core::group::{Action, Group, GroupConfig, MemberInfo, Output};
+use lockstep_core::group::{Action, Delivery, Group, GroupConfig, MemberInfo, Output};
 use lockstep_core::wire::peer::PeerMsg;
 use protobuf::Message as _;
 use std::collections::HashMap;
@@ -276,9 +276,11 @@ impl Worker {
         if committed > self.reported {
             self.reported = committed;
             let raft_id = self.group.me().raft_id;
+            let applied = self.group.applied_index();
             self.group.propose(Action::Committed {
                 raft_id,
                 seqno: committed,
+                applied,
             });
         }
     }
@@ -320,6 +322,10 @@ impl Worker {
                     }
                 }
                 Output::Deliver(d) => deliveries.push(d),
+                // Starting from a snapshot: its last view, taken like any
+                // view (without this node: history from before it joined;
+                // with it: it stands for the view that added this node).
+                Output::Restored(view) => deliveries.push(Delivery::View(view)),
                 Output::Farewell { to } => {
                     if let Ok(frame) = PeerMsg::Farewell.to_frame() {
                         let addr = self.address_of(to);
