@@ -193,6 +193,10 @@ impl Provider {
         if let Ok(d) = o.duration("evs.suspect_timeout") {
             c.suspect_timeout_ms = d.as_millis().max(1000) as u64;
         }
+        // The in-memory log is the writeset cache: bounded like Galera's.
+        if let Ok(size) = o.size("gcache.size") {
+            c.compact_bytes = size.max(1 << 16);
+        }
         c
     }
 

@@ -42,6 +42,19 @@ struct Served {
 pub struct LogStore {
     pub mem: MemStorage,
     served: Arc<Mutex<Served>>,
+    /// Approximate bytes of the entries held (payload plus a fixed
+    /// overhead each), for the `gcache.size` bound.
+    bytes: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// Bookkeeping bytes counted per entry besides its payload.
+const ENTRY_OVERHEAD: u64 = 32;
+
+fn entries_bytes(entries: &[Entry]) -> u64 {
+    entries
+        .iter()
+        .map(|e| e.data.len() as u64 + e.context.len() as u64 + ENTRY_OVERHEAD)
+        .sum()
 }
 
 impl LogStore {
@@ -49,6 +62,7 @@ impl LogStore {
         LogStore {
             mem,
             served: Arc::default(),
+            bytes: Arc::default(),
         }
     }
 
@@ -71,6 +85,8 @@ impl LogStore {
         self.mem.wl().compact(to + 1)?;
         served.compacted = (to, term);
         served.current = snap;
+        drop(served);
+        self.recount();
         Ok(())
     }
 
@@ -87,7 +103,29 @@ impl LogStore {
     }
 
     pub fn append(&self, entries: &[Entry]) -> raft::Result<()> {
-        self.mem.wl().append(entries)
+        self.mem.wl().append(entries)?;
+        // Appends that replace a conflicting tail over-count until the
+        // next compaction recounts: compaction may come early, never late.
+        self.bytes
+            .fetch_add(entries_bytes(entries), std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Approximate bytes of the entries held in memory.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn recount(&self) {
+        let (Ok(first), Ok(last)) = (self.mem.first_index(), self.mem.last_index()) else {
+            return;
+        };
+        let held = self
+            .mem
+            .entries(first, last + 1, None, GetEntriesContext::empty(false))
+            .map(|e| entries_bytes(&e))
+            .unwrap_or(0);
+        self.bytes.store(held, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn set_hardstate(&self, hs: HardState) {

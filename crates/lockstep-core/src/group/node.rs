@@ -48,6 +48,8 @@ pub struct GroupConfig {
     /// (down to what every member has applied; a snapshot of the sequencer
     /// then serves joiners). `u64::MAX`: never.
     pub compact_after: u64,
+    /// Or once the log holds this many bytes (`gcache.size`).
+    pub compact_bytes: u64,
 }
 
 impl Default for GroupConfig {
@@ -62,6 +64,7 @@ impl Default for GroupConfig {
             join_retry_ms: 1000,
             max_batch_bytes: 1 << 20,
             compact_after: 20_000,
+            compact_bytes: 128 << 20,
         }
     }
 }
@@ -610,6 +613,7 @@ impl Group {
             }
         } else if applied.saturating_sub(self.raw.raft.raft_log.first_index())
             >= self.cfg.compact_after
+            || self.raw.raft.raft_log.store.bytes() >= self.cfg.compact_bytes
         {
             self.pending_snapshot = Some(self.snapshot_now(applied)?);
         }

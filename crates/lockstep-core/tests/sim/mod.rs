@@ -167,6 +167,9 @@ pub fn group_config() -> GroupConfig {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(64),
+        // The byte bound (`gcache.size`) triggers compaction too: small
+        // enough that it does in longer runs.
+        compact_bytes: 64 * 1024,
     }
 }
 

@@ -325,7 +325,14 @@ impl Worker {
                 // Starting from a snapshot: its last view, taken like any
                 // view (without this node: history from before it joined;
                 // with it: it stands for the view that added this node).
-                Output::Restored(view) => deliveries.push(Delivery::View(view)),
+                Output::Restored(view) => {
+                    info!(
+                        "starting from a snapshot of the group state at seqno {} \
+                         (the log before it was compacted)",
+                        self.group.sequencer().last_seqno()
+                    );
+                    deliveries.push(Delivery::View(view));
+                }
                 Output::Farewell { to } => {
                     if let Ok(frame) = PeerMsg::Farewell.to_frame() {
                         let addr = self.address_of(to);
