@@ -369,10 +369,11 @@ fn read_writeset(r: &mut Reader<'_>) -> Result<Writeset, DecodeError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn member(id: u64) -> MemberInfo {
+    /// A member description for tests (also used by `snapshot`'s tests).
+    pub(crate) fn member(id: u64) -> MemberInfo {
         MemberInfo {
             raft_id: id,
             uuid: [id as u8; 16],

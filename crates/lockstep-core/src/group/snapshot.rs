@@ -225,18 +225,9 @@ impl Sequencer {
 mod tests {
     use super::*;
     use crate::certification::{Key, KeyType};
-    use crate::group::action::{Action, MemberInfo, Proposal};
+    use crate::group::action::tests::member;
+    use crate::group::action::{Action, Proposal};
     use crate::group::sequencer::{Delivery, Membership};
-
-    fn member(id: u64) -> MemberInfo {
-        MemberInfo {
-            raft_id: id,
-            uuid: [id as u8; 16],
-            name: format!("node{id}"),
-            incoming: String::new(),
-            peer_addr: format!("127.0.0.1:{}", 4567 + id),
-        }
-    }
 
     /// A deterministic stream of proposals from three members: writesets
     /// on a small key space (conflicts), commit reports (purges), state
