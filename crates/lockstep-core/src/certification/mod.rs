@@ -231,15 +231,19 @@ struct Scratch {
     prev_ends: Vec<usize>,
     probes: Vec<Probe>,
     listed: Vec<u32>,
+    /// (slot, type) pairs to enter, merged to one strongest type per slot.
+    entered: Vec<(u32, KeyType)>,
 }
 
 impl Scratch {
     /// Expands `keys` into the hierarchy and looks every level up in `index`.
     ///
     /// Duplicates are not merged here: since the table is monotone in the new
-    /// type (see `rules`), checking or entering a key under a weaker type as
-    /// well as under a stronger one gives the same result as the stronger one
-    /// alone. Prefix levels equal to the previous key's are skipped, which
+    /// type (see `rules`), *checking* a key under a weaker type as well as
+    /// under a stronger one gives the same result as the stronger one alone.
+    /// *Entering* is different: a weaker duplicate would replace the latest
+    /// holder of that type and hide an earlier holder from another node, so
+    /// `Certifier::enter` merges duplicates to the strongest type first. Prefix levels equal to the previous key's are skipped, which
     /// removes the bulk of the duplicates (rows of one table) cheaply.
     fn expand(&mut self, keys: &[Key], is_toi: bool, index: &KeyIndex) {
         self.probes.clear();
@@ -550,6 +554,7 @@ impl Certifier {
     fn enter(&mut self, keys: &[Key], s: Seqno, origin: u32) {
         let sc = &mut self.scratch;
         sc.listed.clear();
+        sc.entered.clear();
         for p in &sc.probes {
             let slot = if p.slot != NO_SLOT {
                 p.slot
@@ -562,7 +567,15 @@ impl Certifier {
                 encode_prefix(parts, p.level as usize, &mut sc.buf);
                 self.index.find_or_insert(p.hash, &sc.buf)
             };
-            if self.index.reference(slot, p.kind, s, origin) {
+            sc.entered.push((slot, p.kind));
+        }
+        // One reference per key, of the strongest type the writeset holds
+        // it under (contract §5.2: duplicates merge to the stronger type).
+        sc.entered
+            .sort_unstable_by_key(|&(slot, kind)| (slot, std::cmp::Reverse(kind)));
+        sc.entered.dedup_by_key(|e| e.0);
+        for &(slot, kind) in &sc.entered {
+            if self.index.reference(slot, kind, s, origin) {
                 sc.listed.push(slot);
             }
         }

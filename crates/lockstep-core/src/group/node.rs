@@ -291,9 +291,13 @@ impl Group {
         complete
     }
 
-    /// Whether a graceful leave completed (own removal seen or announced).
+    /// Whether a graceful leave completed: own removal seen or announced,
+    /// or nobody else is left (the last member cannot be removed, and the
+    /// others left while this node was leaving too).
     pub fn has_left(&self) -> bool {
-        self.left || (self.leaving && self.was_member && !self.is_member())
+        self.left
+            || (self.leaving && self.was_member && !self.is_member())
+            || (self.leaving && self.is_member() && self.seq.members().len() == 1)
     }
 
     /// Leave the cluster gracefully: hand leadership over, then propose

@@ -88,6 +88,7 @@ impl GroupChannel {
             seeds: setup.seeds,
             join_timeout: setup.join_timeout,
             gave_up: false,
+            left_signalled: false,
             non_primary_after: Duration::from_millis(setup.config.suspect_timeout_ms),
             leaderless_since: None,
             non_primary: false,
@@ -125,6 +126,8 @@ struct Worker {
     seeds: Vec<String>,
     join_timeout: Duration,
     gave_up: bool,
+    /// The end of a graceful leave was passed to the provider.
+    left_signalled: bool,
     /// Without a leader this long, the node is in a minority: non-primary.
     non_primary_after: Duration,
     leaderless_since: Option<Instant>,
@@ -158,6 +161,10 @@ impl Worker {
             self.group.tick(now);
             let outputs = self.group.poll();
             self.process(outputs);
+            if !self.left_signalled && self.group.has_left() {
+                self.left_signalled = true;
+                self.left_group();
+            }
         }
         self.transport.shutdown();
     }
@@ -176,10 +183,9 @@ impl Worker {
                 },
                 PeerMsg::Join(info) if info.raft_id == from => self.group.handle_join(info),
                 PeerMsg::Join(_) => warn!("peer {from} asked to add another node; ignored"),
+                // Ends a graceful leave; the loop passes it on (has_left).
                 PeerMsg::Farewell => {
-                    if self.group.handle_farewell(from) {
-                        self.left_group();
-                    }
+                    self.group.handle_farewell(from);
                 }
                 PeerMsg::Hello { .. } | PeerMsg::Refuse { .. } => {}
             },
