@@ -112,6 +112,8 @@ pub struct Group {
     last_conf_change: Option<u64>,
     was_member: bool,
     leaving: bool,
+    /// A leaving leader handed leadership over once already.
+    handed_over: bool,
     left: bool,
     /// Started from a snapshot: (deliveries before it, last seqno in it).
     restored_at: Option<(u64, i64)>,
@@ -173,6 +175,7 @@ impl Group {
             last_conf_change: None,
             was_member: false,
             leaving: false,
+            handed_over: false,
             left: false,
             restored_at: None,
             pending_snapshot: None,
@@ -312,9 +315,12 @@ impl Group {
         if !self.is_member() || !self.conf_change_due() {
             return;
         }
-        if self.is_leader() {
+        if self.is_leader() && !self.handed_over {
             // The voter heard from last: a dead one never takes over, and
-            // Raft drops every proposal while a transfer is pending.
+            // Raft drops every proposal while a transfer is pending. Only
+            // once: if leadership comes back (the other node is leaving
+            // too), this node removes itself as leader; Raft then elects a
+            // leader among the rest.
             let other = self
                 .seq
                 .members()
@@ -323,6 +329,7 @@ impl Group {
                 .map(|m| m.info.raft_id)
                 .max_by_key(|id| self.last_heard.get(id).copied().unwrap_or(0));
             if let Some(other) = other {
+                self.handed_over = true;
                 self.raw.transfer_leader(other);
                 return;
             }
