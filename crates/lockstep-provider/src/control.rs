@@ -82,10 +82,9 @@ impl Provider {
         if g.conn != Conn::Open {
             return -1;
         }
-        if g.paused {
+        if g.paused_at.is_some() {
             warn!("pause requested while already paused");
         }
-        g.paused = true;
         // Seqnos already ordered drain; later ones wait for resume().
         let upto = g.last_ordered;
         g.paused_at = Some(upto);
@@ -102,11 +101,10 @@ impl Provider {
 
     pub fn resume(&self) -> Status {
         let mut g = self.lock();
-        if !g.paused {
+        if g.paused_at.is_none() {
             info!("resume requested while not paused; ignored");
             return status::OK;
         }
-        g.paused = false;
         g.paused_at = None;
         let running = g.running_state();
         drop(g);

@@ -91,7 +91,7 @@ impl Provider {
 
     /// Waits while the provider is paused (FTWRL, SST donation).
     fn wait_unpaused<'a>(&'a self, g: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
-        self.wait_until(g, None, |s| !s.paused).0
+        self.wait_until(g, None, |s| s.paused_at.is_none()).0
     }
 
     pub fn certify(

@@ -101,7 +101,6 @@ impl Provider {
         g.member_id = member_id;
         g.conn = Conn::Open;
         g.final_delivered = false;
-        g.paused = false;
         g.paused_at = None;
         g.in_group = false;
         g.isolating = false;
@@ -425,7 +424,6 @@ impl Provider {
             Conn::Open => {
                 info!("leaving the cluster (member {})", g.member_id);
                 g.conn = Conn::Closing;
-                g.paused = false;
                 g.paused_at = None;
                 let alone = g.members.len() <= 1 || !g.in_group;
                 match &g.group {

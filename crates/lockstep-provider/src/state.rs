@@ -143,7 +143,6 @@ pub struct Inner {
     /// Threads currently inside `recv()`.
     pub appliers: usize,
     pub final_delivered: bool,
-    pub paused: bool,
     /// Local transactions known to the provider, by trx id.
     pub trxs: HashMap<u64, TrxRecord>,
     /// Local TOI in progress, by connection id.
@@ -166,7 +165,8 @@ pub struct Inner {
     pub want_sync: bool,
     /// The joiner this node donates to.
     pub donating_to: Option<u64>,
-    /// `pause()`: seqnos above this wait for `resume()`.
+    /// `pause()` is in effect: seqnos above this wait for `resume()`, and
+    /// nothing new is ordered locally.
     pub paused_at: Option<i64>,
     /// Members of the current view (name, peer address) for status.
     pub members: Vec<lockstep_core::group::MemberInfo>,
@@ -204,7 +204,6 @@ impl Inner {
             events: VecDeque::new(),
             appliers: 0,
             final_delivered: false,
-            paused: false,
             trxs: HashMap::new(),
             toi: HashMap::new(),
             counters: Counters::default(),
