@@ -46,4 +46,6 @@ pub use provider::{Provider, GALERA_PATH, LOCKSTEP_LIB};
 pub use session::Session;
 pub use sql::quote;
 pub use state::{state_path, ClusterState, NodeState, STATE_FILE};
-pub use sysbench::{Sysbench, SysbenchReport, SysbenchRun};
+pub use sysbench::{
+    IntervalSample, LatencyHistogram, LatencySummary, Sysbench, SysbenchReport, SysbenchRun,
+};
