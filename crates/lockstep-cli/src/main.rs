@@ -2,6 +2,7 @@
 
 mod bench;
 mod check;
+mod cluster_bench;
 mod commands;
 mod error;
 mod mariadb;
@@ -41,6 +42,8 @@ enum Command {
     Probe(commands::probe::Args),
     /// Load generator for `lockstep check`: keep-alive clients and connection churn.
     CheckBench(commands::check_bench::Args),
+    /// sysbench workloads on Lockstep and on Galera: throughput, latency, ratios, plots.
+    Bench(commands::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Command::Check(args) => commands::check::run(args),
         Command::Probe(args) => commands::probe::run(args),
         Command::CheckBench(args) => commands::check_bench::run(args),
+        Command::Bench(args) => commands::bench::run(args),
     };
     match result {
         Ok(code) => code,

@@ -256,7 +256,7 @@ pub fn http_date(t: SystemTime) -> String {
 
 /// (year, month 1-12, day 1-31) of a day count since 1970-01-01
 /// (Howard Hinnant's algorithm for the proleptic Gregorian calendar).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

@@ -75,7 +75,7 @@ pub fn write_png(path: &Path, report: &Report) -> Result<(), ProbeError> {
     draw(path, report).map_err(png_err)
 }
 
-fn register_font() -> Result<(), String> {
+pub(crate) fn register_font() -> Result<(), String> {
     static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
     REGISTERED
         .get_or_init(|| {

@@ -1,0 +1,222 @@
+//! `lockstep bench`: the same sysbench workloads on a 3-node cluster with
+//! each provider in turn (Lockstep, then Galera), same my.cnf but
+//! `wsrep_provider`, and a report of throughput, latency and their ratios.
+//!
+//! - `workload`: the three workloads and where their connections go;
+//! - `run`: one cluster per provider, fresh tables per workload, warm-up,
+//!   measured run, CHECKSUM TABLE on every node;
+//! - `results`: the numbers (`results.json`) and the ratios;
+//! - `report`: stdout and `report.md`;
+//! - `plot`: the PNGs.
+//!
+//! A benchmark reports; it asserts nothing about speed. It fails (exit
+//! code 1) only when a run fails or the nodes end with different data.
+
+pub mod plot;
+pub mod report;
+pub mod results;
+pub mod run;
+pub mod workload;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use lockstep_testkit::{Error, Provider};
+
+use crate::check::http::civil_from_days;
+use plot::Series;
+use results::{BenchResults, Comparison, Environment, Settings};
+use run::Plan;
+
+/// A whole benchmark: the plan every provider runs, and where the report goes.
+#[derive(Debug, Clone)]
+pub struct Bench {
+    pub plan: Plan,
+    pub providers: Vec<Provider>,
+    pub out: PathBuf,
+}
+
+/// A progress line on stderr, so that a long run shows life.
+fn progress(tag: &str, message: &str) {
+    eprintln!("lockstep bench: [{tag}] {message}");
+}
+
+/// Runs every provider and workload and writes the report. Fails before
+/// starting anything when sysbench, a provider library or the report
+/// folder is missing; after that, failures are recorded in the results.
+/// Also returns the drawing problems (the report is complete without them).
+pub fn run(bench: &Bench) -> Result<(BenchResults, Vec<String>), Error> {
+    let sysbench = sysbench_version()?;
+    for p in &bench.providers {
+        if !p.path().is_file() {
+            return Err(Error::ProviderMissing {
+                tried: vec![p.path()],
+            });
+        }
+    }
+    std::fs::create_dir_all(&bench.plan.raw_dir).map_err(|source| Error::Io {
+        what: format!("creating the report folder {}", bench.out.display()),
+        source,
+    })?;
+    let plan = &bench.plan;
+    let started = utc(SystemTime::now(), false);
+    let load_before = load_average();
+    if let Some(load) = &load_before {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if load.split(' ').next().and_then(|l| l.parse::<f64>().ok()) > Some(cpus as f64 / 2.0) {
+            eprintln!(
+                "lockstep bench: the machine is already busy (load average {load} on {cpus} \
+                 CPUs): expect noisy numbers"
+            );
+        }
+    }
+    let runs: Vec<_> = bench
+        .providers
+        .iter()
+        .map(|p| run::run_provider(plan, p))
+        .collect();
+    let results = BenchResults {
+        started_utc: started,
+        finished_utc: utc(SystemTime::now(), false),
+        settings: Settings {
+            nodes: plan.nodes,
+            time_secs: plan.time.as_secs(),
+            warmup_secs: plan.warmup.as_secs(),
+            tables: plan.tables,
+            table_size: plan.table_size,
+            slave_threads: plan.slave_threads,
+            workloads: plan.workloads.iter().map(|w| w.name.to_string()).collect(),
+            providers: bench.providers.iter().map(Provider::label).collect(),
+        },
+        environment: Environment {
+            cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            sysbench,
+            load_average_before: load_before,
+            load_average_after: load_average(),
+        },
+        comparison: Comparison::of(&runs),
+        runs,
+    };
+    let drawing = write_report(&bench.out, &results)?;
+    Ok((results, drawing))
+}
+
+/// `results.json`, `report.md` and the PNGs; the drawing problems.
+fn write_report(dir: &Path, r: &BenchResults) -> Result<Vec<String>, Error> {
+    let write = |name: &str, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|source| Error::Io {
+            what: format!("writing {}", path.display()),
+            source,
+        })
+    };
+    let json = serde_json::to_string_pretty(r).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    write("results.json", json + "\n")?;
+    write("report.md", report::to_markdown(r))?;
+    let mut problems = Vec::new();
+    for name in &r.settings.workloads {
+        if let Err(e) = draw_workload(dir, r, name) {
+            problems.push(e);
+        }
+    }
+    Ok(problems)
+}
+
+fn draw_workload(dir: &Path, r: &BenchResults, workload: &str) -> Result<(), String> {
+    let measured: Vec<(&str, &results::Measured)> = r
+        .runs
+        .iter()
+        .filter_map(|run| {
+            let w = run.workloads.iter().find(|w| w.workload == workload)?;
+            Some((run.provider.as_str(), w.measured.as_ref()?))
+        })
+        .collect();
+    let load = workload::WORKLOADS
+        .iter()
+        .find(|w| w.name == workload)
+        .map(|w| w.load_label(r.settings.nodes))
+        .unwrap_or_default();
+    let (throughput, latency) = report::plot_names(workload);
+    let series: Vec<Series> = measured
+        .iter()
+        .map(|(provider, m)| Series {
+            label: format!("{provider}: {:.1} tps", m.tps),
+            points: m.per_second.iter().map(|s| (s.second, s.tps)).collect(),
+        })
+        .collect();
+    let path = dir.join(&throughput);
+    let title = format!("{workload}, {load}: transactions per second");
+    plot::throughput(&path, &title, &series)
+        .map_err(|e| format!("cannot draw {}: {e}", path.display()))?;
+    let names: Vec<&str> = results::PERCENTILES
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(["max"])
+        .collect();
+    let series: Vec<Series> = measured
+        .iter()
+        .map(|(provider, m)| Series {
+            label: provider.to_string(),
+            points: m
+                .latency_ms
+                .percentiles
+                .iter()
+                .filter_map(|p| {
+                    let i = names.iter().position(|n| *n == p.name)?;
+                    Some((i as f64, p.ms))
+                })
+                .collect(),
+        })
+        .collect();
+    let path = dir.join(&latency);
+    let title = format!("{workload}, {load}: latency percentiles");
+    plot::latency(&path, &title, &names, &series)
+        .map_err(|e| format!("cannot draw {}: {e}", path.display()))
+}
+
+/// `0.52 0.31 0.20`: the 1, 5 and 15 minute load averages.
+fn load_average() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let figures: Vec<&str> = text.split_whitespace().take(3).collect();
+    Some(figures.join(" "))
+}
+
+/// `sysbench 1.0.20`, or an error that says how to install it.
+fn sysbench_version() -> Result<String, Error> {
+    let out = Command::new("sysbench")
+        .arg("--version")
+        .output()
+        .map_err(|source| Error::Io {
+            what: "cannot run `sysbench --version`; install sysbench (scripts/setup.sh)".into(),
+            source,
+        })?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// `2025-01-31T23:59:59Z`, or `20250131T235959Z` when `compact` (for a folder name).
+pub fn utc(t: SystemTime, compact: bool) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    let (hh, mm, ss) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    if compact {
+        format!("{y:04}{m:02}{d:02}T{hh:02}{mm:02}{ss:02}Z")
+    } else {
+        format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn timestamps_are_utc() {
+        let t = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(utc(t, false), "2023-11-14T22:13:20Z");
+        assert_eq!(utc(t, true), "20231114T221320Z");
+    }
+}

@@ -1,0 +1,238 @@
+//! Running the workloads: one cluster per provider, every workload on fresh
+//! tables, then the consistency check.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use lockstep_testkit::{Cluster, ClusterSpec, Provider, Sysbench};
+
+use super::progress;
+use super::results::{Consistency, Measured, ProviderRun, WorkloadRun};
+use super::workload::Workload;
+
+/// How long the nodes may take to apply the last writesets of a workload.
+const CATCH_UP: Duration = Duration::from_secs(120);
+
+/// What to run, for every provider alike.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub nodes: usize,
+    pub time: Duration,
+    pub warmup: Duration,
+    pub tables: u32,
+    pub table_size: u32,
+    pub slave_threads: u32,
+    pub workloads: Vec<Workload>,
+    /// Where sysbench's output and each node1 my.cnf are kept.
+    pub raw_dir: PathBuf,
+}
+
+impl Plan {
+    fn sysbench(&self, w: &Workload) -> Sysbench {
+        Sysbench::script(w.name)
+            .tables(self.tables)
+            .table_size(self.table_size)
+            .threads(w.threads)
+    }
+}
+
+/// Starts a cluster with `provider`, runs every workload on it, stops it.
+/// Failures are recorded, not returned: the other runs go on.
+pub fn run_provider(plan: &Plan, provider: &Provider) -> ProviderRun {
+    let label = provider.label();
+    let mut run = ProviderRun {
+        provider: label.clone(),
+        library: provider.path(),
+        provider_version: None,
+        server_version: None,
+        error: None,
+        workloads: Vec::new(),
+    };
+    progress(&label, &format!("starting {} nodes", plan.nodes));
+    let spec = ClusterSpec::new(plan.nodes)
+        .provider(provider.clone())
+        .cluster_name("lockstep-bench")
+        .slave_threads(plan.slave_threads);
+    let mut cluster = match spec.start() {
+        Ok(c) => c,
+        Err(e) => {
+            progress(
+                &label,
+                &format!("the cluster did not start: {}", first_line(&e)),
+            );
+            run.error = Some(format!("the cluster did not start: {e}"));
+            run.workloads = plan.workloads.iter().map(not_run).collect();
+            return run;
+        }
+    };
+    let first = cluster.node(0);
+    run.library = cluster.provider_path().to_path_buf();
+    run.server_version = first.var("version").ok().flatten();
+    run.provider_version = first.status("wsrep_provider_version").ok().flatten();
+    let raw = plan.raw_dir.join(&label);
+    keep_file(&first.config().defaults_file, &raw.join("node1.my.cnf"));
+    for w in &plan.workloads {
+        run.workloads
+            .push(run_workload(plan, &cluster, w, &label, &raw));
+    }
+    progress(&label, "stopping the cluster");
+    if let Err(e) = cluster.stop_all() {
+        run.error = Some(format!("stopping the cluster: {e}"));
+    }
+    run
+}
+
+fn not_run(w: &Workload) -> WorkloadRun {
+    WorkloadRun {
+        workload: w.name.into(),
+        threads: w.threads,
+        nodes: Vec::new(),
+        measured: None,
+        consistency: None,
+        error: Some("not run: the cluster did not start".into()),
+    }
+}
+
+fn run_workload(
+    plan: &Plan,
+    cluster: &Cluster,
+    w: &Workload,
+    label: &str,
+    raw: &Path,
+) -> WorkloadRun {
+    let nodes = w.nodes(cluster);
+    let mut out = WorkloadRun {
+        workload: w.name.into(),
+        threads: w.threads,
+        nodes: nodes.iter().map(|n| n.name().to_string()).collect(),
+        measured: None,
+        consistency: None,
+        error: None,
+    };
+    let tag = format!("{label} {}", w.name);
+    let bench = plan.sysbench(w);
+    if let Err(e) = fresh_tables(plan, cluster, &bench, &tag) {
+        out.error = Some(format!("preparing the tables: {e}"));
+        return out;
+    }
+    if !plan.warmup.is_zero() {
+        progress(&tag, &format!("warm-up {} s", plan.warmup.as_secs()));
+        if let Err(e) = bench.clone().time(plan.warmup).run(&nodes) {
+            out.error = Some(format!("warm-up: {e}"));
+            return out;
+        }
+    }
+    progress(
+        &tag,
+        &format!(
+            "measuring {} s, {}",
+            plan.time.as_secs(),
+            w.load_label(cluster.len())
+        ),
+    );
+    let measured = bench
+        .clone()
+        .time(plan.time)
+        .report_interval(1)
+        .histogram()
+        .run(&nodes);
+    match measured {
+        Ok(report) => {
+            keep_text(&raw.join(format!("{}.txt", w.name)), &report.output);
+            let m = Measured::from_report(&report);
+            progress(
+                &tag,
+                &format!(
+                    "{:.1} tps, p95 {} ms, max {} ms, {:.1} aborts/s",
+                    m.tps,
+                    opt(m.latency_ms.p95),
+                    opt(m.latency_ms.max),
+                    m.aborts_per_sec
+                ),
+            );
+            out.measured = Some(m);
+        }
+        Err(e) => {
+            keep_text(&raw.join(format!("{}.error.txt", w.name)), &e.to_string());
+            progress(&tag, &format!("sysbench failed: {}", first_line(&e)));
+            out.error = Some(format!("sysbench: {e}"));
+        }
+    }
+    let consistency = check(cluster, &bench);
+    if consistency.equal {
+        progress(&tag, "checksums equal on every node");
+    } else {
+        eprintln!(
+            "lockstep bench: [{tag}] CHECKSUM MISMATCH: the nodes differ after the workload\n{}{}",
+            consistency.grid,
+            consistency.problem.as_deref().unwrap_or_default()
+        );
+    }
+    out.consistency = Some(consistency);
+    out
+}
+
+/// Drops and recreates the sbtest database, so that every workload starts
+/// from the same data, and waits until every node has it.
+fn fresh_tables(
+    plan: &Plan,
+    cluster: &Cluster,
+    bench: &Sysbench,
+    tag: &str,
+) -> lockstep_testkit::Result<()> {
+    progress(
+        tag,
+        &format!(
+            "preparing {} tables × {} rows",
+            plan.tables, plan.table_size
+        ),
+    );
+    let t0 = Instant::now();
+    cluster.node(0).sql("DROP DATABASE IF EXISTS sbtest")?;
+    bench.prepare(cluster.node(0))?;
+    cluster.wait_for_equal_last_committed(CATCH_UP)?;
+    progress(
+        tag,
+        &format!("tables ready in {:.1} s", t0.elapsed().as_secs_f64()),
+    );
+    Ok(())
+}
+
+/// Waits for every node to commit the same last seqno, then compares
+/// CHECKSUM TABLE everywhere.
+fn check(cluster: &Cluster, bench: &Sysbench) -> Consistency {
+    let tables = bench.table_names();
+    let tables: Vec<&str> = tables.iter().map(String::as_str).collect();
+    let result = cluster
+        .wait_for_equal_last_committed(CATCH_UP)
+        .and_then(|seqno| Ok((seqno, cluster.checksums(&tables)?)));
+    match result {
+        Ok((seqno, report)) => Consistency::checked(seqno, &report),
+        Err(e) => Consistency::failed(format!("the check did not complete: {e}")),
+    }
+}
+
+fn first_line(e: &lockstep_testkit::Error) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_string()
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.2}"))
+}
+
+/// Best effort: raw files help reading a report but are not the report.
+fn keep_text(path: &Path, text: &str) {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Err(e) = std::fs::write(path, text) {
+        eprintln!("lockstep bench: cannot write {}: {e}", path.display());
+    }
+}
+
+fn keep_file(from: &Path, to: &Path) {
+    match std::fs::read_to_string(from) {
+        Ok(text) => keep_text(to, &text),
+        Err(e) => eprintln!("lockstep bench: cannot read {}: {e}", from.display()),
+    }
+}
