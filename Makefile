@@ -6,7 +6,7 @@ CARGO ?= cargo
 TESTS ?=
 PROVIDER ?= lockstep
 
-.PHONY: setup build demo test lint unit integration mtr mtr-suite clean
+.PHONY: setup build demo test lint unit integration mtr mtr-suite bench clean
 
 setup:
 	@scripts/setup.sh
@@ -34,6 +34,12 @@ mtr: build
 # A whole suite: make mtr-suite SUITE=wsrep [PROVIDER=galera]
 mtr-suite: build
 	@scripts/mtr.sh --suite $(SUITE) $(PROVIDER)
+
+# sysbench workloads on a 3-node cluster with Lockstep, then with Galera
+# (~5 min); report with plots in bench-out/<UTC timestamp>/ (docs/bench.md):
+#   make bench BENCH_ARGS="--time 60 --workloads oltp_write_only"
+bench: build
+	target/release/lockstep bench $(BENCH_ARGS)
 
 clean:
 	$(CARGO) clean
