@@ -57,3 +57,19 @@ pub fn status_u64(node: &Node, name: &str) -> Result<u64> {
         message: format!("{}: {name} = {value:?} is not a number", node.name()),
     })
 }
+
+/// Creates `db.t (id INT PRIMARY KEY, n INT)` holding the row (1, 0) on
+/// the first node and waits until every node has it.
+pub fn one_row_table(cluster: &Cluster, db: &str) {
+    let sql = format!(
+        "CREATE DATABASE {db}; \
+         CREATE TABLE {db}.t (id INT PRIMARY KEY, n INT) ENGINE=InnoDB; \
+         INSERT INTO {db}.t VALUES (1, 0)"
+    );
+    if let Err(e) = cluster.node(0).sql(&sql) {
+        fail(cluster, &format!("creating {db}.t: {e}"));
+    }
+    if let Err(e) = cluster.wait_for_equal_last_committed(std::time::Duration::from_secs(60)) {
+        fail(cluster, &format!("{db}.t on every node: {e}"));
+    }
+}

@@ -134,7 +134,7 @@ impl Provider {
             Ok(()) => {
                 if g.local.state() == lockstep_core::group::MemberState::Joined {
                     // synced_cb must run on an applier thread.
-                    g.events.push_back(Event::Synced);
+                    g.enqueue(Event::Synced);
                     drop(g);
                     self.notify();
                 }

@@ -159,6 +159,11 @@ impl Provider {
         rec.seqno = ordered.seqno;
         rec.depends_on = ordered.depends_on;
         let bf_aborted = rec.state == TrxState::MustAbort;
+        if ordered.passed {
+            // Applied already (it ran here); it waits only for commit order.
+            g.enter_apply(ordered.seqno);
+        }
+        let rec = g.trxs.get_mut(&trx_id).expect("registered above");
         if !ordered.passed {
             rec.state = TrxState::CertFailed;
             g.counters.local_cert_failures += 1;
@@ -187,12 +192,13 @@ impl Provider {
                     ),
                 );
             }
-            let (g, _) = self.wait_until(g, None, |s| {
+            let (mut g, _) = self.wait_until(g, None, |s| {
                 (s.commit.level() >= seqno - 1 && s.may_commit(seqno)) || s.conn == Conn::Closed
             });
             if g.conn == Conn::Closed {
                 return status::CONN_FAIL;
             }
+            g.enter_commit(seqno);
             return status::OK;
         }
         let (mut g, _) = self.wait_until(g, None, |s| {
@@ -213,6 +219,7 @@ impl Provider {
         if rec.state == TrxState::Certified {
             rec.state = TrxState::Committing;
         }
+        g.enter_commit(seqno);
         status::OK
     }
 
@@ -231,7 +238,7 @@ impl Provider {
                 String::from_utf8_lossy(err)
             );
         }
-        if let Err(e) = g.commit.mark(seqno) {
+        if let Err(e) = g.leave_commit(seqno) {
             return self.inconsistent(g, &e.to_string());
         }
         if let Handle::Local(_) = h {
@@ -255,11 +262,11 @@ impl Provider {
             if !rec.commit_left {
                 let (ng, _) = self.wait_until(g, None, |s| s.commit.level() >= rec.seqno - 1);
                 g = ng;
-                if let Err(e) = g.commit.mark(rec.seqno) {
+                if let Err(e) = g.leave_commit(rec.seqno) {
                     return self.inconsistent(g, &e.to_string());
                 }
             }
-            if let Err(e) = g.finished.mark(rec.seqno) {
+            if let Err(e) = g.leave_apply(rec.seqno) {
                 return self.inconsistent(g, &e.to_string());
             }
             if matches!(rec.state, TrxState::Committing | TrxState::Replaying) && rec.commit_left {
@@ -412,6 +419,8 @@ impl Provider {
         let (mut g, _) = self.wait_until(g, None, |s| {
             s.last_committed() >= seqno - 1 && s.commit.level() >= seqno - 1
         });
+        g.enter_apply(seqno);
+        g.enter_commit(seqno);
         g.toi.insert(conn_id, seqno);
         if ordered.passed {
             status::OK
@@ -431,7 +440,7 @@ impl Provider {
                 String::from_utf8_lossy(err)
             );
         }
-        let passed = g.commit.mark(seqno).and_then(|_| g.finished.mark(seqno));
+        let passed = g.leave_commit(seqno).and_then(|_| g.leave_apply(seqno));
         if let Err(e) = passed {
             return self.inconsistent(g, &e.to_string());
         }
@@ -460,13 +469,15 @@ impl Provider {
             CertOutcome::Pass { depends_on } => (true, if toi { seqno - 1 } else { depends_on }),
             CertOutcome::Fail { .. } => (false, seqno - 1),
         };
-        let g = self.lock();
-        let (g, _) = self.wait_until(g, None, |s| {
+        let mut g = self.lock();
+        g.arrive_apply(seqno);
+        let (mut g, _) = self.wait_until(g, None, |s| {
             (s.last_committed() >= depends_on && s.may_commit(seqno)) || s.conn == Conn::Closed
         });
         if g.conn == Conn::Closed {
             return Some(status::CONN_FAIL);
         }
+        g.enter_apply(seqno);
         let meta = TrxMeta {
             gtid: Gtid {
                 uuid: g.history,
@@ -501,11 +512,12 @@ impl Provider {
         if !g.commit.has_passed(seqno) {
             let (ng, _) = self.wait_until(g, None, |s| s.commit.level() >= seqno - 1);
             g = ng;
-            if let Err(e) = g.commit.mark(seqno) {
+            g.enter_commit(seqno);
+            if let Err(e) = g.leave_commit(seqno) {
                 return Some(self.inconsistent(g, &e.to_string()));
             }
         }
-        if let Err(e) = g.finished.mark(seqno) {
+        if let Err(e) = g.leave_apply(seqno) {
             return Some(self.inconsistent(g, &e.to_string()));
         }
         g.counters.received += 1;

@@ -318,7 +318,9 @@ impl Provider {
             return Some(self.fail_session(ctx, "view callback failed, restart required"));
         }
         if g.last_committed() < seqno {
-            let passed = g.commit.mark(seqno).and_then(|_| g.finished.mark(seqno));
+            g.enter_apply(seqno);
+            g.enter_commit(seqno);
+            let passed = g.leave_commit(seqno).and_then(|_| g.leave_apply(seqno));
             if let Err(e) = passed {
                 drop(g);
                 return Some(self.fail_session(ctx, &e.to_string()));
@@ -430,7 +432,7 @@ impl Provider {
                     Some(link) if !alone => {
                         let _ = link.tx.send(channel::Input::Leave);
                     }
-                    _ => g.events.push_back(Event::Final),
+                    _ => g.enqueue(Event::Final),
                 }
                 self.notify();
             }
@@ -447,7 +449,7 @@ impl Provider {
             }
             if !forced && started.elapsed() > LEAVE_TIMEOUT {
                 warn!("graceful leave did not complete in {LEAVE_TIMEOUT:?}; closing anyway");
-                g.events.push_back(Event::Final);
+                g.enqueue(Event::Final);
                 g.isolating = false;
                 forced = true;
                 self.notify();

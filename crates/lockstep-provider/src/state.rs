@@ -10,7 +10,7 @@ use crate::trx::TrxRecord;
 use lockstep_core::certification::{CertOutcome, CertStats};
 use lockstep_core::group::LocalState;
 use lockstep_core::group::{Action, Writeset};
-use lockstep_core::ordering::Watermark;
+use lockstep_core::ordering::{GateStats, OrderError, QueueStats, Watermark};
 use lockstep_core::saved_state::SavedState;
 use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc::Sender;
@@ -139,7 +139,15 @@ pub struct Inner {
     /// the group thread (the certifier itself lives in the sequencer).
     pub cert_stats: CertStats,
     pub cert_index_size: usize,
+    /// `cert_stats` at the last `FLUSH STATUS`: the averages start there.
+    pub cert_stats_base: CertStats,
     pub events: VecDeque<Event>,
+    /// `wsrep_local_recv_queue_*`: lengths of `events` at each push.
+    pub recv_queue: QueueStats,
+    /// `wsrep_apply_*` and `wsrep_commit_*`: how the apply gate (enter:
+    /// dependencies met; leave: `finished`) and the commit gate overlapped.
+    pub apply_stats: GateStats,
+    pub commit_stats: GateStats,
     /// Threads currently inside `recv()`.
     pub appliers: usize,
     pub final_delivered: bool,
@@ -201,7 +209,11 @@ impl Inner {
             commit: Watermark::new(last_committed),
             cert_stats: CertStats::default(),
             cert_index_size: 0,
+            cert_stats_base: CertStats::default(),
             events: VecDeque::new(),
+            recv_queue: QueueStats::default(),
+            apply_stats: GateStats::default(),
+            commit_stats: GateStats::default(),
             appliers: 0,
             final_delivered: false,
             trxs: HashMap::new(),
@@ -223,6 +235,41 @@ impl Inner {
             non_primary: false,
             last_view_members: 0,
         }
+    }
+
+    /// Queues an ordered event for the appliers.
+    pub fn enqueue(&mut self, event: Event) {
+        self.events.push_back(event);
+        self.recv_queue.sample(self.events.len());
+    }
+
+    /// An applier picked up `seqno`; it waits for its dependencies.
+    pub fn arrive_apply(&mut self, seqno: i64) {
+        self.apply_stats.arrived(seqno);
+    }
+
+    /// `seqno` starts applying: its dependencies have finished.
+    pub fn enter_apply(&mut self, seqno: i64) {
+        self.apply_stats.entered(seqno, self.finished.level());
+    }
+
+    /// `seqno` enters commit order: everything before it has committed.
+    pub fn enter_commit(&mut self, seqno: i64) {
+        self.commit_stats.entered(seqno, self.commit.level());
+    }
+
+    /// `seqno` leaves commit order.
+    pub fn leave_commit(&mut self, seqno: i64) -> Result<(), OrderError> {
+        self.commit.mark(seqno)?;
+        self.commit_stats.left(seqno, self.commit.level());
+        Ok(())
+    }
+
+    /// `seqno` is finished (applied or rolled back, and committed).
+    pub fn leave_apply(&mut self, seqno: i64) -> Result<(), OrderError> {
+        self.finished.mark(seqno)?;
+        self.apply_stats.left(seqno, self.finished.level());
+        Ok(())
     }
 
     /// `last_committed` as defined by the contract: everything finished.

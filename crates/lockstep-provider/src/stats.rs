@@ -32,7 +32,8 @@ impl Provider {
             })
             .unwrap_or_default();
         let members = g.view.as_ref().map_or(0, |v| v.members.len() as i64);
-        let cert = g.cert_stats;
+        let cert = g.cert_stats.since(&g.cert_stats_base);
+        let queued = g.events.len();
         let member_id = if g.conn == Conn::Closed {
             wsrep_abi::Uuid::NIL
         } else {
@@ -57,10 +58,10 @@ impl Provider {
             ("local_send_queue_max", Int(0)),
             ("local_send_queue_min", Int(0)),
             ("local_send_queue_avg", Double(0.0)),
-            ("local_recv_queue", Int(g.events.len() as i64)),
-            ("local_recv_queue_max", Int(g.events.len() as i64)),
-            ("local_recv_queue_min", Int(0)),
-            ("local_recv_queue_avg", Double(0.0)),
+            ("local_recv_queue", Int(queued as i64)),
+            ("local_recv_queue_max", Int(g.recv_queue.max(queued) as i64)),
+            ("local_recv_queue_min", Int(g.recv_queue.min(queued) as i64)),
+            ("local_recv_queue_avg", Double(g.recv_queue.avg())),
             ("local_cached_downto", Int(-1)),
             ("flow_control_paused_ns", Int(0)),
             ("flow_control_paused", Double(0.0)),
@@ -69,13 +70,13 @@ impl Provider {
             ("flow_control_active", Str("false".into())),
             ("flow_control_requested", Str("false".into())),
             ("cert_deps_distance", Double(cert.avg_deps_distance())),
-            ("apply_oooe", Double(0.0)),
-            ("apply_oool", Double(0.0)),
-            ("apply_window", Double(0.0)),
+            ("apply_oooe", Double(g.apply_stats.oooe())),
+            ("apply_oool", Double(g.apply_stats.oool())),
+            ("apply_window", Double(g.apply_stats.window())),
             ("apply_waits", Int(0)),
-            ("commit_oooe", Double(0.0)),
-            ("commit_oool", Double(0.0)),
-            ("commit_window", Double(0.0)),
+            ("commit_oooe", Double(g.commit_stats.oooe())),
+            ("commit_oool", Double(g.commit_stats.oool())),
+            ("commit_window", Double(g.commit_stats.window())),
             ("local_state", Int(state.wsrep_value())),
             ("local_state_comment", Str(state.comment().into())),
             ("cert_index_size", Int(g.cert_index_size as i64)),
@@ -99,5 +100,15 @@ impl Provider {
             ("gcomm_uuid", Str(member_id.to_string())),
             ("gmcast_segment", Str("0".into())),
         ]
+    }
+
+    /// `FLUSH STATUS`: averages and extremes start over (Galera resets
+    /// the same figures); counters keep counting.
+    pub fn stats_reset(&self) {
+        let mut g = self.lock();
+        g.recv_queue.reset();
+        g.apply_stats.reset();
+        g.commit_stats.reset();
+        g.cert_stats_base = g.cert_stats;
     }
 }

@@ -196,6 +196,26 @@ impl CertStats {
         }
     }
 
+    /// The figures counted after `base` was taken (`FLUSH STATUS` keeps a
+    /// base instead of resetting the group's certifier). A base from an
+    /// earlier session (larger than now) counts as zero.
+    pub fn since(&self, base: &CertStats) -> CertStats {
+        CertStats {
+            certified: self.certified.saturating_sub(base.certified),
+            passed: self.passed.saturating_sub(base.passed),
+            conflicts: self.conflicts.saturating_sub(base.conflicts),
+            structural_failures: self
+                .structural_failures
+                .saturating_sub(base.structural_failures),
+            deps_distance_sum: self
+                .deps_distance_sum
+                .saturating_sub(base.deps_distance_sum),
+            interval_sum: self.interval_sum.saturating_sub(base.interval_sum),
+            interval_count: self.interval_count.saturating_sub(base.interval_count),
+            keys_processed: self.keys_processed.saturating_sub(base.keys_processed),
+        }
+    }
+
     /// Average `s - ls - 1` (`cert_interval`).
     pub fn avg_cert_interval(&self) -> f64 {
         if self.interval_count == 0 {

@@ -668,6 +668,9 @@ fn certification_stats() {
     c.reset_stats();
     assert_eq!(c.stats(), CertStats::default());
     assert_eq!(c.stats().avg_deps_distance(), 0.0);
+    let base = st;
+    assert_eq!(st.since(&base).avg_deps_distance(), 0.0);
+    assert_eq!(st.since(&CertStats::default()), st);
     assert_eq!(c.stats().avg_cert_interval(), 0.0);
 }
 

@@ -56,8 +56,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                     *w = Resolution::Ordered { seqno, outcome };
                 }
             } else if g.in_group {
-                g.events
-                    .push_back(Event::Apply(RemoteWs { seqno, ws, outcome }));
+                g.enqueue(Event::Apply(RemoteWs { seqno, ws, outcome }));
             }
         }
         Delivery::View(v) => view(g, me, v),
@@ -67,7 +66,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
             request,
             seqno,
         } if donor == me && g.in_group => {
-            g.events.push_back(Event::Donate {
+            g.enqueue(Event::Donate {
                 request,
                 seqno,
                 joiner,
@@ -80,7 +79,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
         Delivery::MemberState {
             raft_id,
             state: MemberState::Synced,
-        } if raft_id == me && g.in_group => g.events.push_back(Event::Synced),
+        } if raft_id == me && g.in_group => g.enqueue(Event::Synced),
         Delivery::Barrier { origin, id, seqno } if origin == me => {
             if let Some(w) = g.waiting.get_mut(&id) {
                 *w = Resolution::Fence { seqno };
@@ -108,25 +107,25 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
             return;
         }
         g.in_group = true;
-        g.events.push_back(Event::Connected(mine.clone()));
+        g.enqueue(Event::Connected(mine.clone()));
         let founder = v.conf_id == 1 && v.members.len() == 1;
         if founder {
-            g.events.push_back(Event::PrimaryView(mine));
-            g.events.push_back(Event::Synced);
+            g.enqueue(Event::PrimaryView(mine));
+            g.enqueue(Event::Synced);
         } else {
-            g.events.push_back(Event::JoinView(mine));
+            g.enqueue(Event::JoinView(mine));
         }
         return;
     }
     if included {
-        g.events.push_back(Event::PrimaryView(mine));
+        g.enqueue(Event::PrimaryView(mine));
         if g.non_primary {
             // Back in the primary component with every event in between
             // (the log is continuous): JOINED by the view, then SYNCED.
             g.non_primary = false;
-            g.events.push_back(Event::Synced);
+            g.enqueue(Event::Synced);
         }
     } else {
-        g.events.push_back(Event::Removed);
+        g.enqueue(Event::Removed);
     }
 }

@@ -204,7 +204,7 @@ impl Worker {
     fn left_group(&mut self) {
         let mut g = self.shared.lock();
         if g.in_group && g.conn == crate::state::Conn::Closing {
-            g.events.push_back(crate::state::Event::Removed);
+            g.enqueue(crate::state::Event::Removed);
             g.isolating = false;
         }
         drop(g);
@@ -229,7 +229,7 @@ impl Worker {
             self.join_timeout,
             self.seeds.join(",")
         );
-        g.events.push_back(crate::state::Event::Removed);
+        g.enqueue(crate::state::Event::Removed);
         drop(g);
         self.shared.notify();
     }
@@ -265,7 +265,7 @@ impl Worker {
         let mut g = self.shared.lock();
         if g.in_group && !g.non_primary {
             g.non_primary = true;
-            g.events.push_back(crate::state::Event::NonPrimary);
+            g.enqueue(crate::state::Event::NonPrimary);
         }
         drop(g);
         self.shared.notify();
@@ -349,7 +349,7 @@ impl Worker {
                     error!("group channel failed: {why}; this node stops replicating");
                     let mut g = self.shared.lock();
                     g.local.inconsistent();
-                    g.events.push_back(crate::state::Event::Removed);
+                    g.enqueue(crate::state::Event::Removed);
                     drop(g);
                     self.shared.notify();
                 }

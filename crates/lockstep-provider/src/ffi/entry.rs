@@ -561,7 +561,10 @@ unsafe extern "C" fn stats_free(_w: *mut Wsrep, vars: *mut StatsVar) {
     guard("stats_free", (), || stats::release(vars))
 }
 
-unsafe extern "C" fn stats_reset(_w: *mut Wsrep) {}
+/// `FLUSH STATUS`: the averaged figures start over.
+unsafe extern "C" fn stats_reset(w: *mut Wsrep) {
+    with_provider!("stats_reset", w, (), |p| p.stats_reset())
+}
 
 unsafe extern "C" fn pause(w: *mut Wsrep) -> i64 {
     with_provider!("pause", w, -1, |p| p.pause())
