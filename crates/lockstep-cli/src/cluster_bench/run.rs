@@ -56,11 +56,7 @@ pub fn run_provider(plan: &Plan, provider: &Provider) -> ProviderRun {
     let mut cluster = match spec.start() {
         Ok(c) => c,
         Err(e) => {
-            progress(
-                &label,
-                &format!("the cluster did not start: {}", first_line(&e)),
-            );
-            run.error = Some(format!("the cluster did not start: {e}"));
+            run.error = Some(failed(&label, "starting the cluster", &e));
             run.workloads = plan.workloads.iter().map(not_run).collect();
             return run;
         }
@@ -112,13 +108,14 @@ fn run_workload(
     let tag = format!("{label} {}", w.name);
     let bench = plan.sysbench(w);
     if let Err(e) = fresh_tables(plan, cluster, &bench, &tag) {
-        out.error = Some(format!("preparing the tables: {e}"));
+        out.error = Some(failed(&tag, "preparing the tables", &e));
         return out;
     }
     if !plan.warmup.is_zero() {
         progress(&tag, &format!("warm-up {} s", plan.warmup.as_secs()));
         if let Err(e) = bench.clone().time(plan.warmup).run(&nodes) {
-            out.error = Some(format!("warm-up: {e}"));
+            out.error = Some(failed(&tag, "warm-up", &e));
+            out.consistency = Some(check(cluster, &bench, &tag));
             return out;
         }
     }
@@ -154,22 +151,19 @@ fn run_workload(
         }
         Err(e) => {
             keep_text(&raw.join(format!("{}.error.txt", w.name)), &e.to_string());
-            progress(&tag, &format!("sysbench failed: {}", first_line(&e)));
-            out.error = Some(format!("sysbench: {e}"));
+            out.error = Some(failed(&tag, "sysbench", &e));
         }
     }
-    let consistency = check(cluster, &bench);
-    if consistency.equal {
-        progress(&tag, "checksums equal on every node");
-    } else {
-        eprintln!(
-            "lockstep bench: [{tag}] CHECKSUM MISMATCH: the nodes differ after the workload\n{}{}",
-            consistency.grid,
-            consistency.problem.as_deref().unwrap_or_default()
-        );
-    }
-    out.consistency = Some(consistency);
+    out.consistency = Some(check(cluster, &bench, &tag));
     out
+}
+
+/// Says on stderr that `what` failed; the full message, for the results.
+fn failed(tag: &str, what: &str, e: &lockstep_testkit::Error) -> String {
+    let message = e.to_string();
+    let first = message.lines().next().unwrap_or_default();
+    progress(tag, &format!("{what} failed: {first}"));
+    format!("{what}: {message}")
 }
 
 /// Drops and recreates the sbtest database, so that every workload starts
@@ -200,20 +194,27 @@ fn fresh_tables(
 
 /// Waits for every node to commit the same last seqno, then compares
 /// CHECKSUM TABLE everywhere.
-fn check(cluster: &Cluster, bench: &Sysbench) -> Consistency {
+/// Says loudly on stderr when they differ.
+fn check(cluster: &Cluster, bench: &Sysbench, tag: &str) -> Consistency {
     let tables = bench.table_names();
     let tables: Vec<&str> = tables.iter().map(String::as_str).collect();
     let result = cluster
         .wait_for_equal_last_committed(CATCH_UP)
         .and_then(|seqno| Ok((seqno, cluster.checksums(&tables)?)));
-    match result {
+    let consistency = match result {
         Ok((seqno, report)) => Consistency::checked(seqno, &report),
         Err(e) => Consistency::failed(format!("the check did not complete: {e}")),
+    };
+    if consistency.equal {
+        progress(tag, "checksums equal on every node");
+    } else {
+        eprintln!(
+            "lockstep bench: [{tag}] CHECKSUM MISMATCH: the nodes differ after the workload\n{}{}",
+            consistency.grid,
+            consistency.problem.as_deref().unwrap_or_default()
+        );
     }
-}
-
-fn first_line(e: &lockstep_testkit::Error) -> String {
-    e.to_string().lines().next().unwrap_or_default().to_string()
+    consistency
 }
 
 fn opt(v: Option<f64>) -> String {
