@@ -64,7 +64,7 @@ pub fn run(bench: &Bench) -> Result<(BenchResults, Vec<String>), Error> {
     let load_before = load_average();
     if let Some(load) = &load_before {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if load.split(' ').next().and_then(|l| l.parse::<f64>().ok()) > Some(cpus as f64 / 2.0) {
+        if load.split(' ').next().and_then(|l| l.parse::<f64>().ok()) > Some(cpus as f64) {
             eprintln!(
                 "lockstep bench: the machine is already busy (load average {load} on {cpus} \
                  CPUs): expect noisy numbers"
