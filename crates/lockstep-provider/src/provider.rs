@@ -56,11 +56,26 @@ pub struct Provider {
     pub channel: Mutex<Option<crate::channel::GroupChannel>>,
 }
 
-/// The state the group thread shares with the server's threads: one lock,
-/// one condition variable (see `state`).
+/// The state the group thread shares with the server's threads: one lock
+/// (see `state`) and three condition variables, one per kind of waiter, so
+/// that the frequent changes wake only the threads that wait for them: on
+/// two cores, waking a dozen threads per commit costs more than the commit.
 pub struct Shared {
     pub inner: Mutex<Inner>,
+    /// Anything else: ordering gates, transaction states, the life cycle.
     pub changed: Condvar,
+    /// Idle appliers waiting for an event to run.
+    pub work: Condvar,
+    /// Local threads waiting for their proposal's place in the order.
+    pub resolved: Condvar,
+}
+
+/// Which waiters a [`Provider::wait_on`] call belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    Changed,
+    Work,
+    Resolved,
 }
 
 impl Shared {
@@ -68,8 +83,25 @@ impl Shared {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Wakes every waiter: the safe choice for any change.
     pub fn notify(&self) {
         self.changed.notify_all();
+        self.work.notify_all();
+        self.resolved.notify_all();
+    }
+
+    /// Wakes the waiters on ordering gates and transaction states only:
+    /// for changes that neither queue events nor resolve proposals.
+    pub fn notify_gates(&self) {
+        self.changed.notify_all();
+    }
+
+    fn condvar(&self, wake: Wake) -> &Condvar {
+        match wake {
+            Wake::Changed => &self.changed,
+            Wake::Work => &self.work,
+            Wake::Resolved => &self.resolved,
+        }
     }
 }
 
@@ -144,6 +176,8 @@ impl Provider {
             shared: Arc::new(Shared {
                 inner: Mutex::new(Inner::new(saved.uuid, position)),
                 changed: Condvar::new(),
+                work: Condvar::new(),
+                resolved: Condvar::new(),
             }),
             channel: Mutex::new(None),
         })
@@ -157,30 +191,35 @@ impl Provider {
     /// Returns the guard and whether the condition was met before `deadline`.
     pub fn wait_until<'a>(
         &'a self,
+        guard: MutexGuard<'a, Inner>,
+        deadline: Option<Instant>,
+        ready: impl FnMut(&mut Inner) -> bool,
+    ) -> (MutexGuard<'a, Inner>, bool) {
+        self.wait_on(Wake::Changed, guard, deadline, ready)
+    }
+
+    /// [`Provider::wait_until`] for one kind of waiter: `ready` may depend
+    /// only on what the notifications of that kind announce.
+    pub fn wait_on<'a>(
+        &'a self,
+        wake: Wake,
         mut guard: MutexGuard<'a, Inner>,
         deadline: Option<Instant>,
         mut ready: impl FnMut(&mut Inner) -> bool,
     ) -> (MutexGuard<'a, Inner>, bool) {
+        let cv = self.shared.condvar(wake);
         loop {
             if ready(&mut guard) {
                 return (guard, true);
             }
             match deadline {
-                None => {
-                    guard = self
-                        .shared
-                        .changed
-                        .wait(guard)
-                        .unwrap_or_else(|p| p.into_inner())
-                }
+                None => guard = cv.wait(guard).unwrap_or_else(|p| p.into_inner()),
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
                         return (guard, false);
                     }
-                    guard = self
-                        .shared
-                        .changed
+                    guard = cv
                         .wait_timeout(guard, d - now)
                         .unwrap_or_else(|p| p.into_inner())
                         .0;
@@ -191,6 +230,11 @@ impl Provider {
 
     pub fn notify(&self) {
         self.shared.notify();
+    }
+
+    /// See [`Shared::notify_gates`].
+    pub fn notify_gates(&self) {
+        self.shared.notify_gates();
     }
 
     /// Writes grastate.dat; a failure is logged, since the caller cannot do

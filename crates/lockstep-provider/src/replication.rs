@@ -6,7 +6,7 @@
 //! writesets arrive as `Event::Apply` and run through `apply_cb`.
 
 use crate::log::{error, info};
-use crate::provider::Provider;
+use crate::provider::{Provider, Wake};
 use crate::server::ThreadCtx;
 use crate::state::{Conn, Inner, RemoteWs, Resolution};
 use crate::trx::{Handle, LocalTrx, TrxRecord, TrxState};
@@ -64,7 +64,7 @@ impl Provider {
             return (g, None);
         };
         g.inflight_last_seen.insert(id, last_seen);
-        let (mut g, _) = self.wait_until(g, None, |s| {
+        let (mut g, _) = self.wait_on(Wake::Resolved, g, None, |s| {
             s.waiting.get(&id) != Some(&Resolution::Pending)
         });
         g.inflight_last_seen.remove(&id);
@@ -247,7 +247,7 @@ impl Provider {
             }
         }
         drop(g);
-        self.notify();
+        self.notify_gates();
         status::OK
     }
 
@@ -274,7 +274,7 @@ impl Provider {
             }
         }
         drop(g);
-        self.notify();
+        self.notify_gates();
         status::OK
     }
 
@@ -305,7 +305,7 @@ impl Provider {
             _ => status::NOT_ALLOWED,
         };
         drop(g);
-        self.notify();
+        self.notify_gates();
         rc
     }
 
@@ -445,7 +445,7 @@ impl Provider {
             return self.inconsistent(g, &e.to_string());
         }
         drop(g);
-        self.notify();
+        self.notify_gates();
         status::OK
     }
 
@@ -524,7 +524,7 @@ impl Provider {
         g.counters.received_bytes += r.ws.size() as i64;
         let last_applier = g.appliers <= 1;
         drop(g);
-        self.notify();
+        self.notify_gates();
         (exit_loop && !last_applier).then_some(status::OK)
     }
 }

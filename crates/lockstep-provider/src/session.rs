@@ -5,7 +5,7 @@
 
 use crate::channel::{self, GroupChannel, Setup};
 use crate::log::{error, info, warn};
-use crate::provider::{Provider, CAPABILITIES};
+use crate::provider::{Provider, Wake, CAPABILITIES};
 use crate::server::{ThreadCtx, View};
 use crate::state::{Conn, Event, GroupLink};
 use lockstep_core::address::ClusterAddress;
@@ -223,7 +223,7 @@ impl Provider {
     fn recv_loop(&self, ctx: ThreadCtx) -> Status {
         loop {
             let g = self.lock();
-            let (mut g, _) = self.wait_until(g, None, |s| {
+            let (mut g, _) = self.wait_on(Wake::Work, g, None, |s| {
                 (!s.events.is_empty() && !s.isolating) || s.conn == Conn::Closed
             });
             let Some(event) = g.events.pop_front() else {
@@ -243,7 +243,11 @@ impl Provider {
                 g.propose(lockstep_core::group::Action::Synced { raft_id }, false);
             }
             drop(g);
-            self.notify();
+            if isolating {
+                // Other appliers may now start; an ordinary event
+                // announced its own changes.
+                self.notify();
+            }
             if let Some(rc) = outcome {
                 return rc;
             }
