@@ -52,6 +52,26 @@ unsafe extern "C" fn view(
     cb_status::SUCCESS
 }
 
+/// Only replays reach it here (no remote writesets on one node); the
+/// thread context is the test's Recorder.
+unsafe extern "C" fn apply(
+    recv_ctx: *mut c_void,
+    _h: *const wsrep_abi::WsHandle,
+    wsflags: u32,
+    data: *const wsrep_abi::Buf,
+    meta: *const TrxMeta,
+    _exit: *mut bool,
+) -> i32 {
+    // SAFETY: the provider passes valid data and meta for the call.
+    let (seqno, len) = unsafe { ((*meta).gtid.seqno, (*data).len) };
+    rec(recv_ctx)
+        .events
+        .lock()
+        .unwrap()
+        .push(format!("apply {seqno} flags {wsflags:#x} bytes {len}"));
+    cb_status::SUCCESS
+}
+
 unsafe extern "C" fn synced(ctx: *mut c_void) -> i32 {
     rec(ctx).events.lock().unwrap().push("synced".into());
     cb_status::SUCCESS
@@ -80,7 +100,7 @@ impl Node {
                 app_ctx: AppCtx::new((&*recorder as *const Recorder).cast_mut().cast()),
                 connected_cb: Some(connected),
                 view_cb: Some(view),
-                apply_cb: None,
+                apply_cb: Some(apply),
                 synced_cb: Some(synced),
                 sst_request_cb: None,
                 sst_donate_cb: None,
@@ -284,6 +304,35 @@ fn bf_abort_rules_follow_the_contract_table() {
     );
     assert_eq!(seqno, m.gtid.seqno);
     assert_eq!(n.p.commit_order_enter(2, &h, &m), status::BF_ABORT);
+    // The replay applies its own writeset at its own seqno, then commits
+    // in order like any local transaction; counted once as a replay.
+    let Handle::Local(t2) = &h else {
+        unreachable!("a local transaction")
+    };
+    let ws = wsrep_abi::WsHandle {
+        trx_id: 2,
+        opaque: std::ptr::null_mut(),
+    };
+    let recorder = (&*n.recorder as *const Recorder).cast_mut().cast();
+    assert_eq!(n.p.replay_trx(&ws, t2, ThreadCtx(recorder)), status::OK);
+    let replayed = format!(
+        "apply {} flags {:#x} bytes {}",
+        m.gtid.seqno,
+        flags::TRX_START | flags::TRX_END,
+        t2.data.len()
+    );
+    assert_eq!(n.events().last(), Some(&replayed));
+    commit(&n.p, 2, &h, &m);
+    let counters = n.p.lock().counters.clone();
+    assert_eq!(
+        (counters.local_replays, counters.local_cert_failures),
+        (1, 0)
+    );
+    // A second replay request for the same transaction is refused.
+    assert_eq!(
+        n.p.replay_trx(&ws, t2, ThreadCtx(recorder)),
+        status::TRX_FAIL
+    );
     // Certified victim ahead of the aborter: refused.
     let mut h3 = trx("t", "z");
     let (_, m3) = certify(&n.p, 3, &mut h3);
