@@ -35,8 +35,9 @@ mtr: build
 mtr-suite: build
 	@scripts/mtr.sh --suite $(SUITE) $(PROVIDER)
 
-# sysbench workloads on a 3-node cluster with Lockstep, then with Galera
-# (~5 min); report with plots in bench-out/<UTC timestamp>/ (docs/bench.md):
+# sysbench workloads on a 3-node cluster with Lockstep and with Galera, 2
+# rounds in alternating order (~7 min); report with plots in
+# bench-out/<UTC timestamp>/ (docs/bench.md):
 #   make bench BENCH_ARGS="--time 60 --workloads oltp_write_only"
 bench: build
 	target/release/lockstep bench $(BENCH_ARGS)

@@ -1,11 +1,14 @@
 //! `lockstep bench`: the same sysbench workloads on a 3-node cluster with
 //! each provider in turn (Lockstep, then Galera), same my.cnf but
 //! `wsrep_provider`, and a report of throughput, latency and their ratios.
+//! The whole is repeated `rounds` times, the provider order reversed every
+//! other round (ABBA), so that a machine whose load drifts over minutes
+//! weighs on both providers alike; the headline figures are medians.
 //!
 //! - `workload`: the three workloads and where their connections go;
-//! - `run`: one cluster per provider, fresh tables per workload, warm-up,
-//!   measured run, CHECKSUM TABLE on every node;
-//! - `results`: the numbers (`results.json`) and the ratios;
+//! - `run`: one cluster per provider and round, fresh tables per workload,
+//!   warm-up, measured run, CHECKSUM TABLE on every node;
+//! - `results`: the numbers (`results.json`), the medians and the ratios;
 //! - `report`: stdout and `report.md`;
 //! - `plot`: the PNGs.
 //!
@@ -26,15 +29,29 @@ use lockstep_testkit::{Error, Provider};
 
 use crate::check::http::civil_from_days;
 use plot::Series;
-use results::{BenchResults, Comparison, Environment, Settings};
+use results::{BenchResults, Comparison, Environment, ProviderResults, Settings, Slot};
 use run::Plan;
 
-/// A whole benchmark: the plan every provider runs, and where the report goes.
+/// A whole benchmark: the plan every provider runs in every round, and
+/// where the report goes.
 #[derive(Debug, Clone)]
 pub struct Bench {
     pub plan: Plan,
+    /// In the order of round 0.
     pub providers: Vec<Provider>,
+    /// At least 1.
+    pub rounds: usize,
     pub out: PathBuf,
+}
+
+/// The providers in the order of `round`: as given in even rounds,
+/// reversed in odd ones.
+pub fn round_order<T>(providers: &[T], round: usize) -> Vec<&T> {
+    let mut order: Vec<&T> = providers.iter().collect();
+    if round % 2 == 1 {
+        order.reverse();
+    }
+    order
 }
 
 /// A progress line on stderr, so that a long run shows life.
@@ -42,7 +59,7 @@ fn progress(tag: &str, message: &str) {
     eprintln!("lockstep bench: [{tag}] {message}");
 }
 
-/// Runs every provider and workload and writes the report. Fails before
+/// Runs every round, provider and workload and writes the report. Fails before
 /// starting anything when sysbench, a provider library or the report
 /// folder is missing; after that, failures are recorded in the results.
 /// Also returns the drawing problems (the report is complete without them).
@@ -71,11 +88,13 @@ pub fn run(bench: &Bench) -> Result<(BenchResults, Vec<String>), Error> {
             );
         }
     }
-    let runs: Vec<_> = bench
-        .providers
-        .iter()
-        .map(|p| run::run_provider(plan, p))
-        .collect();
+    let mut runs = Vec::new();
+    for round in 0..bench.rounds {
+        for (position, p) in round_order(&bench.providers, round).into_iter().enumerate() {
+            runs.push(run::run_provider(plan, p, Slot { round, position }));
+        }
+    }
+    let providers = ProviderResults::group(runs);
     let results = BenchResults {
         started_utc: started,
         finished_utc: utc(SystemTime::now(), false),
@@ -88,6 +107,7 @@ pub fn run(bench: &Bench) -> Result<(BenchResults, Vec<String>), Error> {
             slave_threads: plan.slave_threads,
             workloads: plan.workloads.iter().map(|w| w.name.to_string()).collect(),
             providers: bench.providers.iter().map(Provider::label).collect(),
+            rounds: bench.rounds,
         },
         environment: Environment {
             cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
@@ -95,8 +115,8 @@ pub fn run(bench: &Bench) -> Result<(BenchResults, Vec<String>), Error> {
             load_average_before: load_before,
             load_average_after: load_average(),
         },
-        comparison: Comparison::of(&runs),
-        runs,
+        comparison: Comparison::of(&providers),
+        providers,
     };
     let drawing = write_report(&bench.out, &results)?;
     Ok((results, drawing))
@@ -123,14 +143,13 @@ fn write_report(dir: &Path, r: &BenchResults) -> Result<Vec<String>, Error> {
     Ok(problems)
 }
 
+/// Throughput over time of each provider's first measured round (round 0
+/// unless it failed); latency percentiles of every round merged.
 fn draw_workload(dir: &Path, r: &BenchResults, workload: &str) -> Result<(), String> {
-    let measured: Vec<(&str, &results::Measured)> = r
-        .runs
+    let runs: Vec<(&str, &results::WorkloadResults)> = r
+        .providers
         .iter()
-        .filter_map(|run| {
-            let w = run.workloads.iter().find(|w| w.workload == workload)?;
-            Some((run.provider.as_str(), w.measured.as_ref()?))
-        })
+        .filter_map(|p| Some((p.provider.as_str(), p.workload(workload)?)))
         .collect();
     let load = workload::WORKLOADS
         .iter()
@@ -138,11 +157,17 @@ fn draw_workload(dir: &Path, r: &BenchResults, workload: &str) -> Result<(), Str
         .map(|w| w.load_label(r.settings.nodes))
         .unwrap_or_default();
     let (throughput, latency) = report::plot_names(workload);
-    let series: Vec<Series> = measured
+    let series: Vec<Series> = runs
         .iter()
-        .map(|(provider, m)| Series {
-            label: format!("{provider}: {:.1} tps", m.tps),
-            points: m.per_second.iter().map(|s| (s.second, s.tps)).collect(),
+        .filter_map(|(provider, w)| {
+            let (round, m) = w
+                .rounds
+                .iter()
+                .find_map(|x| Some((x.slot.round, x.outcome.measured.as_ref()?)))?;
+            Some(Series {
+                label: format!("{provider}, round {round}: {:.1} tps", m.tps),
+                points: m.per_second.iter().map(|s| (s.second, s.tps)).collect(),
+            })
         })
         .collect();
     let path = dir.join(&throughput);
@@ -154,23 +179,29 @@ fn draw_workload(dir: &Path, r: &BenchResults, workload: &str) -> Result<(), Str
         .map(|(name, _)| *name)
         .chain(["max"])
         .collect();
-    let series: Vec<Series> = measured
+    let series: Vec<Series> = runs
         .iter()
-        .map(|(provider, m)| Series {
-            label: provider.to_string(),
-            points: m
-                .latency_ms
-                .percentiles
-                .iter()
-                .filter_map(|p| {
-                    let i = names.iter().position(|n| *n == p.name)?;
-                    Some((i as f64, p.ms))
-                })
-                .collect(),
+        .filter_map(|(provider, w)| {
+            let s = w.summary.as_ref()?;
+            Some(Series {
+                label: provider.to_string(),
+                points: s
+                    .merged_latency_ms
+                    .percentiles
+                    .iter()
+                    .filter_map(|p| {
+                        let i = names.iter().position(|n| *n == p.name)?;
+                        Some((i as f64, p.ms))
+                    })
+                    .collect(),
+            })
         })
         .collect();
     let path = dir.join(&latency);
-    let title = format!("{workload}, {load}: latency percentiles");
+    let title = match r.settings.rounds {
+        1 => format!("{workload}, {load}: latency percentiles"),
+        n => format!("{workload}, {load}: latency percentiles, {n} rounds merged"),
+    };
     plot::latency(&path, &title, &names, &series)
         .map_err(|e| format!("cannot draw {}: {e}", path.display()))
 }
@@ -212,6 +243,21 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn odd_rounds_reverse_the_provider_order() {
+        let p = ["lockstep", "galera"];
+        let orders: Vec<Vec<&&str>> = (0..4).map(|r| round_order(&p, r)).collect();
+        assert_eq!(
+            orders,
+            [
+                [&"lockstep", &"galera"],
+                [&"galera", &"lockstep"],
+                [&"lockstep", &"galera"],
+                [&"galera", &"lockstep"]
+            ]
+        );
+    }
 
     #[test]
     fn timestamps_are_utc() {

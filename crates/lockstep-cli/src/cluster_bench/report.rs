@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use super::results::{BenchResults, Comparison, Measured, ProviderRun, WorkloadRun, PERCENTILES};
+use super::results::{BenchResults, Comparison, Outcome, Slot, WorkloadResults, PERCENTILES};
+use super::round_order;
 use super::workload::{Workload, WORKLOADS};
 use crate::table;
 
@@ -18,28 +19,75 @@ const FIGURES: [&str; 8] = [
     "CHECKSUMS",
 ];
 
-/// One row per workload and provider, workloads in run order.
+/// One row per workload and provider, workloads in run order: medians
+/// over the rounds, the highest max.
 fn figure_rows(r: &BenchResults) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     for name in &r.settings.workloads {
-        for run in &r.runs {
-            let Some(w) = run.workloads.iter().find(|w| &w.workload == name) else {
+        for p in &r.providers {
+            let Some(w) = p.workload(name) else {
                 continue;
             };
-            let m = w.measured.as_ref();
+            let s = w.summary.as_ref();
+            let tps = s.map_or("failed".into(), |s| {
+                if s.measured_rounds < w.rounds.len() {
+                    format!(
+                        "{:.1} ({}/{} rounds)",
+                        s.tps,
+                        s.measured_rounds,
+                        w.rounds.len()
+                    )
+                } else {
+                    format!("{:.1}", s.tps)
+                }
+            });
             rows.push(vec![
                 name.clone(),
                 load(name, r.settings.nodes),
-                run.provider.clone(),
-                m.map_or("failed".into(), |m| format!("{:.1}", m.tps)),
-                ms(m.and_then(|m| m.latency_ms.p95)),
-                ms(m.and_then(|m| m.latency_ms.max)),
-                m.map_or("-".into(), |m| format!("{:.1}", m.aborts_per_sec)),
+                p.provider.clone(),
+                tps,
+                ms(s.and_then(|s| s.p95_ms)),
+                ms(s.and_then(|s| s.max_ms)),
+                s.map_or("-".into(), |s| format!("{:.1}", s.aborts_per_sec)),
                 checksums(w).into(),
             ]);
         }
     }
     rows
+}
+
+const ROUNDS: [&str; 6] = ["ROUND", "PROVIDER", "WORKLOAD", "TPS", "P95 MS", "MAX MS"];
+
+/// Every workload run, in the order they ran.
+fn round_rows(r: &BenchResults) -> Vec<Vec<String>> {
+    let mut runs: Vec<(Slot, usize, &str, &Outcome)> = Vec::new();
+    for p in &r.providers {
+        for w in &p.workloads {
+            let order = r.settings.workloads.iter().position(|n| *n == w.workload);
+            for x in &w.rounds {
+                let order = order.unwrap_or(usize::MAX);
+                runs.push((x.slot, order, &p.provider, &x.outcome));
+            }
+        }
+    }
+    runs.sort_by_key(|(slot, order, ..)| (slot.round, slot.position, *order));
+    runs.iter()
+        .map(|(slot, order, provider, o)| {
+            let m = o.measured.as_ref();
+            vec![
+                slot.round.to_string(),
+                provider.to_string(),
+                r.settings
+                    .workloads
+                    .get(*order)
+                    .cloned()
+                    .unwrap_or_default(),
+                m.map_or("failed".into(), |m| format!("{:.1}", m.tps)),
+                ms(m.and_then(|m| m.latency_ms.p95)),
+                ms(m.and_then(|m| m.latency_ms.max)),
+            ]
+        })
+        .collect()
 }
 
 fn load(name: &str, nodes: usize) -> String {
@@ -49,19 +97,20 @@ fn load(name: &str, nodes: usize) -> String {
         .map_or(String::new(), |w: &Workload| w.load_label(nodes))
 }
 
-fn checksums(w: &WorkloadRun) -> &'static str {
-    match &w.consistency {
-        None => "not checked",
-        Some(c) if c.equal => "equal",
-        Some(_) => "MISMATCH",
+/// `MISMATCH` if any round's nodes differed, `not checked` if any round
+/// was not checked, else `equal`.
+fn checksums(w: &WorkloadResults) -> &'static str {
+    let checks = || w.rounds.iter().map(|x| x.outcome.consistency.as_ref());
+    if checks().any(|c| c.is_some_and(|c| !c.equal)) {
+        "MISMATCH"
+    } else if checks().any(|c| c.is_none()) {
+        "not checked"
+    } else {
+        "equal"
     }
 }
 
 fn ms(v: Option<f64>) -> String {
-    v.map_or("-".into(), |v| format!("{v:.2}"))
-}
-
-fn ratio(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.2}"))
 }
 
@@ -70,7 +119,7 @@ const RATIOS: [&str; 4] = ["WORKLOAD", "TPS", "P95", "MAX"];
 fn ratio_rows(c: &Comparison) -> Vec<Vec<String>> {
     c.workloads
         .iter()
-        .map(|r| vec![r.workload.clone(), ratio(r.tps), ratio(r.p95), ratio(r.max)])
+        .map(|r| vec![r.workload.clone(), ms(r.tps), ms(r.p95), ms(r.max)])
         .collect()
 }
 
@@ -89,23 +138,57 @@ fn settings_line(r: &BenchResults) -> String {
     )
 }
 
-/// Workload/provider pairs that failed or ended with different data.
+/// How many rounds, in which order, and what the headline figures are.
+fn rounds_line(r: &BenchResults) -> String {
+    let s = &r.settings;
+    if s.rounds == 1 {
+        return "1 round: the figures are those of the single run.".into();
+    }
+    let orders: Vec<String> = (0..s.rounds.min(2))
+        .map(|round| {
+            let order: Vec<&str> = round_order(&s.providers, round)
+                .into_iter()
+                .map(String::as_str)
+                .collect();
+            format!("round {round}: {}", order.join(" then "))
+        })
+        .collect();
+    let middle = match s.rounds {
+        2 => " (with 2 rounds, the mean of the two)",
+        n if n % 2 == 0 => " (with an even count, the mean of the middle two)",
+        _ => "",
+    };
+    let more = if s.rounds > 2 { ", and so on" } else { "" };
+    format!(
+        "{} rounds, the provider order alternating ({}{more}). TPS, P95 and \
+         ABORTS/S are medians over the rounds{middle}; MAX is the highest of any round.",
+        s.rounds,
+        orders.join("; ")
+    )
+}
+
+/// Rounds, providers and workloads that failed or ended with different data.
 fn problems(r: &BenchResults) -> Vec<String> {
     let mut out = Vec::new();
-    for run in &r.runs {
-        if let Some(e) = &run.error {
-            out.push(format!("{}: {}", run.provider, first_line(e)));
-        }
-        for w in &run.workloads {
-            let tag = format!("{} {}", run.provider, w.workload);
-            if let Some(e) = &w.error {
+    for p in &r.providers {
+        for c in &p.clusters {
+            if let Some(e) = &c.error {
+                let tag = format!("round {} {}", c.slot.round, p.provider);
                 out.push(format!("{tag}: {}", first_line(e)));
             }
-            if let Some(c) = w.consistency.as_ref().filter(|c| !c.equal) {
-                let why = c.problem.as_deref().map(first_line).unwrap_or_default();
-                out.push(format!(
-                    "{tag}: CHECKSUM MISMATCH, the nodes differ after the workload {why}"
-                ));
+        }
+        for w in &p.workloads {
+            for x in &w.rounds {
+                let tag = format!("round {} {} {}", x.slot.round, p.provider, w.workload);
+                if let Some(e) = &x.outcome.error {
+                    out.push(format!("{tag}: {}", first_line(e)));
+                }
+                if let Some(c) = x.outcome.consistency.as_ref().filter(|c| !c.equal) {
+                    let why = c.problem.as_deref().map(first_line).unwrap_or_default();
+                    out.push(format!(
+                        "{tag}: CHECKSUM MISMATCH, the nodes differ after the workload {why}"
+                    ));
+                }
             }
         }
     }
@@ -118,7 +201,16 @@ fn first_line(s: &str) -> &str {
 
 /// What `lockstep bench` prints on stdout (without the final line).
 pub fn to_text(r: &BenchResults) -> String {
-    let mut out = format!("lockstep bench: {}\n\n", settings_line(r));
+    let mut out = format!(
+        "lockstep bench: {}\n{}\n\n",
+        settings_line(r),
+        rounds_line(r)
+    );
+    if r.settings.rounds > 1 {
+        out.push_str("every round, in run order:\n");
+        out.push_str(&table::render(&ROUNDS, &round_rows(r)));
+        let _ = writeln!(out, "\nover the {} rounds:", r.settings.rounds);
+    }
     out.push_str(&table::render(&FIGURES, &figure_rows(r)));
     if let Some(c) = &r.comparison {
         let _ = writeln!(
@@ -134,14 +226,21 @@ pub fn to_text(r: &BenchResults) -> String {
         for p in &problems {
             let _ = writeln!(out, "!!! {p}");
         }
-        for run in &r.runs {
-            for w in &run.workloads {
-                if let Some(c) = w
-                    .consistency
-                    .as_ref()
-                    .filter(|c| !c.equal && !c.grid.is_empty())
-                {
-                    let _ = writeln!(out, "{} {}:\n{}", run.provider, w.workload, c.grid);
+        for p in &r.providers {
+            for w in &p.workloads {
+                for x in &w.rounds {
+                    if let Some(c) = x
+                        .outcome
+                        .consistency
+                        .as_ref()
+                        .filter(|c| !c.equal && !c.grid.is_empty())
+                    {
+                        let _ = writeln!(
+                            out,
+                            "round {} {} {}:\n{}",
+                            x.slot.round, p.provider, w.workload, c.grid
+                        );
+                    }
                 }
             }
         }
@@ -172,10 +271,11 @@ pub fn to_markdown(r: &BenchResults) -> String {
     let mut out = String::from("# Lockstep benchmark\n\n");
     let _ = writeln!(
         out,
-        "{} to {} (UTC). {}.\n",
+        "{} to {} (UTC). {}.\n\n{}\n",
         r.started_utc,
         r.finished_utc,
-        settings_line(r)
+        settings_line(r),
+        rounds_line(r)
     );
     out.push_str(&environment_md(r));
     out.push_str("\n## Results\n\n");
@@ -188,10 +288,15 @@ pub fn to_markdown(r: &BenchResults) -> String {
     if let Some(c) = &r.comparison {
         let _ = writeln!(
             out,
-            "\n## Ratios {}\n\nTPS ratio: higher is better. Latency ratios: lower is better.\n",
+            "\n## Ratios {}\n\nOf the figures above. TPS ratio: higher is better. \
+             Latency ratios: lower is better.\n",
             c.label()
         );
         out.push_str(&md_table(&RATIOS, &ratio_rows(c)));
+    }
+    if r.settings.rounds > 1 {
+        out.push_str("\n## Rounds\n\nEvery workload run, in run order.\n\n");
+        out.push_str(&md_table(&ROUNDS, &round_rows(r)));
     }
     let problems = problems(r);
     if !problems.is_empty() {
@@ -204,10 +309,11 @@ pub fn to_markdown(r: &BenchResults) -> String {
         out.push_str(&workload_md(r, name));
     }
     out.push_str(
-        "\n## Files\n\n- `results.json`: every number above, and sysbench's per-second samples;\n\
-         - `raw/<provider>/<workload>.txt`: sysbench's output of each measured run;\n\
-         - `raw/<provider>/node1.my.cnf`: the configuration (the same for every provider but \
-         `wsrep_provider`).\n",
+        "\n## Files\n\n- `results.json`: every number above, per round, with sysbench's \
+         per-second samples and latency histograms;\n\
+         - `raw/<provider>/round-<r>/<workload>.txt`: sysbench's output of each measured run;\n\
+         - `raw/<provider>/round-<r>/node1.my.cnf`: the configuration (the same for every \
+         provider but `wsrep_provider`).\n",
     );
     out
 }
@@ -222,16 +328,16 @@ fn environment_md(r: &BenchResults) -> String {
         env.load_average_before.as_deref().unwrap_or("-"),
         env.load_average_after.as_deref().unwrap_or("-")
     );
-    for run in &r.runs {
+    for p in &r.providers {
         let _ = writeln!(
             out,
             "- {}: `{}`{}{}",
-            run.provider,
-            run.library.display(),
-            run.provider_version
+            p.provider,
+            p.library.display(),
+            p.provider_version
                 .as_deref()
                 .map_or(String::new(), |v| format!(", wsrep_provider_version {v}")),
-            run.server_version
+            p.server_version
                 .as_deref()
                 .map_or(String::new(), |v| format!(", MariaDB {v}"))
         );
@@ -253,12 +359,12 @@ fn workload_md(r: &BenchResults, name: &str) -> String {
     header.extend(PERCENTILES.iter().map(|(p, _)| *p));
     header.push("MAX");
     let rows: Vec<Vec<String>> =
-        r.runs
+        r.providers
             .iter()
-            .filter_map(|run| Some((run, measured(run, name)?)))
-            .map(|(run, m)| {
-                let l = &m.latency_ms;
-                let mut row = vec![run.provider.clone(), ms(l.min), ms(l.avg)];
+            .filter_map(|p| Some((p, p.workload(name)?.summary.as_ref()?)))
+            .map(|(p, s)| {
+                let l = &s.merged_latency_ms;
+                let mut row = vec![p.provider.clone(), ms(l.min), ms(l.avg)];
                 row.extend(PERCENTILES.iter().map(|(name, _)| {
                     ms(l.percentiles.iter().find(|p| p.name == *name).map(|p| p.ms))
                 }));
@@ -266,26 +372,40 @@ fn workload_md(r: &BenchResults, name: &str) -> String {
                 row
             })
             .collect();
-    out.push_str("Latency (ms):\n\n");
+    if r.settings.rounds > 1 {
+        out.push_str(
+            "Latency (ms) of every round's histogram merged (so its p95 may differ \
+             from the median P95 above). The throughput plot shows each provider's first \
+             measured round (round 0 unless it failed, as its legend says):\n\n",
+        );
+    } else {
+        out.push_str("Latency (ms):\n\n");
+    }
     out.push_str(&md_table(&header, &rows));
     out
-}
-
-fn measured<'a>(run: &'a ProviderRun, workload: &str) -> Option<&'a Measured> {
-    run.workloads
-        .iter()
-        .find(|w| w.workload == workload)?
-        .measured
-        .as_ref()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster_bench::results::{one_workload, Consistency, Environment, Settings};
+    use crate::cluster_bench::results::tests::measured;
+    use crate::cluster_bench::results::{
+        one_workload, Consistency, Environment, ProviderResults, ProviderRun, Settings,
+    };
 
     fn results(consistency: Consistency, error: Option<&str>) -> BenchResults {
-        let runs = vec![one_workload("lockstep", None, Some(consistency), error)];
+        let runs = vec![one_workload(
+            "lockstep",
+            (0, 0),
+            None,
+            Some(consistency),
+            error,
+        )];
+        bench_results(runs, 1)
+    }
+
+    fn bench_results(runs: Vec<ProviderRun>, rounds: usize) -> BenchResults {
+        let providers = ProviderResults::group(runs);
         BenchResults {
             started_utc: "t0".into(),
             finished_utc: "t1".into(),
@@ -297,7 +417,8 @@ mod tests {
                 table_size: 10_000,
                 slave_threads: 4,
                 workloads: vec!["oltp_write_only".into()],
-                providers: vec!["lockstep".into()],
+                providers: providers.iter().map(|p| p.provider.clone()).collect(),
+                rounds,
             },
             environment: Environment {
                 cpus: 2,
@@ -305,9 +426,129 @@ mod tests {
                 load_average_before: None,
                 load_average_after: None,
             },
-            comparison: None,
-            runs,
+            comparison: Comparison::of(&providers),
+            providers,
         }
+    }
+
+    fn equal() -> Consistency {
+        Consistency {
+            equal: true,
+            last_committed: Some(7),
+            grid: String::new(),
+            problem: None,
+        }
+    }
+
+    /// Two rounds, ABBA: lockstep 100 then 300 TPS, galera 200 and 200.
+    fn two_rounds() -> BenchResults {
+        let run = |provider: &str, slot, tps, p95, max| {
+            one_workload(
+                provider,
+                slot,
+                Some(measured(tps, p95, max)),
+                Some(equal()),
+                None,
+            )
+        };
+        bench_results(
+            vec![
+                run("lockstep", (0, 0), 100.0, 4.0, 10.0),
+                run("galera", (0, 1), 200.0, 6.0, 50.0),
+                run("galera", (1, 0), 200.0, 10.0, 20.0),
+                run("lockstep", (1, 1), 300.0, 8.0, 40.0),
+            ],
+            2,
+        )
+    }
+
+    #[test]
+    fn the_headline_is_the_median_of_the_rounds_and_each_round_is_listed() {
+        let r = two_rounds();
+        let text = to_text(&r);
+        assert!(
+            text.contains("2 rounds, the provider order alternating (round 0: lockstep then galera; round 1: galera then lockstep). TPS"),
+            "{text}"
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        let row = |prefix: &str| -> Vec<&str> {
+            lines
+                .iter()
+                .find(|l| l.starts_with(prefix))
+                .unwrap_or_else(|| panic!("no `{prefix}` in\n{text}"))
+                .split_whitespace()
+                .collect()
+        };
+        // Medians (with 2 rounds, the mean) of TPS and p95; the highest max.
+        assert_eq!(
+            row("oltp_write_only  8 threads on node1  lockstep")[6..9],
+            ["200.0", "6.00", "40.00"]
+        );
+        assert_eq!(
+            row("oltp_write_only  8 threads on node1  galera")[6..9],
+            ["200.0", "8.00", "50.00"]
+        );
+        assert_eq!(row("oltp_write_only  1.00")[1..], ["1.00", "0.75", "0.80"]);
+        // The rounds in run order: ABBA.
+        let rounds: Vec<String> = lines
+            .iter()
+            .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()) && l.contains("oltp_"))
+            .map(|l| l.split_whitespace().take(4).collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(
+            rounds,
+            [
+                "0 lockstep oltp_write_only 100.0",
+                "0 galera oltp_write_only 200.0",
+                "1 galera oltp_write_only 200.0",
+                "1 lockstep oltp_write_only 300.0"
+            ]
+        );
+        let md = to_markdown(&r);
+        assert!(md.contains("## Rounds"), "{md}");
+        assert!(
+            md.contains("| 1 | lockstep | oltp_write_only | 300.0 | 8.00 | 40.00 |"),
+            "{md}"
+        );
+        assert!(md.contains("every round's histogram merged"), "{md}");
+        assert!(!md.contains("## Problems"), "{md}");
+    }
+
+    #[test]
+    fn a_failed_round_is_named_and_the_others_make_the_figures() {
+        let mut runs = vec![
+            one_workload(
+                "lockstep",
+                (0, 0),
+                Some(measured(100.0, 4.0, 9.0)),
+                Some(equal()),
+                None,
+            ),
+            one_workload(
+                "lockstep",
+                (1, 0),
+                None,
+                Some(equal()),
+                Some("sysbench: died"),
+            ),
+        ];
+        runs[1].error = Some("stopping the cluster: timeout".into());
+        let r = bench_results(runs, 2);
+        assert!(r.has_failures());
+        let text = to_text(&r);
+        assert!(text.contains("100.0 (1/2 rounds)"), "{text}");
+        assert!(
+            text.contains("!!! round 1 lockstep: stopping the cluster: timeout"),
+            "{text}"
+        );
+        assert!(
+            text.contains("!!! round 1 lockstep oltp_write_only: sysbench: died"),
+            "{text}"
+        );
+        assert!(
+            text.contains("1      lockstep  oltp_write_only  failed"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -330,7 +571,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("!!! lockstep oltp_write_only: CHECKSUM MISMATCH"),
+            text.contains("!!! round 0 lockstep oltp_write_only: CHECKSUM MISMATCH"),
             "{text}"
         );
         assert!(text.contains("<-- differs"), "{text}");
@@ -339,20 +580,14 @@ mod tests {
 
     #[test]
     fn a_clean_run_has_no_problem_section() {
-        let equal = Consistency {
-            equal: true,
-            last_committed: Some(7),
-            grid: String::new(),
-            problem: None,
-        };
-        let r = results(equal.clone(), None);
+        let r = results(equal(), None);
         assert!(!r.has_failures());
         assert!(!to_text(&r).contains("!!!"));
         assert!(!to_markdown(&r).contains("## Problems"));
-        let r = results(equal, Some("sysbench: exited with code 1\nmore"));
+        assert!(!to_text(&r).contains("every round"));
+        let r = results(equal(), Some("sysbench: exited with code 1\nmore"));
         assert!(r.has_failures());
-        assert!(
-            to_text(&r).contains("!!! lockstep oltp_write_only: sysbench: exited with code 1\n")
-        );
+        assert!(to_text(&r)
+            .contains("!!! round 0 lockstep oltp_write_only: sysbench: exited with code 1\n"));
     }
 }

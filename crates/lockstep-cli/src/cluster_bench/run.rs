@@ -1,5 +1,5 @@
-//! Running the workloads: one cluster per provider, every workload on fresh
-//! tables, then the consistency check.
+//! Running the workloads: one cluster per provider and round, every
+//! workload on fresh tables, then the consistency check.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use lockstep_testkit::{Cluster, ClusterSpec, Provider, Sysbench};
 
 use super::progress;
-use super::results::{Consistency, Measured, ProviderRun, WorkloadRun};
+use super::results::{Consistency, Measured, Outcome, ProviderRun, Slot, WorkloadRun};
 use super::workload::Workload;
 
 /// How long the nodes may take to apply the last writesets of a workload.
@@ -36,18 +36,25 @@ impl Plan {
     }
 }
 
-/// Starts a cluster with `provider`, runs every workload on it, stops it.
-/// Failures are recorded, not returned: the other runs go on.
-pub fn run_provider(plan: &Plan, provider: &Provider) -> ProviderRun {
+/// Starts a cluster with `provider`, runs every workload on it, stops it:
+/// the provider's part of a round. Failures are recorded, not returned:
+/// the other runs go on. Raw files go to `<raw_dir>/<provider>/round-<r>/`.
+pub fn run_provider(plan: &Plan, provider: &Provider, slot: Slot) -> ProviderRun {
     let label = provider.label();
     let mut run = ProviderRun {
         provider: label.clone(),
+        slot,
         library: provider.path(),
         provider_version: None,
         server_version: None,
         error: None,
         workloads: Vec::new(),
     };
+    let raw = plan
+        .raw_dir
+        .join(&label)
+        .join(format!("round-{}", slot.round));
+    let label = format!("round {} {label}", slot.round);
     progress(&label, &format!("starting {} nodes", plan.nodes));
     let spec = ClusterSpec::new(plan.nodes)
         .provider(provider.clone())
@@ -65,7 +72,6 @@ pub fn run_provider(plan: &Plan, provider: &Provider) -> ProviderRun {
     run.library = cluster.provider_path().to_path_buf();
     run.server_version = first.var("version").ok().flatten();
     run.provider_version = first.status("wsrep_provider_version").ok().flatten();
-    let raw = plan.raw_dir.join(&label);
     keep_file(&first.config().defaults_file, &raw.join("node1.my.cnf"));
     for w in &plan.workloads {
         run.workloads
@@ -83,9 +89,11 @@ fn not_run(w: &Workload) -> WorkloadRun {
         workload: w.name.into(),
         threads: w.threads,
         nodes: Vec::new(),
-        measured: None,
-        consistency: None,
-        error: Some("not run: the cluster did not start".into()),
+        outcome: Outcome {
+            measured: None,
+            consistency: None,
+            error: Some("not run: the cluster did not start".into()),
+        },
     }
 }
 
@@ -97,26 +105,29 @@ fn run_workload(
     raw: &Path,
 ) -> WorkloadRun {
     let nodes = w.nodes(cluster);
-    let mut out = WorkloadRun {
+    let mut run = WorkloadRun {
         workload: w.name.into(),
         threads: w.threads,
         nodes: nodes.iter().map(|n| n.name().to_string()).collect(),
-        measured: None,
-        consistency: None,
-        error: None,
+        outcome: Outcome {
+            measured: None,
+            consistency: None,
+            error: None,
+        },
     };
+    let out = &mut run.outcome;
     let tag = format!("{label} {}", w.name);
     let bench = plan.sysbench(w);
     if let Err(e) = fresh_tables(plan, cluster, &bench, &tag) {
         out.error = Some(failed(&tag, "preparing the tables", &e));
-        return out;
+        return run;
     }
     if !plan.warmup.is_zero() {
         progress(&tag, &format!("warm-up {} s", plan.warmup.as_secs()));
         if let Err(e) = bench.clone().time(plan.warmup).run(&nodes) {
             out.error = Some(failed(&tag, "warm-up", &e));
             out.consistency = Some(check(cluster, &bench, &tag));
-            return out;
+            return run;
         }
     }
     progress(
@@ -155,7 +166,7 @@ fn run_workload(
         }
     }
     out.consistency = Some(check(cluster, &bench, &tag));
-    out
+    run
 }
 
 /// Says on stderr that `what` failed; the full message, for the results.

@@ -15,15 +15,17 @@ use crate::error::CliError;
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Workloads: oltp_write_only (8 threads on node1), oltp_read_write (12 threads over \
-the 3 nodes), oltp_update_non_index (1 thread on node1). For each provider a fresh \
-3-node cluster runs every workload on fresh tables, then CHECKSUM TABLE is compared \
-on all nodes. Ratios are Lockstep/Galera: TPS higher is better, latency lower is better.
+the 3 nodes), oltp_update_non_index (1 thread on node1). In each round, for each \
+provider a fresh 3-node cluster runs every workload on fresh tables, then CHECKSUM \
+TABLE is compared on all nodes; odd rounds run the providers in reverse order \
+(ABBA). The figures are medians over the rounds (max: the highest). Ratios are \
+Lockstep/Galera: TPS higher is better, latency lower is better.
 
 Exit code 1 when a run failed or the nodes ended with different data; the numbers \
 and the report are written all the same. See docs/bench.md.")]
 pub struct Args {
-    /// Measured seconds per workload.
-    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    /// Measured seconds per workload, provider and round.
+    #[arg(long, default_value_t = 20, value_name = "SECS")]
     time: u64,
     /// Unmeasured seconds of the same load before each measured run.
     #[arg(long, default_value_t = 5, value_name = "SECS")]
@@ -31,9 +33,13 @@ pub struct Args {
     /// Comma-separated workloads, or `all`.
     #[arg(long, default_value = "all", value_name = "LIST")]
     workloads: String,
-    /// Comma-separated providers, run in this order: `lockstep`, `galera`, or library paths.
+    /// Comma-separated providers, run in this order in even rounds (reversed in
+    /// odd ones): `lockstep`, `galera`, or library paths.
     #[arg(long, default_value = "lockstep,galera", value_name = "LIST")]
     providers: String,
+    /// Rounds: every provider runs every workload once per round.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    rounds: usize,
     /// Report folder [default: bench-out/<UTC timestamp>].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -67,9 +73,15 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 }
 
 fn bench(args: &Args) -> Result<Bench, CliError> {
-    if args.time == 0 || args.tables == 0 || args.table_size == 0 || args.slave_threads == 0 {
+    if args.time == 0
+        || args.rounds == 0
+        || args.tables == 0
+        || args.table_size == 0
+        || args.slave_threads == 0
+    {
         return Err(CliError::Usage(
-            "--time, --tables, --table-size and --slave-threads must be at least 1".into(),
+            "--time, --rounds, --tables, --table-size and --slave-threads must be at least 1"
+                .into(),
         ));
     }
     let workloads = Workload::parse_list(&args.workloads).map_err(CliError::Usage)?;
@@ -89,6 +101,7 @@ fn bench(args: &Args) -> Result<Bench, CliError> {
             raw_dir: out.join("raw"),
         },
         providers,
+        rounds: args.rounds,
         out,
     })
 }
