@@ -159,6 +159,53 @@ mod tests {
         assert_eq!(s.oool(), 1.0);
     }
 
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any schedule of parallel appliers: seqnos arrive in order, each
+        /// enters once the seqnos it depends on have left, and leaves in
+        /// any order the schedule picks. The ratios stay within [0, 1],
+        /// the window is at least 1, and work whose every seqno depends on
+        /// its predecessor never counts as out of order.
+        #[test]
+        fn ratios_are_bounded_and_serial_work_is_in_order(
+            deps in proptest::collection::vec(0usize..4, 1..40),
+            picks in proptest::collection::vec(any::<prop::sample::Index>(), 200),
+        ) {
+            let n = deps.len() as i64;
+            // seqno s (1-based) depends on s - 1 - deps[s-1] (0 = nothing).
+            let depends = |s: i64| (s - 1 - deps[(s - 1) as usize] as i64).max(0);
+            let serial = deps.iter().all(|&d| d == 0);
+            let mut gate = Watermark::new(0);
+            let mut stats = GateStats::default();
+            let mut entered: Vec<i64> = Vec::new();
+            let mut next = 1;
+            let mut picks = picks.into_iter();
+            while gate.level() < n {
+                // Enter everything whose dependencies have left.
+                while next <= n && gate.level() >= depends(next) {
+                    stats.arrived(next);
+                    stats.entered(next, gate.level());
+                    entered.push(next);
+                    next += 1;
+                }
+                let i = picks.next().map_or(0, |p| p.index(entered.len()));
+                let s = entered.swap_remove(i);
+                gate.mark(s).unwrap();
+                stats.left(s, gate.level());
+            }
+            prop_assert_eq!(stats.entered_count(), n as u64);
+            for r in [stats.oooe(), stats.oool()] {
+                prop_assert!((0.0..=1.0).contains(&r), "{:?}", stats);
+            }
+            prop_assert!(stats.window() >= 1.0, "{:?}", stats);
+            if serial {
+                prop_assert_eq!((stats.oooe(), stats.oool()), (0.0, 0.0));
+                prop_assert_eq!(stats.window(), 1.0);
+            }
+        }
+    }
+
     #[test]
     fn reset_starts_the_averages_over() {
         let mut s = run(0, &[1, 2, -2, -1]);
