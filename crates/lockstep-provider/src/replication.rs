@@ -155,15 +155,14 @@ impl Provider {
             seqno: ordered.seqno,
         };
         meta.depends_on = ordered.depends_on;
-        let rec = g.trxs.get_mut(&trx_id).expect("registered above");
-        rec.seqno = ordered.seqno;
-        rec.depends_on = ordered.depends_on;
-        let bf_aborted = rec.state == TrxState::MustAbort;
         if ordered.passed {
             // Applied already (it ran here); it waits only for commit order.
             g.enter_apply(ordered.seqno);
         }
         let rec = g.trxs.get_mut(&trx_id).expect("registered above");
+        rec.seqno = ordered.seqno;
+        rec.depends_on = ordered.depends_on;
+        let bf_aborted = rec.state == TrxState::MustAbort;
         if !ordered.passed {
             rec.state = TrxState::CertFailed;
             g.counters.local_cert_failures += 1;
