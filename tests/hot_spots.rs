@@ -10,7 +10,7 @@
 //! conflict (`wsrep_retry_autocommit`), and one brute-force abort counts
 //! once, in the right counter.
 //!
-//! `LOCKSTEP_HOT_SPOT_PROVIDER=galera` runs the same tests on Galera 4,
+//! `LOCKSTEP_TEST_PROVIDER=galera` runs the same tests on Galera 4,
 //! against which they were validated.
 
 #[path = "support/multi_node.rs"]
@@ -18,8 +18,8 @@ mod multi_node;
 
 use std::time::Duration;
 
-use lockstep_testkit::{Cluster, Node, Provider, Sysbench};
-use multi_node::{check, one_row_table, status, status_u64, OrLogs};
+use lockstep_testkit::{Cluster, Node, Sysbench};
+use multi_node::{check, one_row_table, start_three_with_appliers, status, status_u64, OrLogs};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -44,24 +44,8 @@ fn conflicts(c: &Cluster, node: &Node) -> Conflicts {
     }
 }
 
-fn start(name: &str, extra: &[&str]) -> Cluster {
-    let provider = match std::env::var("LOCKSTEP_HOT_SPOT_PROVIDER").as_deref() {
-        Ok("galera") => Provider::Galera,
-        _ => Provider::lockstep_default(),
-    };
-    let mut spec = Cluster::builder(3)
-        .provider(provider)
-        .cluster_name(name)
-        .slave_threads(4);
-    for line in extra {
-        spec = spec.extra_mysqld(line);
-    }
-    spec.start()
-        .unwrap_or_else(|e| panic!("starting three nodes: {e}"))
-}
-
 fn hot_spot_run(seconds: u64) {
-    let cluster = start("hot", &[]);
+    let cluster = start_three_with_appliers("hot", &[]);
     let c = &cluster;
     // Only deadlocks are retried: sysbench stops at any other error, which
     // then fails the run below.
@@ -137,7 +121,7 @@ fn conflicting_autocommit_statements_are_retried_not_failed() {
     // wsrep_retry_autocommit: the server re-runs an autocommit statement
     // that lost a conflict (certification failure or brute-force abort)
     // up to this many times before the client sees the deadlock.
-    let cluster = start("retry", &["wsrep_retry_autocommit=100"]);
+    let cluster = start_three_with_appliers("retry", &["wsrep_retry_autocommit=100"]);
     let c = &cluster;
     // Single-row updates of a non-indexed column: two local statements
     // can only wait for each other's row lock, never deadlock inside
@@ -189,7 +173,7 @@ fn conflicting_autocommit_statements_are_retried_not_failed() {
 
 #[test]
 fn a_brute_force_abort_is_counted_once_and_the_victim_gets_a_deadlock() {
-    let cluster = start("bf", &[]);
+    let cluster = start_three_with_appliers("bf", &[]);
     let c = &cluster;
     one_row_table(c, "bf");
     let before: Vec<Conflicts> = c.nodes().iter().map(|n| conflicts(c, n)).collect();

@@ -8,7 +8,7 @@
 //! `wsrep_commit_oooe` (must stay 0: commits are in order),
 //! `wsrep_cert_deps_distance`, `wsrep_local_recv_queue_*`.
 //!
-//! The provider is ours unless `LOCKSTEP_PARALLEL_PROVIDER=galera` selects
+//! The provider is ours unless `LOCKSTEP_TEST_PROVIDER=galera` selects
 //! Galera 4, against which every expectation here was validated.
 
 #[path = "support/multi_node.rs"]
@@ -16,28 +16,10 @@ mod multi_node;
 
 use std::time::{Duration, Instant};
 
-use lockstep_testkit::{Cluster, Node, Provider, Sysbench};
-use multi_node::{check, one_row_table, status, status_u64, OrLogs};
+use lockstep_testkit::{Cluster, Node, Sysbench};
+use multi_node::{check, one_row_table, start_three_with_appliers, status, status_u64, OrLogs};
 
 const WAIT: Duration = Duration::from_secs(60);
-
-fn provider() -> Provider {
-    match std::env::var("LOCKSTEP_PARALLEL_PROVIDER").as_deref() {
-        Ok("galera") => Provider::Galera,
-        _ => Provider::lockstep_default(),
-    }
-}
-
-fn start(name: &str) -> Cluster {
-    let p = provider();
-    let label = p.label();
-    Cluster::builder(3)
-        .provider(p)
-        .cluster_name(name)
-        .slave_threads(4)
-        .start()
-        .unwrap_or_else(|e| panic!("starting three {label} nodes: {e}"))
-}
 
 /// A `Double` status variable.
 fn status_f64(c: &Cluster, node: &Node, name: &str) -> f64 {
@@ -91,7 +73,7 @@ fn assert_identical(c: &Cluster, tables: &[&str]) {
 
 #[test]
 fn independent_writesets_apply_in_parallel_and_commit_in_order() {
-    let cluster = start("parallel");
+    let cluster = start_three_with_appliers("parallel", &[]);
     let c = &cluster;
     // Writes on one node only: the other two apply everything with their
     // four appliers, and nothing conflicts.
@@ -144,7 +126,7 @@ fn independent_writesets_apply_in_parallel_and_commit_in_order() {
 
 #[test]
 fn writesets_on_one_row_apply_one_at_a_time() {
-    let cluster = start("serial");
+    let cluster = start_three_with_appliers("serial", &[]);
     let c = &cluster;
     one_row_table(c, "serial");
     // FLUSH STATUS starts the averaged figures over (stats_reset).

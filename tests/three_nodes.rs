@@ -4,11 +4,11 @@
 //! deadlock error, a multi-node sysbench load leaves identical tables, and
 //! a fourth node joins by rsync SST while the load runs.
 //!
-//! The provider is ours unless `LOCKSTEP_THREE_NODES_PROVIDER=galera`
+//! The provider is ours unless `LOCKSTEP_TEST_PROVIDER=galera`
 //! selects Galera 4, the reference every test here was validated against:
 //!
 //! ```sh
-//! LOCKSTEP_THREE_NODES_PROVIDER=galera cargo test --release -p lockstep-integration \
+//! LOCKSTEP_TEST_PROVIDER=galera cargo test --release -p lockstep-integration \
 //!     --test three_nodes -- --nocapture --test-threads=1
 //! ```
 
@@ -26,16 +26,9 @@ const WAIT: Duration = Duration::from_secs(60);
 /// MariaDB's ER_LOCK_DEADLOCK: what the loser of a write conflict gets.
 const ER_LOCK_DEADLOCK: u32 = 1213;
 
-fn provider() -> Provider {
-    match std::env::var("LOCKSTEP_THREE_NODES_PROVIDER").as_deref() {
-        Ok("galera") => Provider::Galera,
-        _ => Provider::lockstep_default(),
-    }
-}
-
 /// Starts `n` nodes (node1 bootstraps, the others join by rsync SST).
 fn start(name: &str, n: usize) -> Cluster {
-    let p = provider();
+    let p = Provider::from_env();
     let label = p.label();
     let t0 = Instant::now();
     let cluster = Cluster::builder(n)

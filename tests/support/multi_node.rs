@@ -3,7 +3,7 @@
 
 #![allow(dead_code)] // each test file uses a different subset
 
-use lockstep_testkit::{Cluster, Error, Node, Result};
+use lockstep_testkit::{Cluster, Error, Node, Provider, Result};
 
 /// Error-log lines per node in a failure report.
 pub const FAILURE_LOG_LINES: usize = 25;
@@ -56,6 +56,24 @@ pub fn status_u64(node: &Node, name: &str) -> Result<u64> {
     value.parse().map_err(|_| Error::Config {
         message: format!("{}: {name} = {value:?} is not a number", node.name()),
     })
+}
+
+/// Three nodes with four appliers each, named `name`, with `extra`
+/// [mysqld] lines. The provider is ours unless `LOCKSTEP_TEST_PROVIDER`
+/// names another ([`Provider::from_env`]: `galera` runs the same test on
+/// Galera 4, the reference).
+pub fn start_three_with_appliers(name: &str, extra: &[&str]) -> Cluster {
+    let provider = Provider::from_env();
+    let label = provider.label();
+    let mut spec = Cluster::builder(3)
+        .provider(provider)
+        .cluster_name(name)
+        .slave_threads(4);
+    for line in extra {
+        spec = spec.extra_mysqld(line);
+    }
+    spec.start()
+        .unwrap_or_else(|e| panic!("starting three {label} nodes: {e}"))
 }
 
 /// Creates `db.t (id INT PRIMARY KEY, n INT)` holding the row (1, 0) on
