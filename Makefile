@@ -6,7 +6,7 @@ CARGO ?= cargo
 TESTS ?=
 PROVIDER ?= lockstep
 
-.PHONY: setup build demo test lint unit integration mtr mtr-suite bench bench-cert hot-spots clean
+.PHONY: setup build demo test lint unit integration mtr mtr-suite bench bench-cert hot-spots options-doc clean
 
 setup:
 	@scripts/setup.sh
@@ -53,6 +53,11 @@ bench-cert: setup
 hot-spots: build
 	LOCKSTEP_HOT_SPOT_SECONDS=60 $(CARGO) test --release -p lockstep-integration \
 		--test hot_spots hot_rows -- --nocapture
+
+# README.md's list of honoured / no-effect provider options, regenerated
+# from the option table (a unit test fails when the two differ).
+options-doc:
+	LOCKSTEP_BLESS=1 $(CARGO) test --release -p lockstep-core readme_lists_the_honoured
 
 clean:
 	$(CARGO) clean

@@ -25,6 +25,16 @@ if ((${#missing[@]})); then
   pkill -x mariadbd 2>/dev/null || true
 fi
 
-command -v cargo >/dev/null || { echo "setup: cargo not found; install Rust (rustup) first" >&2; exit 1; }
+# Everything the tests start must be there now: a missing piece fails here,
+# loudly, instead of turning into skipped or confusing test failures later.
+fail() { echo "setup: FAILED: $*" >&2; exit 1; }
+GALERA_LIB=/usr/lib/galera/libgalera_smm.so
+PATH=$PATH:/usr/sbin
+for bin in mariadbd mariadb mariadb-install-db mariabackup sysbench rsync socat lsof; do
+  command -v "$bin" >/dev/null || fail "$bin not found after installing ${PKGS[*]}"
+done
+[[ -f $GALERA_LIB ]] || fail "$GALERA_LIB (package galera-4) missing: the Galera reference tests need it"
+[[ -d /usr/share/mysql/mysql-test/suite/galera ]] || fail "MariaDB's galera mtr suite (package mariadb-test) missing"
+command -v cargo >/dev/null || fail "cargo not found; install Rust (rustup) first"
 rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt 2>/dev/null || true
-echo "setup: ok (mariadbd $(mariadbd --version | awk '{print $3}'), galera $(ls /usr/lib/galera/libgalera_smm.so))"
+echo "setup: ok (mariadbd $(mariadbd --version | awk '{print $3}'), galera $GALERA_LIB)"

@@ -14,17 +14,9 @@ use std::time::Duration;
 use lockstep_testkit::{Cluster, Provider};
 use operator::{check_once, defaults_file, lockstep, scratch, CheckService};
 
-fn galera_installed() -> bool {
-    std::path::Path::new(lockstep_testkit::GALERA_PATH).exists()
-}
-
 #[test]
 fn probe_and_minority_check_on_three_galera_nodes() {
-    if !galera_installed() {
-        eprintln!(
-            "skipped: {} missing (run scripts/setup.sh)",
-            lockstep_testkit::GALERA_PATH
-        );
+    if !lockstep_testkit::require_galera("probe_and_minority_check_on_three_galera_nodes") {
         return;
     }
     let tmp = scratch();

@@ -7,17 +7,10 @@ use lockstep_testkit::{Cluster, Provider};
 
 const WAIT: Duration = Duration::from_secs(60);
 
-fn galera_installed() -> bool {
-    std::path::Path::new(lockstep_testkit::GALERA_PATH).exists()
-}
-
 #[test]
 fn three_galera_nodes_sync_replicate_and_shrink_on_shutdown() {
-    if !galera_installed() {
-        eprintln!(
-            "skipped: {} missing (run scripts/setup.sh)",
-            lockstep_testkit::GALERA_PATH
-        );
+    if !lockstep_testkit::require_galera("three_galera_nodes_sync_replicate_and_shrink_on_shutdown")
+    {
         return;
     }
     let t0 = Instant::now();

@@ -3,11 +3,12 @@
 //! defined here and in the sibling modules (session, replication, control,
 //! stats).
 
+use crate::channel::Input;
 use crate::grastate::{GrastateFile, StateStore};
 use crate::log::{error, info, warn};
 use crate::server::Server;
 use crate::state::Inner;
-use lockstep_core::options::{Options, OptionsError};
+use lockstep_core::options::{self, Options, OptionsError};
 use lockstep_core::saved_state::SavedState;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
@@ -141,6 +142,9 @@ impl Provider {
             }
             return Err(InitError::Options(e));
         }
+        for name in options.ignored_settings() {
+            warn_no_effect(name);
+        }
         let store = GrastateFile::open(&cfg.data_dir).map_err(InitError::State)?;
         Self::with_store(cfg, options, Box::new(store))
     }
@@ -264,7 +268,14 @@ impl Provider {
         match result {
             Ok(changed) => {
                 for (k, v) in changed {
-                    info!("provider option {k} set to {v}");
+                    if options::is_honoured(&k) {
+                        info!("provider option {k} set to {v}");
+                        self.react_to_option(&k, &v);
+                    } else if options::table::lookup(&k)
+                        .is_some_and(|s| !options::is_default(s, &v))
+                    {
+                        warn_no_effect(&k);
+                    }
                 }
                 status::OK
             }
@@ -276,10 +287,42 @@ impl Provider {
         }
     }
 
+    /// Passes a runtime change of an option the group thread acts on to it.
+    fn react_to_option(&self, key: &str, value: &str) {
+        let input = match key {
+            "gmcast.isolate" => match options::parse_int(value) {
+                Ok(level) => {
+                    if level == 2 {
+                        warn!("gmcast.isolate=2 (isolate and quit) is handled as 1: isolated");
+                    }
+                    Input::Isolate(level != 0)
+                }
+                Err(_) => return,
+            },
+            "evs.suspect_timeout" => match options::parse_duration(value) {
+                Ok(d) => Input::SuspectTimeout(d),
+                Err(_) => return,
+            },
+            _ => return,
+        };
+        if let Some(link) = &self.lock().group {
+            let _ = link.tx.send(input);
+        }
+    }
+
     /// The option values hot paths read, without parsing text.
     pub fn tunables(&self) -> Tunables {
         *self.tunables.read().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// One warning for an option set to a non-default value that Lockstep
+/// accepts for compatibility but does not act on (README lists them).
+fn warn_no_effect(name: &str) {
+    warn!(
+        "provider option '{name}' is accepted for compatibility with Galera but has no effect \
+         in Lockstep (see the option table in README.md)"
+    );
 }
 
 /// `repl.max_ws_size` default (Galera): 2 GiB - 1.

@@ -78,6 +78,7 @@ impl Provider {
             bootstrap: founding.map(|(h, s)| (h.data, s)),
             config: self.group_config(),
             join_timeout: self.join_timeout(),
+            isolated: self.initially_isolated(),
         };
         let mut g = self.lock();
         if g.conn != Conn::Closed {
@@ -193,10 +194,18 @@ impl Provider {
             c.suspect_timeout_ms = d.as_millis().max(1000) as u64;
         }
         // The in-memory log is the writeset cache: bounded like Galera's.
+        if let Ok(tick) = o.duration("lockstep.raft_tick") {
+            c.tick_ms = (tick.as_millis() as u64).clamp(10, 1000);
+        }
         if let Ok(size) = o.size("gcache.size") {
             c.compact_bytes = size.max(1 << 16);
         }
         c
+    }
+
+    fn initially_isolated(&self) -> bool {
+        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        o.int("gmcast.isolate").is_ok_and(|v| v != 0)
     }
 
     fn join_timeout(&self) -> Duration {

@@ -465,3 +465,44 @@ fn the_certification_index_is_purged_below_the_commit_cut() {
     });
     n.stop();
 }
+
+/// The option table's "honoured" marks match what this crate's code reads:
+/// an option marked honoured is named in the provider's source (outside
+/// the tests), and one accepted with no effect is not. Marking an option
+/// honoured without code behind it, or reading one without marking it,
+/// fails here (and so the README, generated from the marks, stays true).
+#[test]
+fn honoured_options_are_the_options_the_provider_reads() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut code = String::new();
+    let mut dirs = vec![src];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs")
+                && path.file_name().is_some_and(|n| n != "tests.rs")
+            {
+                let text = std::fs::read_to_string(&path).unwrap();
+                // Unit tests inside a module do not count as reading.
+                let text = text.split("#[cfg(test)]").next().unwrap_or("");
+                code.push_str(text);
+            }
+        }
+    }
+    let mut wrong = Vec::new();
+    for spec in lockstep_core::options::table::TABLE {
+        let read = code.contains(&format!("\"{}\"", spec.name));
+        let honoured = lockstep_core::options::is_honoured(spec.name);
+        if read != honoured {
+            wrong.push(format!(
+                "{}: marked {}, but the provider {} it",
+                spec.name,
+                if honoured { "honoured" } else { "no-effect" },
+                if read { "reads" } else { "never reads" }
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

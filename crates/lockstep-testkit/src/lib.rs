@@ -42,7 +42,7 @@ pub use error::{Error, LogTail, Result};
 pub use node::{Node, Timeouts, LOG_TAIL_LINES};
 pub use ports::NodePorts;
 pub use process::log_tail;
-pub use provider::{Provider, GALERA_PATH, LOCKSTEP_LIB};
+pub use provider::{require_galera, Provider, ALLOW_SKIP_ENV, GALERA_PATH, LOCKSTEP_LIB};
 pub use session::Session;
 pub use sql::quote;
 pub use state::{state_path, ClusterState, NodeState, STATE_FILE};

@@ -7,6 +7,30 @@ use crate::error::{Error, Result};
 /// Where Debian's galera-4 package installs the Galera provider.
 pub const GALERA_PATH: &str = "/usr/lib/galera/libgalera_smm.so";
 
+/// The environment variable a run sets to `1` to let tests whose
+/// dependency is missing (the Galera package) pass as skipped. CI never sets
+/// it: there a missing dependency fails the test.
+pub const ALLOW_SKIP_ENV: &str = "LOCKSTEP_ALLOW_SKIP";
+
+/// Whether Galera 4 is installed. When it is not, a test that needs it
+/// fails with a message saying how to install it, unless the run opted in
+/// to skipping with `LOCKSTEP_ALLOW_SKIP=1`; then this prints "skipped" and
+/// returns false, and the caller returns early.
+#[track_caller]
+pub fn require_galera(test: &str) -> bool {
+    if Path::new(GALERA_PATH).is_file() {
+        return true;
+    }
+    if std::env::var(ALLOW_SKIP_ENV).is_ok_and(|v| v == "1") {
+        eprintln!("{test}: SKIPPED ({GALERA_PATH} missing; {ALLOW_SKIP_ENV}=1 allows the skip)");
+        return false;
+    }
+    panic!(
+        "{test} needs Galera 4 ({GALERA_PATH}), which is missing: run scripts/setup.sh \
+         (apt-get install galera-4), or set {ALLOW_SKIP_ENV}=1 to skip such tests knowingly"
+    );
+}
+
 /// File name of our provider as cargo builds it.
 pub const LOCKSTEP_LIB: &str = "liblockstep.so";
 

@@ -1,14 +1,14 @@
 //! The testkit's held-open sessions and node joining against real mariadbd
 //! with Galera 4 (the provider these harness features must work with before
-//! Lockstep's tests rely on them). Skipped when Galera is not installed.
+//! Lockstep's tests rely on them). Fails when Galera is not installed, unless
+//! `LOCKSTEP_ALLOW_SKIP=1`.
 
 use std::time::{Duration, Instant};
 
-use lockstep_testkit::{Cluster, Provider, GALERA_PATH};
+use lockstep_testkit::{require_galera, Cluster, Provider};
 
 fn galera(name: &str, nodes: usize) -> Option<Cluster> {
-    if !std::path::Path::new(GALERA_PATH).exists() {
-        eprintln!("skipped: {GALERA_PATH} missing (run scripts/setup.sh)");
+    if !require_galera(name) {
         return None;
     }
     let cluster = Cluster::builder(nodes)

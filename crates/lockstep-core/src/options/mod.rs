@@ -31,7 +31,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub use syntax::{escape, parse_pairs};
-use table::{Init, Mutability, Spec, TABLE};
+use table::{Effect, Init, Mutability, Spec, TABLE};
 pub use value::{parse_bool, parse_duration, parse_float, parse_int, parse_size};
 
 /// The key holding the cluster secret; never printed, redacted in `Debug`.
@@ -124,6 +124,21 @@ impl fmt::Debug for Options {
         }
         m.finish()
     }
+}
+
+/// Whether `v` is the option's default value ([`Init::Fixed`], compared as
+/// typed values). An option without a fixed default has none: any value set
+/// for it counts as a setting.
+pub fn is_default(spec: &Spec, v: &str) -> bool {
+    match spec.init {
+        Init::Fixed(d) => value::same_value(spec, d, v),
+        Init::Unset | Init::Derived => false,
+    }
+}
+
+/// Whether Lockstep acts on the option `name` (unknown keys: false).
+pub fn is_honoured(name: &str) -> bool {
+    table::lookup(name).is_some_and(|s| s.effect == Effect::Honoured)
 }
 
 /// `wsrep_node_address` split into host (IPv6 in brackets) and port.
@@ -261,6 +276,24 @@ impl Options {
         }
         self.derive();
         Ok(())
+    }
+
+    /// The options set by the user, at start or since, to something other
+    /// than their default although Lockstep gives them no effect
+    /// ([`Effect::NoEffect`]): the provider warns about each, naming it.
+    pub fn ignored_settings(&self) -> Vec<&'static str> {
+        TABLE
+            .iter()
+            .enumerate()
+            .filter(|(i, spec)| {
+                spec.effect == Effect::NoEffect
+                    && self.explicit[*i]
+                    && self.values[*i]
+                        .as_deref()
+                        .is_some_and(|v| !is_default(spec, v))
+            })
+            .map(|(_, spec)| spec.name)
+            .collect()
     }
 
     /// Runtime `SET GLOBAL wsrep_provider_options` (`options_set`).

@@ -66,6 +66,20 @@ pub enum Init {
     Derived,
 }
 
+/// What Lockstep does with an option. Every key is in exactly one of two
+/// states, listed in README.md (generated from this table by
+/// `make options-doc`; a unit test fails when the two drift apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Lockstep does what the option says, at start and, when the option is
+    /// [`Mutability::Dynamic`] or a [`Mutability::Trigger`], at runtime.
+    Honoured,
+    /// Accepted so that an existing Galera my.cnf keeps working, with no
+    /// effect. Setting it to a value other than its default, at start or at
+    /// runtime, logs one warning naming the option.
+    NoEffect,
+}
+
 /// Extra validation on top of [`Kind`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Check {
@@ -94,6 +108,8 @@ pub struct Spec {
     pub mutability: Mutability,
     /// Extra validation.
     pub check: Check,
+    /// Honoured, or accepted with no effect.
+    pub effect: Effect,
     /// Whether `options_get()` prints the value when set. Only false for
     /// `lockstep.secret` (never disclosed) and for trigger keys whose re-feeding
     /// through `options_set` would repeat the action (`pc.bootstrap`,
@@ -109,8 +125,16 @@ impl Spec {
             kind,
             mutability,
             check: Check::None,
+            effect: Effect::NoEffect,
             printed: true,
         }
+    }
+
+    /// Marks an option Lockstep acts on (the default is [`Effect::NoEffect`],
+    /// so that nothing is claimed that the code does not do).
+    const fn honoured(mut self) -> Spec {
+        self.effect = Effect::Honoured;
+        self
     }
 
     const fn check(mut self, check: Check) -> Spec {
@@ -142,8 +166,8 @@ const FRACTION: Check = Check::FloatRange(0.0, 1.0);
 pub const TABLE: &[Spec] = &[
     //  name                             default                       kind      mutability
     o("base_dir",                      Derived,                      Str,      StoredForRestart),
-    o("base_host",                     Derived,                      Str,      StoredForRestart),
-    o("base_port",                     Derived,                      Int,      StoredForRestart).check(Check::Range(0, 65535)),
+    o("base_host",                     Derived,                      Str,      StoredForRestart).honoured(),
+    o("base_port",                     Derived,                      Int,      StoredForRestart).check(Check::Range(0, 65535)).honoured(),
     o("cert.length_check",             Unset,                        Bool,     Dynamic),   // hidden in Galera
     o("cert.log_conflicts",            Fixed("no"),                  Bool,     Dynamic),
     o("cert.max_length",               Unset,                        Int,      Dynamic).check(NON_NEG), // hidden
@@ -164,7 +188,7 @@ pub const TABLE: &[Spec] = &[
     o("evs.max_install_timeouts",      Fixed("3"),                   Int,      Dynamic).check(NON_NEG),
     o("evs.send_window",               Fixed("4"),                   Int,      Dynamic).check(POSITIVE),
     o("evs.stats_report_period",       Fixed("PT1M"),                Duration, Dynamic),
-    o("evs.suspect_timeout",           Fixed("PT5S"),                Duration, Dynamic),   // suspect a peer
+    o("evs.suspect_timeout",           Fixed("PT5S"),                Duration, Dynamic).honoured(),   // suspect a peer
     o("evs.use_aggregate",             Fixed("true"),                Bool,     Static),
     o("evs.user_send_window",          Fixed("2"),                   Int,      Dynamic).check(POSITIVE),
     o("evs.version",                   Fixed("1"),                   Int,      Static).check(Check::Range(0, 1)),
@@ -175,7 +199,7 @@ pub const TABLE: &[Spec] = &[
     o("gcache.name",                   Fixed("galera.cache"),        Str,      Static),
     o("gcache.page_size",              Fixed("128M"),                Size,     Dynamic),
     o("gcache.recover",                Fixed("yes"),                 Bool,     Static),
-    o("gcache.size",                   Fixed("128M"),                Size,     Static),
+    o("gcache.size",                   Fixed("128M"),                Size,     Static).honoured(),
     o("gcomm.thread_prio",             Fixed(""),                    Str,      Static),    // e.g. "rr:2"
     o("gcs.fc_debug",                  Fixed("0"),                   Int,      Dynamic).check(NON_NEG),
     o("gcs.fc_factor",                 Fixed("1.0"),                 Float,    Dynamic).check(FRACTION),
@@ -190,8 +214,8 @@ pub const TABLE: &[Spec] = &[
     o("gcs.sync_donor",                Fixed("no"),                  Bool,     Dynamic),
     o("gcs.vote_policy",               Unset,                        Int,      Dynamic).check(BYTE), // 26.4.23
     o("gmcast.group",                  Unset,                        Str,      Static),    // cluster name
-    o("gmcast.isolate",                Fixed("0"),                   Int,      Dynamic).check(Check::Range(0, 2)),
-    o("gmcast.listen_addr",            Derived,                      Str,      Static),
+    o("gmcast.isolate",                Fixed("0"),                   Int,      Dynamic).check(Check::Range(0, 2)).honoured(),
+    o("gmcast.listen_addr",            Derived,                      Str,      Static).honoured(),
     o("gmcast.mcast_addr",             Fixed(""),                    Str,      Static),
     o("gmcast.mcast_port",             Unset,                        Int,      Static).check(Check::Range(0, 65535)),
     o("gmcast.mcast_ttl",              Fixed("1"),                   Int,      Static).check(BYTE),
@@ -204,7 +228,7 @@ pub const TABLE: &[Spec] = &[
     o("ist.keep_keys",                 Unset,                        Bool,     Dynamic),   // hidden
     o("ist.recv_addr",                 Unset,                        Str,      Static),    // provider derives it when unset
     o("ist.recv_bind",                 Unset,                        Str,      Static),
-    o("lockstep.raft_tick",            Fixed("PT0.1S"),              Duration, Static),
+    o("lockstep.raft_tick",            Fixed("PT0.05S"),              Duration, Static).honoured(),
     o("lockstep.secret",               Unset,                        Str,      Static).not_printed(),
     o("pc.announce_timeout",           Fixed("PT3S"),                Duration, Static),
     o("pc.bootstrap",                  Unset,                        Bool,     Trigger).not_printed(),
@@ -216,15 +240,15 @@ pub const TABLE: &[Spec] = &[
     o("pc.recovery",                   Fixed("true"),                Bool,     Static),
     o("pc.version",                    Fixed("0"),                   Int,      Static),
     o("pc.wait_prim",                  Fixed("true"),                Bool,     Static),
-    o("pc.wait_prim_timeout",          Fixed("PT30S"),               Duration, Static),
+    o("pc.wait_prim_timeout",          Fixed("PT30S"),               Duration, Static).honoured(),
     o("pc.weight",                     Fixed("1"),                   Int,      Dynamic).check(BYTE),
     o("protonet.backend",              Fixed("asio"),                Str,      Static).check(Check::OneOf(&["asio"])),
     o("protonet.version",              Fixed("0"),                   Int,      Static),
-    o("repl.causal_read_timeout",      Fixed("PT30S"),               Duration, Dynamic),
+    o("repl.causal_read_timeout",      Fixed("PT30S"),               Duration, Dynamic).honoured(),
     o("repl.commit_order",             Fixed("3"),                   Int,      Static).check(Check::Range(0, 3)),
     o("repl.key_format",               Fixed("FLAT8"),               Str,      Dynamic)
         .check(Check::OneOf(&["FLAT8", "FLAT8A", "FLAT16", "FLAT16A"])),
-    o("repl.max_ws_size",              Fixed("2147483647"),          Int,      Dynamic).check(NON_NEG),
+    o("repl.max_ws_size",              Fixed("2147483647"),          Int,      Dynamic).check(NON_NEG).honoured(),
     o("repl.proto_max",                Fixed("11"),                  Int,      StoredForRestart).check(POSITIVE),
     o("socket.checksum",               Fixed("2"),                   Int,      Static).check(Check::Range(0, 2)),
     o("socket.dynamic",                Unset,                        Bool,     Static),
@@ -240,6 +264,28 @@ pub const TABLE: &[Spec] = &[
     o("socket.ssl_password_file",      Unset,                        Str,      Static),
     o("socket.ssl_reload",             Unset,                        Str,      Trigger),
 ];
+
+/// The README's option section: which options are honoured and which are
+/// accepted with no effect, generated from [`TABLE`] so it cannot drift
+/// (`make options-doc` rewrites it; a unit test compares).
+pub fn readme_section() -> String {
+    let list = |effect: Effect| {
+        let names: Vec<String> = TABLE
+            .iter()
+            .filter(|s| s.effect == effect)
+            .map(|s| format!("`{}`", s.name))
+            .collect();
+        (names.len(), names.join(", "))
+    };
+    let (n_honoured, honoured) = list(Effect::Honoured);
+    let (n_ignored, ignored) = list(Effect::NoEffect);
+    format!(
+        "**Honoured** ({n_honoured}): {honoured}.\n\n\
+         **Accepted for compatibility, with no effect** ({n_ignored}): {ignored}. \
+         Setting one of these to a value other than its default, in my.cnf or with \
+         `SET GLOBAL wsrep_provider_options`, logs a warning naming it.\n"
+    )
+}
 
 /// Index of `name` in [`TABLE`] (exact, case-sensitive match).
 pub fn index_of(name: &str) -> Option<usize> {

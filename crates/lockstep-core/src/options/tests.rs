@@ -17,6 +17,52 @@ fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
 
 // ---------------------------------------------------------------- table
 
+/// README.md's option section is generated from the table; this fails when
+/// they differ. `LOCKSTEP_BLESS=1` (what `make options-doc` sets) rewrites
+/// the section instead.
+#[test]
+fn readme_lists_the_honoured_and_the_ignored_options_of_the_table() {
+    const BEGIN: &str = "<!-- options:begin";
+    const END: &str = "<!-- options:end -->";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let readme = std::fs::read_to_string(&path).expect("README.md");
+    let start = readme
+        .find(BEGIN)
+        .expect("README.md has an options:begin marker");
+    let body = start + readme[start..].find("-->").expect("marker end") + 3;
+    let end = readme
+        .find(END)
+        .expect("README.md has an options:end marker");
+    let want = format!("\n{}", table::readme_section());
+    if readme[body..end] == want {
+        return;
+    }
+    if std::env::var("LOCKSTEP_BLESS").is_ok_and(|v| v == "1") {
+        let updated = format!("{}{}{}", &readme[..body], want, &readme[end..]);
+        std::fs::write(&path, updated).expect("writing README.md");
+        return;
+    }
+    panic!("README.md's option section differs from the option table: run `make options-doc`");
+}
+
+#[test]
+fn an_option_set_to_a_non_default_value_without_effect_is_reported_once() {
+    let mut o = node();
+    o.apply_initial("gcs.fc_limit=100; pc.ignore_sb=false; gcache.size=1G; socket.ssl=yes")
+        .unwrap();
+    // gcs.fc_limit and socket.ssl do nothing; pc.ignore_sb is at its default;
+    // gcache.size is honoured.
+    assert_eq!(o.ignored_settings(), vec!["gcs.fc_limit", "socket.ssl"]);
+    assert!(is_honoured("gcache.size"));
+    assert!(is_honoured("gmcast.isolate"));
+    assert!(!is_honoured("gcs.fc_limit"));
+    assert!(!is_honoured("no.such.key"));
+    // The typed comparison: 16 == 0x10 is the default of gcs.fc_limit.
+    let fc = table::lookup("gcs.fc_limit").unwrap();
+    assert!(is_default(fc, "0x10"));
+    assert!(!is_default(fc, "17"));
+}
+
 #[test]
 fn table_sorted_unique_and_defaults_valid() {
     for w in TABLE.windows(2) {
@@ -52,7 +98,7 @@ fn defaults_printed_like_galera() {
         "repl.max_ws_size = 2147483647; ",
         "repl.proto_max = 11; ",
         "socket.recv_buf_size = auto; ",
-        "lockstep.raft_tick = PT0.1S; ",
+        "lockstep.raft_tick = PT0.05S; ",
     ] {
         assert!(s.contains(frag), "missing {frag:?} in {s}");
     }
@@ -213,7 +259,7 @@ fn options_typed_getters() {
     assert_eq!(o.float("gcs.max_throttle").unwrap(), 0.25);
     assert_eq!(
         o.duration("lockstep.raft_tick").unwrap(),
-        Duration::from_millis(100)
+        Duration::from_millis(50)
     );
     assert!(matches!(o.int("nope"), Err(OptionsError::Unknown(_))));
     assert!(matches!(

@@ -35,6 +35,11 @@ pub enum Input {
     PeerUp { raft_id: u64, peer_addr: String },
     /// Order this action (proposal id chosen by the caller).
     Propose { id: u64, action: Action },
+    /// `gmcast.isolate`: cut every peer connection and refuse new ones
+    /// (`true`), or connect again (`false`).
+    Isolate(bool),
+    /// `evs.suspect_timeout` changed at runtime.
+    SuspectTimeout(Duration),
     /// Leave the cluster gracefully.
     Leave,
     /// Stop the thread (after the final view).
@@ -52,6 +57,8 @@ pub struct Setup {
     pub config: GroupConfig,
     /// `pc.wait_prim_timeout`: give up joining after this long.
     pub join_timeout: Duration,
+    /// `gmcast.isolate` was set before connecting.
+    pub isolated: bool,
 }
 
 pub struct GroupChannel {
@@ -78,6 +85,7 @@ impl GroupChannel {
             peer_addr: setup.me.peer_addr.clone(),
         };
         let transport = Transport::start(identity, &setup.listen, tx.clone())?;
+        transport.set_isolated(setup.isolated);
         for s in &setup.seeds {
             transport.dial(s);
         }
@@ -193,10 +201,42 @@ impl Worker {
                 self.addrs.insert(raft_id, peer_addr);
             }
             Input::Propose { id, action } => self.group.propose_with_id(id, action),
+            Input::Isolate(on) => self.isolate(on),
+            Input::SuspectTimeout(d) => {
+                let ms = (d.as_millis() as u64).max(1000);
+                self.group.set_suspect_timeout(ms);
+                self.non_primary_after = Duration::from_millis(ms);
+            }
             Input::Leave => self.group.leave(),
             Input::Stop => return true,
         }
         false
+    }
+
+    fn isolate(&mut self, on: bool) {
+        if on == self.transport.is_isolated() {
+            return;
+        }
+        self.transport.set_isolated(on);
+        if on {
+            warn!("gmcast.isolate: closed every peer connection; refusing peers until it is 0");
+            return;
+        }
+        info!("gmcast.isolate=0: connecting to the cluster again");
+        let mut addrs: Vec<String> = self.seeds.clone();
+        addrs.extend(self.addrs.values().cloned());
+        addrs.extend(
+            self.group
+                .sequencer()
+                .members()
+                .iter()
+                .map(|m| m.info.peer_addr.clone()),
+        );
+        addrs.sort();
+        addrs.dedup();
+        for a in addrs {
+            self.transport.dial(&a);
+        }
     }
 
     /// The graceful leave is complete: end the session with the final

@@ -72,6 +72,9 @@ pub struct Transport {
     table: Arc<Mutex<Table>>,
     inputs: Sender<Input>,
     stop: Arc<AtomicBool>,
+    /// `gmcast.isolate`: while set, every connection is closed, nothing is
+    /// dialed and accepted connections are dropped before the hello.
+    isolated: Arc<AtomicBool>,
     next_conn: Arc<AtomicU64>,
     listener: Option<thread::JoinHandle<()>>,
 }
@@ -96,6 +99,7 @@ impl Transport {
             table: Arc::default(),
             inputs,
             stop: Arc::default(),
+            isolated: Arc::default(),
             next_conn: Arc::new(AtomicU64::new(1)),
             listener: None,
         };
@@ -121,8 +125,40 @@ impl Transport {
             table: self.table.clone(),
             inputs: self.inputs.clone(),
             stop: self.stop.clone(),
+            isolated: self.isolated.clone(),
             next_conn: self.next_conn.clone(),
         }
+    }
+
+    /// `gmcast.isolate=1`: cut this node off from every peer (as a network
+    /// partition would) until `set_isolated(false)`. Raft and the quorum
+    /// rules then do what they do on a real partition.
+    pub fn set_isolated(&self, on: bool) {
+        let was = self.isolated.swap(on, Ordering::SeqCst);
+        if on && !was {
+            self.close_all();
+        }
+    }
+
+    pub fn is_isolated(&self) -> bool {
+        self.isolated.load(Ordering::SeqCst)
+    }
+
+    /// Whether a refusal involving `addr` (a peer's advertised or socket
+    /// address) has been logged: proof that the handshake ran and failed.
+    #[cfg(test)]
+    fn refused(&self, addr_prefix: &str) -> bool {
+        let t = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        t.refusals_logged.keys().any(|k| k.starts_with(addr_prefix))
+    }
+
+    /// Closes every open connection; their threads end and unregister.
+    fn close_all(&self) {
+        let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        for s in t.open.values() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        t.by_peer.clear();
     }
 
     /// Sends to a peer; if there is no connection, dials `addr` (rate
@@ -157,7 +193,10 @@ impl Transport {
     }
 
     fn dial_locked(&self, t: &mut Table, addr: &str) {
-        if addr == self.me.peer_addr || self.stop.load(Ordering::Relaxed) {
+        if addr == self.me.peer_addr
+            || self.stop.load(Ordering::Relaxed)
+            || self.isolated.load(Ordering::SeqCst)
+        {
             return;
         }
         let now = Instant::now();
@@ -209,6 +248,7 @@ struct Ctx {
     table: Arc<Mutex<Table>>,
     inputs: Sender<Input>,
     stop: Arc<AtomicBool>,
+    isolated: Arc<AtomicBool>,
     next_conn: Arc<AtomicU64>,
 }
 
@@ -225,6 +265,9 @@ fn dial(addr: &str) -> Option<TcpStream> {
 fn accept_loop(listener: TcpListener, ctx: Ctx) {
     while !ctx.stop.load(Ordering::Relaxed) {
         match listener.accept() {
+            Ok((stream, _)) if ctx.isolated.load(Ordering::SeqCst) => {
+                let _ = stream.shutdown(Shutdown::Both);
+            }
             Ok((stream, _)) => {
                 let c = ctx.clone();
                 let _ = thread::Builder::new()
@@ -273,7 +316,7 @@ fn run_connection(stream: TcpStream, ctx: Ctx) {
     let conn_id = ctx.next_conn.fetch_add(1, Ordering::Relaxed);
     if let Ok(s) = stream.try_clone() {
         let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
-        if ctx.stop.load(Ordering::Relaxed) {
+        if ctx.stop.load(Ordering::Relaxed) || ctx.isolated.load(Ordering::SeqCst) {
             return;
         }
         t.open.insert(conn_id, s);
@@ -346,7 +389,7 @@ fn serve_connection(mut stream: TcpStream, ctx: &Ctx, conn_id: u64) -> Option<u6
     let (tx, rx) = channel::<Vec<u8>>();
     {
         let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
-        if ctx.stop.load(Ordering::Relaxed) {
+        if ctx.stop.load(Ordering::Relaxed) || ctx.isolated.load(Ordering::SeqCst) {
             return None;
         }
         t.by_peer
@@ -422,13 +465,67 @@ mod tests {
         );
     }
 
+    /// Waits up to 2 s for `cond`.
+    fn eventually(cond: impl Fn() -> bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if cond() {
+                return true;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
     #[test]
     fn a_different_cluster_name_is_refused() {
         let (a, rx_a) = start("production", 1);
         let (b, rx_b) = start("staging", 2);
-        b.dial(&a.local_addr().unwrap().to_string());
+        let a_addr = a.local_addr().unwrap().to_string();
+        b.dial(&a_addr);
+        // The connection was made and both sides refused it at the hello
+        // (not merely: nothing connected).
+        assert!(
+            eventually(|| a.refused("test-2")),
+            "a never refused b's hello"
+        );
+        assert!(
+            eventually(|| b.refused("test-1")),
+            "b never refused a's hello"
+        );
         assert_eq!(peer_up(&rx_a), None);
         assert_eq!(peer_up(&rx_b), None);
+    }
+
+    #[test]
+    fn an_isolated_node_drops_its_peers_refuses_new_ones_and_reconnects_after() {
+        let (a, rx_a) = start("c", 1);
+        let (b, rx_b) = start("c", 2);
+        let a_addr = a.local_addr().unwrap().to_string();
+        b.dial(&a_addr);
+        assert_eq!(peer_up(&rx_a), Some(2));
+        assert_eq!(peer_up(&rx_b), Some(1));
+        a.set_isolated(true);
+        assert!(a.is_isolated());
+        // b's connection ends; a message to a no longer arrives.
+        assert!(
+            eventually(|| b.table.lock().unwrap().by_peer.is_empty()),
+            "b still has a connection to the isolated node"
+        );
+        let frame = PeerMsg::Raft(vec![1]).to_frame().unwrap();
+        b.send(1, frame, Some(&a_addr));
+        thread::sleep(REDIAL_EVERY + Duration::from_millis(100));
+        b.dial(&a_addr);
+        assert_eq!(peer_up(&rx_a), None, "an isolated node accepted a peer");
+        assert!(
+            !matches!(rx_a.try_recv(), Ok(Input::Peer { .. })),
+            "an isolated node received a message"
+        );
+        // Lifting the isolation lets peers connect again.
+        a.set_isolated(false);
+        thread::sleep(REDIAL_EVERY);
+        b.dial(&a_addr);
+        assert_eq!(peer_up(&rx_a), Some(2));
     }
 
     #[test]
