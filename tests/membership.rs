@@ -109,9 +109,24 @@ fn a_killed_node_is_removed_and_the_rest_keeps_working() {
     r.or_logs(&cluster, "kill node3");
     let t0 = Instant::now();
     wait_for_size(&cluster, 2);
+    // The leader removes a member unheard for evs.suspect_timeout (3 s):
+    // not before (it was heard at most a heartbeat before the kill), and
+    // not long after (the 200 ms status polling and one Raft round).
+    let removed_after = t0.elapsed();
     eprintln!(
         "killed node removed after {:.1} s",
-        t0.elapsed().as_secs_f64()
+        removed_after.as_secs_f64()
+    );
+    check(
+        &cluster,
+        removed_after >= Duration::from_millis(2_500)
+            && removed_after <= Duration::from_millis(5_000),
+        || {
+            format!(
+                "the killed node was removed after {removed_after:?}; \
+                 evs.suspect_timeout=PT3S says about 3 s"
+            )
+        },
     );
     let n2 = cluster.node(1);
     n2.sql("CREATE DATABASE k; CREATE TABLE k.t (id INT PRIMARY KEY)")
@@ -156,6 +171,35 @@ fn a_node_of_another_cluster_is_refused_and_gives_up() {
     });
 }
 
+/// `ER_UNKNOWN_COM_ERROR`: what MariaDB answers when wsrep is not ready
+/// (a non-primary node), as with Galera.
+const ER_UNKNOWN_COM_ERROR: u32 = 1047;
+
+/// `sql` fails at once with 1047, not with a timeout or another error
+/// (a hung node, or one that accepted the statement, fails this).
+fn assert_refused_as_non_primary(cluster: &Cluster, node: &lockstep_testkit::Node, sql: &str) {
+    let t0 = Instant::now();
+    let result = node.sql(sql);
+    let took = t0.elapsed();
+    match result {
+        Ok(_) => multi_node::fail(
+            cluster,
+            &format!("{}: a non-primary node accepted `{sql}`", node.name()),
+        ),
+        Err(e) => check(
+            cluster,
+            e.sql_code() == Some(ER_UNKNOWN_COM_ERROR) && took < Duration::from_secs(5),
+            || {
+                format!(
+                    "{}: `{sql}` on a non-primary node failed after {took:?} with {e}; \
+                     expected error {ER_UNKNOWN_COM_ERROR} at once",
+                    node.name()
+                )
+            },
+        ),
+    }
+}
+
 /// Freezes a node's process (SIGSTOP) or thaws it (SIGCONT): to its
 /// peers a frozen node is a network partition that can heal.
 fn signal(cluster: &Cluster, i: usize, sig: nix::sys::signal::Signal) {
@@ -184,10 +228,7 @@ fn a_node_cut_off_from_the_majority_is_non_primary_and_re_merges() {
     check(&cluster, ready == "OFF", || {
         format!("wsrep_ready = {ready} while non-primary")
     });
-    let refused = survivor.sql("INSERT INTO q.t VALUES (1)");
-    check(&cluster, refused.is_err(), || {
-        "a non-primary node accepted a write".to_string()
-    });
+    assert_refused_as_non_primary(&cluster, survivor, "INSERT INTO q.t VALUES (1)");
     // The partition heals: both nodes are one primary component again,
     // with nothing lost and writes flowing.
     signal(&cluster, 0, SIGCONT);
@@ -299,4 +340,52 @@ fn a_joiner_after_log_compaction_starts_from_a_snapshot() {
     check(&cluster, sums.is_consistent(), || {
         format!("diverged:\n{sums}")
     });
+}
+
+#[test]
+fn an_isolated_node_of_three_is_non_primary_while_the_two_others_stay_primary() {
+    let cluster = start("quorum3", 3, "evs.suspect_timeout=PT3S");
+    cluster
+        .node(0)
+        .sql("CREATE DATABASE q3; CREATE TABLE q3.t (id INT PRIMARY KEY)")
+        .or_logs(&cluster, "create");
+    cluster
+        .wait_for_equal_last_committed(WAIT)
+        .or_logs(&cluster, "table on every node");
+    // Cut node3 off from both others, as a network partition would.
+    let minority = cluster.node(2);
+    minority
+        .sql("SET GLOBAL wsrep_provider_options = 'gmcast.isolate=1'")
+        .or_logs(&cluster, "isolate node3");
+    minority
+        .wait_for_status("wsrep_cluster_status", "non-Primary", WAIT)
+        .or_logs(&cluster, "node3 non-primary");
+    let ready = status(minority, "wsrep_ready").or_logs(&cluster, "ready");
+    check(&cluster, ready == "OFF", || {
+        format!("node3: wsrep_ready = {ready} while non-primary")
+    });
+    assert_refused_as_non_primary(&cluster, minority, "INSERT INTO q3.t VALUES (3)");
+    assert_refused_as_non_primary(&cluster, minority, "SELECT * FROM q3.t");
+    // The majority: Primary, two members, and writes go on.
+    for i in [0, 1] {
+        let node = cluster.node(i);
+        node.wait_for_status("wsrep_cluster_size", "2", WAIT)
+            .or_logs(&cluster, "majority shrinks to 2");
+        let st = status(node, "wsrep_cluster_status").or_logs(&cluster, "status");
+        check(&cluster, st == "Primary", || {
+            format!(
+                "{}: wsrep_cluster_status = {st} in the majority",
+                node.name()
+            )
+        });
+        node.sql(&format!("INSERT INTO q3.t VALUES ({})", i + 1))
+            .or_logs(&cluster, "write in the majority");
+    }
+    let got = causal_rows(cluster.node(1), "SELECT id FROM q3.t ORDER BY id")
+        .or_logs(&cluster, "read in the majority");
+    check(
+        &cluster,
+        got == vec![vec!["1".to_string()], vec!["2".to_string()]],
+        || format!("the majority has {got:?}"),
+    );
 }

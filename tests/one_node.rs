@@ -142,8 +142,32 @@ fn causal_reads_flush_tables_and_desync_work() {
 
 #[test]
 fn provider_options_round_trip_and_unknown_options_fail_the_statement() {
-    let cluster = one_node("one_node_options");
+    let cluster = Cluster::builder(1)
+        .provider(lockstep())
+        .cluster_name("one_node_options")
+        .provider_options("pc.ignore_sb=true; gcs.fc_limit=16")
+        .start()
+        .unwrap_or_else(|e| panic!("starting one Lockstep node: {e}"));
     let n = cluster.node(0);
+    let log = || std::fs::read_to_string(n.error_log_path()).unwrap();
+    let no_effect = |name: &str| {
+        format!(
+            "provider option '{name}' is accepted for compatibility with Galera but has no effect"
+        )
+    };
+    // At start: one warning for the no-effect option set to a non-default
+    // value, none for one set to its default.
+    assert_eq!(log().matches(&no_effect("pc.ignore_sb")).count(), 1);
+    assert_eq!(log().matches(&no_effect("gcs.fc_limit")).count(), 0);
+    // At runtime: a no-effect option warns instead of claiming "set"; an
+    // honoured one says it is set.
+    n.sql("SET GLOBAL wsrep_provider_options = 'gcs.fc_limit=100'")
+        .unwrap();
+    assert_eq!(log().matches(&no_effect("gcs.fc_limit")).count(), 1);
+    assert!(!log().contains("provider option gcs.fc_limit set to"));
+    n.sql("SET GLOBAL wsrep_provider_options = 'repl.causal_read_timeout=PT7S'")
+        .unwrap();
+    assert!(log().contains("provider option repl.causal_read_timeout set to PT7S"));
     let opts = n.var("wsrep_provider_options").unwrap().unwrap();
     assert!(opts.contains("gcache.size = "), "{opts}");
     assert!(opts.ends_with("; ") || opts.ends_with(';'), "{opts}");
@@ -166,11 +190,25 @@ fn provider_options_round_trip_and_unknown_options_fail_the_statement() {
     let err = n
         .sql("INSERT INTO o.t VALUES (1, REPEAT('x', 4096))")
         .unwrap_err();
-    assert!(err.sql_code().is_some(), "{err}");
+    // The server's answer to the provider's SIZE_EXCEEDED: error 1105
+    // "Maximum writeset size exceeded" (wsrep-lib's wording).
+    assert_eq!(err.sql_code(), Some(ER_UNKNOWN_ERROR), "{err}");
+    assert!(
+        err.to_string().contains("Maximum writeset size exceeded"),
+        "{err}"
+    );
+    assert_eq!(
+        n.sql("SELECT COUNT(*) FROM o.t").unwrap(),
+        "0",
+        "the refused row was committed"
+    );
     n.sql("SET GLOBAL wsrep_max_ws_size = 2147483647").unwrap();
     n.sql("INSERT INTO o.t VALUES (2, REPEAT('x', 4096))")
         .unwrap();
 }
+
+/// MariaDB's generic error code, which wsrep-lib uses for a refused writeset.
+const ER_UNKNOWN_ERROR: u32 = 1105;
 
 /// A node whose start must fail: returns its error log.
 fn failed_start(name: &str, spec: lockstep_testkit::ClusterSpec) -> String {

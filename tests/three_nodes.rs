@@ -348,6 +348,9 @@ fn sysbench_on_all_nodes_keeps_checksums_identical() {
     assert_all_synced(c, 3);
 }
 
+/// How long the load runs while node4 joins.
+const LOAD: Duration = Duration::from_secs(40);
+
 #[test]
 fn fourth_node_joins_by_sst_under_load() {
     let mut cluster = start("three_nodes_join", 3);
@@ -355,7 +358,7 @@ fn fourth_node_joins_by_sst_under_load() {
         .tables(4)
         .table_size(1000)
         .threads(6)
-        .time(Duration::from_secs(30));
+        .time(LOAD);
     bench
         .prepare(cluster.node(0))
         .or_logs(&cluster, "sysbench prepare");
@@ -378,12 +381,24 @@ fn fourth_node_joins_by_sst_under_load() {
         .start()
         .or_logs(&cluster, "node4 joining by SST");
     let joined_in = t0.elapsed();
-    // With a few seconds of load left, so that writes certainly follow.
-    let during_load = load.is_running() && load_started.elapsed() < Duration::from_secs(25);
+    // With at least 5 s of load left, so that writes certainly follow
+    // the join: a join slower than that fails the test instead of
+    // silently dropping the check below.
+    let load_left = LOAD.saturating_sub(load_started.elapsed());
     eprintln!(
-        "node4 joined in {:.1} s ({} the load)",
+        "node4 joined in {:.1} s, {:.1} s of load left",
         joined_in.as_secs_f64(),
-        if during_load { "during" } else { "after" }
+        load_left.as_secs_f64()
+    );
+    check(
+        &cluster,
+        load.is_running() && load_left >= Duration::from_secs(5),
+        || {
+            format!(
+                "node4 took {joined_in:?} to join: it was not Synced with 5 s of the \
+                 {LOAD:?} load left, so the join under load was not tested"
+            )
+        },
     );
     cluster
         .wait_for_cluster_size(4, WAIT)
@@ -399,11 +414,9 @@ fn fourth_node_joins_by_sst_under_load() {
         format!("no transaction committed:\n{}", report.output)
     });
     let seqno = assert_identical_tables(&cluster, &bench);
-    if during_load {
-        // Writes committed after node4 joined reached it by replication.
-        check(&cluster, seqno > at_join, || {
-            format!("node4 was Synced at seqno {at_join} during the load, yet the load ended there")
-        });
-    }
+    // Writes committed after node4 joined reached it by replication.
+    check(&cluster, seqno > at_join, || {
+        format!("node4 was Synced at seqno {at_join} during the load, yet the load ended there")
+    });
     assert_all_synced(&cluster, 4);
 }

@@ -115,6 +115,8 @@ pub struct MemoryState {
     pub state: SavedState,
     pub fail_writes: bool,
     pub writes: usize,
+    /// Writes attempted while `fail_writes` was set.
+    pub failed_writes: usize,
 }
 
 #[cfg(test)]
@@ -125,6 +127,7 @@ impl StateStore for MemoryStore {
     fn store(&mut self, state: &SavedState) -> Result<(), StoreError> {
         let mut m = self.0.lock().unwrap();
         if m.fail_writes {
+            m.failed_writes += 1;
             return Err(StoreError::Io {
                 path: PathBuf::from("memory"),
                 err: std::io::Error::other("injected failure"),

@@ -391,11 +391,37 @@ fn desync_counts_and_the_last_resync_calls_synced_again() {
     n.stop();
 }
 
+/// Every line logged through the server's logger while tests run (all
+/// tests share the process-wide logger; callers filter by content).
+static LOGGED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+unsafe extern "C" fn capture_log(_level: i32, msg: *const std::ffi::c_char) {
+    // SAFETY: `crate::log::log` passes a valid NUL-terminated string that
+    // lives for the duration of this call.
+    let text = unsafe { std::ffi::CStr::from_ptr(msg) };
+    LOGGED
+        .lock()
+        .unwrap()
+        .push(text.to_string_lossy().into_owned());
+}
+
 #[test]
 fn a_failing_grastate_write_is_logged_not_fatal() {
+    crate::log::install(Some(capture_log));
     let mut n = Node::start();
     n.store.0.lock().unwrap().fail_writes = true;
+    // The clean close writes the final position: that write fails, the
+    // failure is logged, and the close still succeeds.
     assert_eq!(n.stop(), status::OK);
+    let failed = n.store.0.lock().unwrap().failed_writes;
+    assert!(failed >= 1, "the close never tried to write grastate.dat");
+    let logged = LOGGED
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains("failed to write grastate.dat") && l.contains("injected failure"))
+        .count();
+    assert_eq!(logged, failed, "one error line per failed write");
 }
 
 #[test]

@@ -122,7 +122,42 @@ mod tests {
             SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port),
             SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port),
         ];
+        // This host has IPv6 on loopback (or not): decided independently of
+        // the code under test, so the expectation is exact either way.
+        let has_ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();
         let both = bind_all(&addrs, true).unwrap();
-        assert!(!both.is_empty());
+        let bound: Vec<SocketAddr> = both.iter().map(|l| l.local_addr().unwrap()).collect();
+        let mut want = vec![addrs[0]];
+        if has_ipv6 {
+            want.push(addrs[1]);
+        }
+        assert_eq!(bound, want, "IPv6 available: {has_ipv6}");
+        // Each socket serves its own family: a v6 client reaches the v6
+        // socket, a v4 client the v4 one.
+        let v4 = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        assert!(v4.peer_addr().unwrap().is_ipv4());
+        if has_ipv6 {
+            let v6 = std::net::TcpStream::connect(("::1", port)).unwrap();
+            assert!(v6.peer_addr().unwrap().is_ipv6());
+            assert_eq!(
+                both[1].accept().unwrap().1.ip(),
+                IpAddr::V6(Ipv6Addr::LOCALHOST)
+            );
+        }
+        assert!(both[0].accept().unwrap().1.is_ipv4());
+    }
+
+    #[test]
+    fn without_its_ipv4_twin_the_ipv6_wildcard_is_dual_stack() {
+        if std::net::TcpListener::bind("[::1]:0").is_err() {
+            // Nothing to test on a host without IPv6: the twin test above
+            // pins the IPv4-only behaviour.
+            return;
+        }
+        let v6: SocketAddr = "[::]:0".parse().unwrap();
+        let one = bind_all(&[v6], false).unwrap();
+        let port = one[0].local_addr().unwrap().port();
+        std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        assert!(one[0].accept().is_ok(), "an IPv4 client did not reach [::]");
     }
 }
