@@ -1,5 +1,5 @@
-//! The operator tools on the three-node reference cluster (Galera 4), one
-//! cluster for both because it takes ~12 s to start:
+//! The operator tools on three Lockstep nodes and on the three-node
+//! reference cluster (Galera 4), one cluster per provider for both tools:
 //! - `lockstep probe` measures write-on-A/read-on-B staleness and reports
 //!   it as a table, JSON and a PNG; with --sync-wait no read is stale;
 //! - `lockstep check` reports a minority node (isolated with
@@ -15,23 +15,33 @@ use lockstep_testkit::{Cluster, Provider};
 use operator::{check_once, defaults_file, lockstep, scratch, CheckService};
 
 #[test]
+fn probe_and_minority_check_on_three_lockstep_nodes() {
+    probe_and_minority_check(Provider::lockstep_default(), "check_lockstep");
+}
+
+#[test]
 fn probe_and_minority_check_on_three_galera_nodes() {
     if !lockstep_testkit::require_galera("probe_and_minority_check_on_three_galera_nodes") {
         return;
     }
+    probe_and_minority_check(Provider::Galera, "check_galera");
+}
+
+fn probe_and_minority_check(provider: Provider, name: &str) {
+    let label = provider.label();
     let tmp = scratch();
     let cnf = defaults_file(tmp.path());
     let cnf = cnf.to_str().unwrap();
     // A shorter suspect timeout makes the isolated node give up on the
     // group in ~2 s instead of 5.
     let cluster = Cluster::builder(3)
-        .provider(Provider::Galera)
-        .cluster_name("check_galera")
+        .provider(provider)
+        .cluster_name(name)
         .provider_options(
             "evs.keepalive_period=PT0.5S; evs.suspect_timeout=PT2S; evs.inactive_timeout=PT4S",
         )
         .start()
-        .unwrap_or_else(|e| panic!("starting 3 Galera nodes: {e}"));
+        .unwrap_or_else(|e| panic!("starting 3 {label} nodes: {e}"));
     let addr = |i: usize| format!("127.0.0.1:{}", cluster.node(i).port());
     let (a, b) = (addr(0), addr(1));
 
