@@ -227,3 +227,88 @@ fn a_brute_force_abort_is_counted_once_and_the_victim_gets_a_deadlock() {
         });
     }
 }
+
+/// Rows in the index-less table whose update makes one writeset slow to
+/// apply: the applier finds each row by a table scan (O(n²) on the
+/// applying node, one scan on the writer).
+const SLOW_ROWS: u32 = 3000;
+
+#[test]
+fn a_certified_transaction_hit_by_an_earlier_writeset_is_replayed_not_failed() {
+    // Two nodes, one applier each: node1's applier works through the slow
+    // writeset r while node1's own transaction T certifies behind it.
+    let provider = lockstep_testkit::Provider::from_env();
+    let label = provider.label();
+    let cluster = Cluster::builder(2)
+        .provider(provider)
+        .cluster_name("replay")
+        .slave_threads(1)
+        .start()
+        .unwrap_or_else(|e| panic!("starting two {label} nodes: {e}"));
+    let c = &cluster;
+    c.node(0)
+        .sql(&format!(
+            "CREATE DATABASE rp; \
+             CREATE TABLE rp.p (id INT PRIMARY KEY, v INT) ENGINE=InnoDB; \
+             CREATE TABLE rp.c (id INT PRIMARY KEY, p_id INT, \
+                 FOREIGN KEY (p_id) REFERENCES rp.p (id)) ENGINE=InnoDB; \
+             CREATE TABLE rp.slow (a INT, b INT) ENGINE=InnoDB; \
+             INSERT INTO rp.p VALUES (1, 0); \
+             INSERT INTO rp.slow SELECT seq, 0 FROM test.seq_1_to_{SLOW_ROWS}"
+        ))
+        .or_logs(c, "tables");
+    c.wait_for_equal_last_committed(WAIT)
+        .or_logs(c, "tables on both nodes");
+    let before = conflicts(c, c.node(0));
+    // r (node2): many index-less row updates, then the parent row (an
+    // UPDATE key). T (node1): a child row referencing that parent (a
+    // REFERENCE key): no certification conflict with r, so T certifies
+    // after r; but T holds a shared lock on the parent row, which r's
+    // applier needs, and r comes first: T is brute-force aborted after
+    // certification and must be replayed, not failed.
+    c.node(1)
+        .sql(
+            "START TRANSACTION; UPDATE rp.slow SET b = b + 1; \
+             UPDATE rp.p SET v = v + 1 WHERE id = 1; COMMIT",
+        )
+        .or_logs(c, "r on node2");
+    let mut t = c.node(0).session().or_logs(c, "session on node1");
+    let pre = t
+        .query_rows("SET SESSION wsrep_sync_wait = 0; SELECT v FROM rp.p WHERE id = 1")
+        .or_logs(c, "precondition");
+    check(c, pre == [["0"]], || {
+        format!(
+            "node1 applied r before T started ({pre:?}): raise SLOW_ROWS so that r \
+             is still applying when T certifies"
+        )
+    });
+    t.sql("INSERT INTO rp.c VALUES (1, 1)")
+        .or_logs(c, "T must commit (after a replay), not fail");
+    c.wait_for_equal_last_committed(WAIT)
+        .or_logs(c, "both writesets on both nodes");
+    let after = conflicts(c, c.node(0));
+    check(
+        c,
+        after.replays == before.replays + 1 && after.bf_aborts == before.bf_aborts + 1,
+        || {
+            format!(
+                "node1's counters went from {before:?} to {after:?}: want one BF abort, one replay"
+            )
+        },
+    );
+    for node in c.nodes() {
+        let rows = node
+            .query_rows("SELECT (SELECT v FROM rp.p WHERE id = 1), (SELECT COUNT(*) FROM rp.c)")
+            .or_logs(c, "rows");
+        check(c, rows == [["1", "1"]], || {
+            format!(
+                "{}: parent v and child count {rows:?}, want both writes",
+                node.name()
+            )
+        });
+    }
+    let sums = c
+        .checksums(&["rp.p", "rp.c", "rp.slow"])
+        .or_logs(c, "CHECKSUM TABLE");
+    check(c, sums.is_consistent(), || format!("diverged:\n{sums}"));
+}
