@@ -46,24 +46,26 @@ fn probe_and_minority_check(provider: Provider, name: &str) {
     let (a, b) = (addr(0), addr(1));
 
     // --- probe, without and with causal reads ---
+    // 60 rounds over 50 rows from node1 to node2, plus `extra` arguments.
+    let probe = |extra: &[&str]| {
+        let mut args = vec![
+            "probe",
+            "--a",
+            &a,
+            "--b",
+            &b,
+            "--defaults-file",
+            cnf,
+            "--rounds",
+            "60",
+            "--rows",
+            "50",
+        ];
+        args.extend_from_slice(extra);
+        lockstep(&args)
+    };
     let png = tmp.path().join("probe.png");
-    let out = lockstep(&[
-        "probe",
-        "--a",
-        &a,
-        "--b",
-        &b,
-        "--defaults-file",
-        cnf,
-        "--rounds",
-        "60",
-        "--rows",
-        "50",
-        "--load-threads",
-        "1",
-        "--png",
-        png.to_str().unwrap(),
-    ]);
+    let out = probe(&["--load-threads", "1", "--png", png.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -86,22 +88,7 @@ fn probe_and_minority_check(provider: Provider, name: &str) {
     let png_bytes = std::fs::read(&png).expect("the PNG was written");
     assert!(png_bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
 
-    let out = lockstep(&[
-        "probe",
-        "--a",
-        &a,
-        "--b",
-        &b,
-        "--defaults-file",
-        cnf,
-        "--rounds",
-        "60",
-        "--rows",
-        "50",
-        "--sync-wait",
-        "--json",
-        "-",
-    ]);
+    let out = probe(&["--sync-wait", "--json", "-"]);
     assert!(
         out.status.success(),
         "{}",

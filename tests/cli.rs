@@ -10,10 +10,9 @@
 #[path = "support/operator.rs"]
 mod operator;
 
-use std::path::Path;
-use std::process::Command;
-
+use lockstep_testkit::Cluster;
 use operator::{defaults_file, lockstep, scratch, CheckService};
+use std::path::Path;
 
 fn run(args: &[&str]) -> (i32, String) {
     let out = lockstep(args);
@@ -37,25 +36,11 @@ fn status_rows(text: &str) -> Vec<(String, String, String, String)> {
         .collect()
 }
 
-fn mariadb(socket: &Path, sql: &str) -> String {
-    let out = Command::new("mariadb")
-        .args([
-            "-S",
-            socket.to_str().unwrap(),
-            "-uroot",
-            "-N",
-            "-B",
-            "-e",
-            sql,
-        ])
-        .output()
-        .expect("running the mariadb client");
-    assert!(
-        out.status.success(),
-        "{sql}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+/// The cluster `lockstep up` started in `dir`, through the testkit (its
+/// servers are left running when this value is dropped).
+fn attach(dir: &str) -> Cluster {
+    Cluster::attach(Path::new(dir))
+        .unwrap_or_else(|e| panic!("the cluster.json that lockstep up wrote in {dir}: {e}"))
 }
 
 /// Stops the cluster even when an assertion fails midway.
@@ -94,21 +79,24 @@ fn up_starts_a_replicating_cluster_status_reports_it_and_down_stops_it() {
     }
 
     // The nodes it started replicate: a row written on node1 is read on node3.
-    let socket = |n: usize| Path::new(dir).join(format!("node{n}/mysqld.sock"));
-    mariadb(
-        &socket(1),
-        "CREATE DATABASE cli; CREATE TABLE cli.t (id INT PRIMARY KEY); INSERT INTO cli.t VALUES (7)",
-    );
+    let cluster = attach(dir);
+    cluster
+        .node(0)
+        .sql("CREATE DATABASE cli; CREATE TABLE cli.t (id INT PRIMARY KEY); INSERT INTO cli.t VALUES (7)")
+        .expect("writing on node1");
     assert_eq!(
-        mariadb(
-            &socket(3),
-            "SET SESSION wsrep_sync_wait=15; SELECT id FROM cli.t"
-        ),
+        cluster
+            .node(2)
+            .sql("SET SESSION wsrep_sync_wait=15; SELECT id FROM cli.t")
+            .expect("a causal read on node3"),
         "7"
     );
 
     // A stopped node: status says so and exits 2.
-    mariadb(&socket(3), "SHUTDOWN");
+    cluster
+        .node(2)
+        .sql("SHUTDOWN")
+        .expect("shutting node3 down");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let (code, text) = loop {
         let (code, text) = run(&["status", "--dir", dir]);
@@ -142,13 +130,7 @@ fn check_bench_counts_every_answer_of_a_real_health_service() {
     let (code, text) = run(&["up", "-n", "1", "--dir", dir, "--name", "cli_cb"]);
     let _down = Down(dir);
     assert_eq!(code, 0, "lockstep up failed:\n{text}");
-    let port = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("node1 "))
-        .and_then(|l| l.split("port ").nth(1))
-        .and_then(|p| p.split_whitespace().next())
-        .expect("node1's port in the output of up")
-        .to_string();
+    let port = attach(dir).node(0).port().to_string();
     let service = CheckService::start(&[
         "--defaults-file",
         cnf.to_str().unwrap(),

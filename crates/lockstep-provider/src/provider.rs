@@ -8,6 +8,7 @@ use crate::grastate::{GrastateFile, StateStore};
 use crate::log::{error, info, warn};
 use crate::server::Server;
 use crate::state::Inner;
+use lockstep_core::options::table::Effect;
 use lockstep_core::options::{self, Options, OptionsError};
 use lockstep_core::saved_state::SavedState;
 use std::path::PathBuf;
@@ -268,13 +269,18 @@ impl Provider {
         match result {
             Ok(changed) => {
                 for (k, v) in changed {
-                    if options::is_honoured(&k) {
-                        info!("provider option {k} set to {v}");
-                        self.react_to_option(&k, &v);
-                    } else if options::table::lookup(&k)
-                        .is_some_and(|s| !options::is_default(s, &v))
-                    {
-                        warn_no_effect(&k);
+                    // Every changed key is in the table: apply_runtime
+                    // refused unknown ones.
+                    let Some(spec) = options::table::lookup(&k) else {
+                        continue;
+                    };
+                    match spec.effect {
+                        Effect::Honoured => {
+                            info!("provider option {k} set to {v}");
+                            self.react_to_option(&k, &v);
+                        }
+                        Effect::NoEffect if !options::is_default(spec, &v) => warn_no_effect(&k),
+                        Effect::NoEffect => {}
                     }
                 }
                 status::OK

@@ -191,12 +191,12 @@ impl Provider {
         let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
         let mut c = GroupConfig::default();
         if let Ok(d) = o.duration("evs.suspect_timeout") {
-            c.suspect_timeout_ms = d.as_millis().max(1000) as u64;
+            c.suspect_timeout_ms = channel::suspect_timeout_ms(d);
         }
-        // The in-memory log is the writeset cache: bounded like Galera's.
         if let Ok(tick) = o.duration("lockstep.raft_tick") {
             c.tick_ms = (tick.as_millis() as u64).clamp(10, 1000);
         }
+        // The in-memory log is the writeset cache: bounded like Galera's.
         if let Ok(size) = o.size("gcache.size") {
             c.compact_bytes = size.max(1 << 16);
         }

@@ -228,14 +228,14 @@ impl Group {
     pub fn leader(&self) -> u64 {
         self.raw.raft.leader_id
     }
-    /// Whether this node knows a leader: false while it cannot reach a
-    /// majority (pre-vote and check-quorum reset the leader then).
     /// `evs.suspect_timeout` changed at runtime: the leader evicts members
     /// silent for this long from now on.
     pub fn set_suspect_timeout(&mut self, ms: u64) {
         self.cfg.suspect_timeout_ms = ms;
     }
 
+    /// Whether this node knows a leader: false while it cannot reach a
+    /// majority (pre-vote and check-quorum reset the leader then).
     pub fn has_leader(&self) -> bool {
         self.raw.raft.leader_id != raft::INVALID_ID
     }

@@ -27,6 +27,13 @@ const POLL: Duration = Duration::from_millis(10);
 /// How often to report `last_committed` for index purging.
 const REPORT_COMMITTED: Duration = Duration::from_millis(500);
 
+/// `evs.suspect_timeout` in milliseconds, at start and at runtime alike;
+/// at least 1 s, so that a mistyped value cannot make the leader evict
+/// members between two heartbeats.
+pub fn suspect_timeout_ms(d: Duration) -> u64 {
+    (d.as_millis() as u64).max(1000)
+}
+
 /// What the group thread is told.
 pub enum Input {
     /// A message from a connected peer.
@@ -203,7 +210,7 @@ impl Worker {
             Input::Propose { id, action } => self.group.propose_with_id(id, action),
             Input::Isolate(on) => self.isolate(on),
             Input::SuspectTimeout(d) => {
-                let ms = (d.as_millis() as u64).max(1000);
+                let ms = suspect_timeout_ms(d);
                 self.group.set_suspect_timeout(ms);
                 self.non_primary_after = Duration::from_millis(ms);
             }
