@@ -11,6 +11,7 @@ mod channel;
 mod control;
 pub mod ffi;
 mod grastate;
+mod ist;
 mod log;
 mod provider;
 mod replication;

@@ -70,6 +70,8 @@ impl Provider {
             incoming: self.node_incoming.clone(),
             peer_addr: advertised,
         };
+        // The joiner's IST buffer holds at most what the log may hold.
+        let ist_limit = usize::try_from(self.group_config().compact_bytes).unwrap_or(usize::MAX);
         let setup = Setup {
             me: me.clone(),
             cluster: cluster_name.to_string(),
@@ -108,6 +110,14 @@ impl Provider {
         g.want_sync = false;
         g.donating_to = None;
         g.sst = Default::default();
+        g.ist = crate::ist::IstBuffer::new(
+            wsrep_abi::Gtid {
+                uuid: g.history,
+                seqno: g.last_committed(),
+            },
+            ist_limit,
+        );
+        g.donating_bypass = false;
         g.donors = donors.to_string();
         g.proto_ver = self.proto_ver;
         g.group = Some(GroupLink {
@@ -279,10 +289,15 @@ impl Provider {
                 request,
                 seqno,
                 joiner,
+                ist_after,
             } => {
-                self.donate(ctx, &request, seqno, joiner);
+                match ist_after {
+                    Some(after) => self.donate_bypass(ctx, &request, after, joiner),
+                    None => self.donate(ctx, &request, seqno, joiner),
+                }
                 None
             }
+            Event::PastView(seqno) => self.pass_past_view(ctx, seqno),
             Event::Synced => {
                 let due = self.lock().local.caught_up();
                 if due == lockstep_core::group::Notify::Synced && !self.server.synced() {
@@ -330,14 +345,9 @@ impl Provider {
             drop(g);
             return Some(self.fail_session(ctx, "view callback failed, restart required"));
         }
-        if g.last_committed() < seqno {
-            g.enter_apply(seqno);
-            g.enter_commit(seqno);
-            let passed = g.leave_commit(seqno).and_then(|_| g.leave_apply(seqno));
-            if let Err(e) = passed {
-                drop(g);
-                return Some(self.fail_session(ctx, &e.to_string()));
-            }
+        if let Err(e) = pass_view_gates(&mut g, seqno) {
+            drop(g);
+            return Some(self.fail_session(ctx, &e));
         }
         if matches!(
             g.local.state(),
@@ -351,6 +361,26 @@ impl Provider {
         let running = g.running_state();
         drop(g);
         self.save_state(running);
+        self.notify();
+        None
+    }
+
+    /// A view from before this node joined, carried by IST: the server
+    /// does not see it (this node is not in it), its seqno passes the
+    /// gates in order so the writesets after it can commit.
+    fn pass_past_view(&self, ctx: ThreadCtx, seqno: i64) -> Option<Status> {
+        let g = self.lock();
+        let (mut g, _) = self.wait_until(g, None, |s| {
+            s.last_committed() >= seqno - 1 || s.conn == Conn::Closed
+        });
+        if g.conn == Conn::Closed {
+            return None;
+        }
+        if let Err(e) = pass_view_gates(&mut g, seqno) {
+            drop(g);
+            return Some(self.fail_session(ctx, &e));
+        }
+        drop(g);
         self.notify();
         None
     }
@@ -508,6 +538,19 @@ impl Provider {
         drop(g);
         self.save_state(position);
     }
+}
+
+/// A view's seqno through the apply and commit gates (views take no
+/// server commit of their own).
+fn pass_view_gates(g: &mut crate::state::Inner, seqno: i64) -> Result<(), String> {
+    if g.last_committed() >= seqno {
+        return Ok(());
+    }
+    g.enter_apply(seqno);
+    g.enter_commit(seqno);
+    g.leave_commit(seqno)
+        .and_then(|_| g.leave_apply(seqno))
+        .map_err(|e| e.to_string())
 }
 
 /// 16 random bytes from the OS (time and pid as a fallback).

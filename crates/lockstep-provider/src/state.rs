@@ -5,6 +5,7 @@
 //! every change that could release a waiter notifies all. Nothing holds
 //! this lock while calling into the server (contract P27).
 
+use crate::ist::IstBuffer;
 use crate::server::View;
 use crate::trx::TrxRecord;
 use lockstep_core::certification::{CertOutcome, CertStats};
@@ -36,6 +37,9 @@ pub enum Event {
     JoinView(View),
     /// A primary configuration with its seqno (`state_id.seqno`).
     PrimaryView(View),
+    /// A view from before this node joined, replayed by IST: its seqno
+    /// passes the gates; the server only sees the view that added it.
+    PastView(i64),
     /// A writeset from another member.
     Apply(RemoteWs),
     /// This node was chosen to donate its state.
@@ -43,6 +47,8 @@ pub enum Event {
         request: Vec<u8>,
         seqno: i64,
         joiner: u64,
+        /// IST: the joiner has everything after this seqno (bypass).
+        ist_after: Option<i64>,
     },
     /// This node is no longer in the primary component's view.
     Removed,
@@ -65,6 +71,7 @@ impl Event {
         match self {
             Event::Apply(ws) => Some(ws.seqno),
             Event::PrimaryView(v) => Some(v.state_id.seqno),
+            Event::PastView(seqno) => Some(*seqno),
             _ => None,
         }
     }
@@ -188,6 +195,12 @@ pub struct Inner {
     /// Size of the last primary view this node was in: it may bootstrap
     /// later only if it was alone (the last to leave).
     pub last_view_members: usize,
+    /// Events replayed before this node's join view that it lacks (IST).
+    pub ist: IstBuffer,
+    /// Donating in bypass mode (IST): the node stays Synced.
+    pub donating_bypass: bool,
+    /// `wsrep_local_cached_downto - 1`, copied by the group thread.
+    pub cached_after: Option<i64>,
 }
 
 /// How the server's threads reach the group thread.
@@ -234,6 +247,15 @@ impl Inner {
             in_group: false,
             non_primary: false,
             last_view_members: 0,
+            ist: IstBuffer::new(
+                Gtid {
+                    uuid: history,
+                    seqno: last_committed,
+                },
+                0,
+            ),
+            donating_bypass: false,
+            cached_after: None,
         }
     }
 

@@ -62,7 +62,11 @@ impl Provider {
             ("local_recv_queue_max", Int(g.recv_queue.max(queued) as i64)),
             ("local_recv_queue_min", Int(g.recv_queue.min(queued) as i64)),
             ("local_recv_queue_avg", Double(g.recv_queue.avg())),
-            ("local_cached_downto", Int(-1)),
+            // The lowest seqno the group log can replay to a joiner (IST).
+            (
+                "local_cached_downto",
+                Int(g.cached_after.map_or(-1, |s| s + 1)),
+            ),
             ("flow_control_paused_ns", Int(0)),
             ("flow_control_paused", Double(0.0)),
             ("flow_control_sent", Int(0)),

@@ -10,7 +10,7 @@
 use crate::log::{error, info, warn};
 use crate::provider::Provider;
 use crate::server::{ThreadCtx, View};
-use crate::state::Conn;
+use crate::state::{Conn, Event};
 use lockstep_core::group::Action;
 use std::time::{Duration, Instant};
 use wsrep_abi::{status, Gtid, Status};
@@ -54,21 +54,41 @@ impl Provider {
             g.want_sync = true;
             return None;
         }
-        info!("state transfer required: group at {group_pos}, this node at {local}");
+        let (ist, missing) = {
+            let g = self.lock();
+            (g.ist.covers(group_pos), g.ist.writesets())
+        };
+        match &ist {
+            Ok(()) => info!(
+                "state transfer required: group at {group_pos}, this node at {local}; \
+                 IST possible: the group log holds every event after {local} \
+                 ({missing} writesets)"
+            ),
+            Err(why) => info!(
+                "state transfer required: group at {group_pos}, this node at {local}; \
+                 full SST ({why})"
+            ),
+        }
         self.lock().local.joining();
         let Some(request) = self.server.sst_request() else {
             return Some(
                 self.fail_session(ctx, "the server could not prepare for a state transfer"),
             );
         };
+        let ist_after = ist.is_ok().then_some(local.seqno);
         if request.is_empty() {
-            return Some(self.fail_session(
-                ctx,
-                "a state transfer is needed but the server offers none (IST into a running \
-                 server is not supported by this version); restart the node",
-            ));
+            // A live server (re-join after a partition) takes no SST: only
+            // IST is possible, and it needs no donor (contract §3.3).
+            if ist_after.is_none() {
+                return Some(self.fail_session(
+                    ctx,
+                    "a full state transfer is needed but the running server cannot take \
+                     one (wsrep_sst_method copies files); restart the node",
+                ));
+            }
+            return self.install_state(ctx, view, local);
         }
-        let received = match self.wait_for_state(&request) {
+        let received = match self.wait_for_state(&request, ist_after) {
             Ok(r) => r,
             Err(why) => return Some(self.fail_session(ctx, &why)),
         };
@@ -76,7 +96,7 @@ impl Provider {
     }
 
     /// Asks the group for a donor and waits for `sst_received`.
-    fn wait_for_state(&self, request: &[u8]) -> Result<Gtid, String> {
+    fn wait_for_state(&self, request: &[u8], ist_after: Option<i64>) -> Result<Gtid, String> {
         loop {
             let mut g = self.lock();
             g.sst = Default::default();
@@ -87,6 +107,7 @@ impl Provider {
                     joiner: raft_id,
                     donors,
                     request: request.to_vec(),
+                    ist_after,
                 },
                 false,
             );
@@ -121,26 +142,57 @@ impl Provider {
         }
     }
 
-    /// Takes the received position as this node's, drops what it already
-    /// contains from the queue, and announces JOINED.
+    /// Takes the received position as this node's, queues what it lacks
+    /// (IST: the replayed events after it, then the join view itself), drops
+    /// what it already contains from the queue, and announces JOINED.
     fn install_state(&self, ctx: ThreadCtx, view: View, gtid: Gtid) -> Option<Status> {
         let group_pos = view.state_id;
-        if gtid.uuid != group_pos.uuid || gtid.seqno < group_pos.seqno {
+        if gtid.uuid != group_pos.uuid {
             let why = format!(
                 "received state {gtid} does not belong to the group at {group_pos}; restart required"
             );
             return Some(self.fail_session(ctx, &why));
         }
         let mut g = self.lock();
+        let by_ist = gtid.seqno < group_pos.seqno;
+        let replay = if by_ist {
+            match g.ist.take_after(gtid.seqno) {
+                Ok(events) => events,
+                Err(why) => {
+                    drop(g);
+                    let why = format!(
+                        "received state {gtid} is behind the group at {group_pos} and the \
+                         events in between are not available ({why}); restart required"
+                    );
+                    return Some(self.fail_session(ctx, &why));
+                }
+            }
+        } else {
+            g.ist.clear();
+            Vec::new()
+        };
         g.history = gtid.uuid;
         g.finished.reset(gtid.seqno);
         g.commit.reset(gtid.seqno);
         g.last_ordered = g.last_ordered.max(gtid.seqno);
         g.events
             .retain(|e| e.seqno().is_none_or(|s| s > gtid.seqno));
+        let writesets = replay
+            .iter()
+            .filter(|e| matches!(e, Event::Apply(_)))
+            .count();
+        if by_ist {
+            // The IST events, then the view that added this node (contract
+            // §4.4: IST carries the view that triggered it), then the rest.
+            g.events.push_front(Event::PrimaryView(view));
+            for e in replay.into_iter().rev() {
+                g.events.push_front(e);
+            }
+        } else {
+            g.last_view_members = view.members.len();
+            g.view = Some(view);
+        }
         g.local.joined();
-        g.last_view_members = view.members.len();
-        g.view = Some(view);
         let raft_id = g.raft_id();
         g.propose(
             Action::Joined {
@@ -154,7 +206,16 @@ impl Provider {
         let running = g.running_state();
         drop(g);
         self.save_state(running);
-        info!("state transfer complete at {gtid}; {queued} queued events to apply");
+        if by_ist {
+            info!(
+                "IST: applying {writesets} writesets {}..={} from the group log (no data \
+                 copied); {queued} queued events in all",
+                gtid.seqno + 1,
+                group_pos.seqno
+            );
+        } else {
+            info!("state transfer complete at {gtid}; {queued} queued events to apply");
+        }
         None
     }
 
@@ -180,6 +241,29 @@ impl Provider {
         info!("donating state {state_id} to joiner {joiner:#x}");
         if !self.server.sst_donate(ctx, request, &state_id, false) {
             error!("the server could not start the state transfer to {joiner:#x}");
+            self.finish_donation(Gtid::UNDEFINED, -ECANCELED);
+        }
+    }
+
+    /// The joiner has every event after `after` (IST from the log): start
+    /// the server's SST script in bypass mode, which copies nothing and
+    /// only tells the joiner's script the position (contract §4.4). The
+    /// donor stays Synced and keeps applying.
+    pub(crate) fn donate_bypass(&self, ctx: ThreadCtx, request: &[u8], after: i64, joiner: u64) {
+        let mut g = self.lock();
+        if g.conn != Conn::Open {
+            return;
+        }
+        g.donating_to = Some(joiner);
+        g.donating_bypass = true;
+        let state_id = Gtid {
+            uuid: g.history,
+            seqno: after,
+        };
+        drop(g);
+        info!("IST to joiner {joiner:#x}: it has the events after {state_id} from the log; releasing its SST script (bypass)");
+        if !self.server.sst_donate(ctx, request, &state_id, true) {
+            error!("the server could not start the bypass transfer to {joiner:#x}");
             self.finish_donation(Gtid::UNDEFINED, -ECANCELED);
         }
     }
@@ -216,6 +300,12 @@ impl Provider {
             },
             false,
         );
+        if std::mem::take(&mut g.donating_bypass) {
+            // Never desynced: nothing to announce.
+            drop(g);
+            self.notify();
+            return;
+        }
         let _ = g.local.resync();
         if g.events.is_empty() {
             g.propose(Action::Synced { raft_id }, false);

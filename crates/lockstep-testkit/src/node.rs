@@ -408,3 +408,64 @@ impl Drop for Node {
 fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or_default().to_string()
 }
+
+impl Node {
+    /// What the systemd unit does after a crash (`galera_recovery`): run
+    /// `mariadbd --wsrep-recover`, which recovers InnoDB, logs the wsrep
+    /// position it finds and exits; returns that `uuid:seqno`, for
+    /// `--wsrep_start_position`.
+    pub fn recover_position(&mut self) -> Result<String> {
+        const MARK: &str = "WSREP: Recovered position: ";
+        if let Some(pid) = self.pid() {
+            return Err(Error::config(format!(
+                "{}: --wsrep-recover needs a stopped server (pid {pid} runs)",
+                self.name()
+            )));
+        }
+        // Where the server user can write, like galera_recovery's mktemp.
+        let log = self.cfg.datadir.join("wsrep-recovery.log");
+        let _ = std::fs::remove_file(&log);
+        let log_arg = format!("--log-error={}", log.display());
+        let mut child = process::spawn(&self.cfg, &["--wsrep-recover", &log_arg], false)
+            .map_err(|e| Error::io(format!("{}: running --wsrep-recover", self.name()), e))?;
+        let t0 = Instant::now();
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if t0.elapsed() < self.timeouts.start => {
+                    std::thread::sleep(Duration::from_millis(100))
+                }
+                _ => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(Error::config(format!(
+                        "{}: mariadbd --wsrep-recover did not finish within {:?}",
+                        self.name(),
+                        self.timeouts.start
+                    )));
+                }
+            }
+        }
+        let text = std::fs::read_to_string(&log)
+            .map_err(|e| Error::io(format!("{}: reading {}", self.name(), log.display()), e))?;
+        text.lines()
+            .rev()
+            .find_map(|l| l.split_once(MARK).map(|(_, p)| p.trim().to_string()))
+            .ok_or_else(|| {
+                Error::config(format!(
+                    "{}: --wsrep-recover logged no recovered position:\n{}",
+                    self.name(),
+                    text.lines().rev().take(20).collect::<Vec<_>>().join("\n")
+                ))
+            })
+    }
+
+    /// Restarts a crashed node the way the systemd unit does: recover the
+    /// position, then start with `--wsrep_start_position`, and wait until
+    /// it is Synced. Returns the recovered position.
+    pub fn start_recovered(&mut self) -> Result<String> {
+        let position = self.recover_position()?;
+        self.start_with_args(&[&format!("--wsrep_start_position={position}")])?;
+        Ok(position)
+    }
+}

@@ -114,6 +114,11 @@ pub enum Action {
         /// `wsrep_sst_donor`: comma-separated names; trailing comma = any.
         donors: String,
         request: Vec<u8>,
+        /// IST offer: the joiner has the group's history up to this seqno
+        /// and every event after it from the log it replayed, so the donor
+        /// only has to release the server's SST script (bypass) instead of
+        /// copying data. `None`: a full SST.
+        ist_after: Option<i64>,
     },
     /// The donor finished (`sst_sent`), `rcode` 0 or a negative errno.
     StateTransferred {
@@ -162,6 +167,9 @@ const T_JOINED: u8 = 6;
 const T_SYNCED: u8 = 7;
 const T_BARRIER: u8 = 8;
 const T_REMERGE: u8 = 9;
+/// A state request with an IST offer (`ist_after`); without one the
+/// request keeps its original tag and layout.
+const T_IST_REQUEST: u8 = 10;
 
 /// Smallest encoding of one proposal (origin, id, tag): bounds counts.
 const MIN_PROPOSAL: usize = 17;
@@ -267,11 +275,16 @@ fn write_action(w: &mut Writer, a: &Action) {
             joiner,
             donors,
             request,
+            ist_after,
         } => {
-            w.u8(T_STATE_REQUEST)
-                .u64(*joiner)
-                .str(donors)
-                .bytes(request);
+            let tag = match ist_after {
+                Some(_) => T_IST_REQUEST,
+                None => T_STATE_REQUEST,
+            };
+            w.u8(tag).u64(*joiner).str(donors).bytes(request);
+            if let Some(after) = ist_after {
+                w.i64(*after);
+            }
         }
         Action::StateTransferred {
             donor,
@@ -311,10 +324,15 @@ fn read_action(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
             seqno: r.i64("committed.seqno")?,
             applied: r.u64("committed.applied")?,
         },
-        T_STATE_REQUEST => Action::StateRequest {
+        T_STATE_REQUEST | T_IST_REQUEST => Action::StateRequest {
             joiner: r.u64("state_request.joiner")?,
             donors: r.string("state_request.donors")?,
             request: r.bytes("state_request.request")?.to_vec(),
+            ist_after: if tag == T_IST_REQUEST {
+                Some(r.i64("state_request.ist_after")?)
+            } else {
+                None
+            },
         },
         T_STATE_TRANSFERRED => Action::StateTransferred {
             donor: r.u64("transferred.donor")?,
@@ -412,6 +430,13 @@ pub(crate) mod tests {
                 joiner: 3,
                 donors: "node1,".into(),
                 request: b"rsync\x00127.0.0.1:4444/rsync_sst\x00".to_vec(),
+                ist_after: None,
+            },
+            Action::StateRequest {
+                joiner: 4,
+                donors: String::new(),
+                request: b"rsync\x00127.0.0.1:4454/rsync_sst\x00".to_vec(),
+                ist_after: Some(48),
             },
             Action::StateTransferred {
                 donor: 1,

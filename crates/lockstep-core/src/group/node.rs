@@ -10,7 +10,10 @@
 //!   that restarts comes back as a new member with a new Raft id.
 //! - The log is compacted below what every member has reported applied;
 //!   a joiner then starts from a snapshot of the sequencer (`LogStore`,
-//!   `maybe_compact`), and a member never receives one.
+//!   `maybe_compact`), and a member never receives one. Compaction keeps
+//!   the newest half of the budget, so the log is also a sliding
+//!   writeset cache: a joiner whose saved position is inside it receives
+//!   every event it lacks by replaying the log (IST, no data copy).
 //! - The leader's duties: add joiners as learners, promote synced
 //!   learners to voters, and evict members silent past the suspect timeout.
 
@@ -44,11 +47,12 @@ pub struct GroupConfig {
     pub join_retry_ms: u64,
     /// Upper bound of one batch entry, in bytes (one proposal may exceed it).
     pub max_batch_bytes: usize,
-    /// Compact the in-memory log once it holds this many applied entries
-    /// (down to what every member has applied; a snapshot of the sequencer
-    /// then serves joiners). `u64::MAX`: never.
+    /// The log's budget in entries: a snapshot is set aside at half of
+    /// it, and the log compacted to that snapshot (once every member has
+    /// applied that far) when it is full, so the newest half always
+    /// stays (the IST window). `u64::MAX`: never.
     pub compact_after: u64,
-    /// Or once the log holds this many bytes (`gcache.size`).
+    /// The same budget in bytes (`gcache.size`).
     pub compact_bytes: u64,
 }
 
@@ -63,7 +67,9 @@ impl Default for GroupConfig {
             retry_ms: 1000,
             join_retry_ms: 1000,
             max_batch_bytes: 1 << 20,
-            compact_after: 20_000,
+            // Entries are batches; a joiner replays them through the
+            // sequencer, a few microseconds each.
+            compact_after: 200_000,
             compact_bytes: 128 << 20,
         }
     }
@@ -117,8 +123,12 @@ pub struct Group {
     left: bool,
     /// Started from a snapshot: (deliveries before it, last seqno in it).
     restored_at: Option<(u64, i64)>,
-    /// Snapshot waiting until every member has applied its index.
-    pending_snapshot: Option<Snapshot>,
+    /// Snapshot waiting until the log is full and every member has
+    /// applied its index, with the last seqno it contains.
+    pending_snapshot: Option<(Snapshot, i64)>,
+    /// Every event after this seqno is in the log (the IST window starts
+    /// here); `None` before the first view.
+    cached_after: Option<i64>,
     /// Leader: snapshot transfers not acknowledged yet, per peer.
     snapshot_sent: HashMap<u64, SnapshotSend>,
     failed: bool,
@@ -179,6 +189,7 @@ impl Group {
             left: false,
             restored_at: None,
             pending_snapshot: None,
+            cached_after: None,
             snapshot_sent: HashMap::new(),
             failed: false,
             out: Vec::new(),
@@ -592,6 +603,7 @@ impl Group {
             .map_err(|e| format!("cannot install the snapshot at log index {index}: {e}"))?;
         self.seq = seq;
         self.restored_at = Some((self.seq.delivered(), self.seq.last_seqno()));
+        self.cached_after = Some(self.seq.last_seqno());
         self.pending_snapshot = None;
         if view.members.iter().any(|m| m.raft_id == self.me.raft_id) {
             self.was_member = true;
@@ -601,40 +613,52 @@ impl Group {
     }
 
     /// Compacts the log in two steps, so that no node's log ever starts
-    /// beyond what a member has applied: first a snapshot of the sequencer
-    /// at the applied index A is kept aside; once every member has reported
+    /// beyond what a member has applied: first, when the log holds half
+    /// its budget, a snapshot of the sequencer at the applied index A is
+    /// kept aside; once the log is full and every member has reported
     /// (through the log) having applied A, the log is compacted to A and
     /// that snapshot serves joiners. A member added later has applied more
     /// than A by the time it counts as one, and a joiner starts at a
     /// compaction point. So a leader always holds the entries a member
     /// needs, and a member never receives a snapshot (which would make it
-    /// skip ordered events: `install_snapshot` stops it).
+    /// skip ordered events: `install_snapshot` stops it). What remains
+    /// after A, about half the budget, is the IST window.
     fn maybe_compact(&mut self) -> Result<(), String> {
         if self.seq.history().is_none() {
             return Ok(());
         }
         let applied = self.raw.raft.raft_log.applied;
-        if let Some(at) = self
-            .pending_snapshot
-            .as_ref()
-            .map(|s| s.get_metadata().index)
-        {
-            if self.seq.compactable_index().min(applied) >= at {
-                let snap = self.pending_snapshot.take().expect("checked above");
-                self.raw
-                    .raft
-                    .raft_log
-                    .store
-                    .compact(snap)
-                    .map_err(|e| format!("cannot compact the log to {at}: {e}"))?;
+        let entries = applied.saturating_sub(self.raw.raft.raft_log.first_index());
+        let bytes = self.raw.raft.raft_log.store.bytes();
+        let full = entries >= self.cfg.compact_after || bytes >= self.cfg.compact_bytes;
+        let half = entries >= self.cfg.compact_after / 2 || bytes >= self.cfg.compact_bytes / 2;
+        match &self.pending_snapshot {
+            Some((snap, _)) => {
+                let at = snap.get_metadata().index;
+                if full && self.seq.compactable_index().min(applied) >= at {
+                    let (snap, seqno) = self.pending_snapshot.take().expect("matched above");
+                    self.raw
+                        .raft
+                        .raft_log
+                        .store
+                        .compact(snap)
+                        .map_err(|e| format!("cannot compact the log to {at}: {e}"))?;
+                    self.cached_after = Some(seqno);
+                }
             }
-        } else if applied.saturating_sub(self.raw.raft.raft_log.first_index())
-            >= self.cfg.compact_after
-            || self.raw.raft.raft_log.store.bytes() >= self.cfg.compact_bytes
-        {
-            self.pending_snapshot = Some(self.snapshot_now(applied)?);
+            None if half => {
+                let snap = self.snapshot_now(applied)?;
+                self.pending_snapshot = Some((snap, self.seq.last_seqno()));
+            }
+            None => {}
         }
         Ok(())
+    }
+
+    /// Every event after this seqno can be replayed from this node's log
+    /// (`wsrep_local_cached_downto` is the next one).
+    pub fn cached_after(&self) -> Option<i64> {
+        self.cached_after
     }
 
     /// The sequencer's state, which is the state after `applied`.
@@ -731,6 +755,10 @@ impl Group {
                 return;
             }
             for d in deliveries {
+                if let (None, Delivery::View(v)) = (self.cached_after, &d) {
+                    // The genesis view: the log starts just before it.
+                    self.cached_after = Some(v.seqno - 1);
+                }
                 self.observe(&d);
                 self.out.push(Output::Deliver(d));
             }

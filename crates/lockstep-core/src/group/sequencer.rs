@@ -61,12 +61,15 @@ pub enum Delivery {
     },
     View(GroupView),
     /// `donor` must send its state to `joiner`; `seqno` is the last seqno
-    /// ordered before the request.
+    /// ordered before the request. With `ist_after` the joiner already
+    /// has every event (IST from the log it replayed): the donor only
+    /// releases the server's SST script in bypass mode and stays Synced.
     Donate {
         donor: u64,
         joiner: u64,
         request: Vec<u8>,
         seqno: Seqno,
+        ist_after: Option<Seqno>,
     },
     /// No member can donate to `joiner` now; it should ask again.
     NoDonor {
@@ -363,8 +366,9 @@ impl Sequencer {
                 joiner,
                 donors,
                 request,
+                ist_after,
             } => {
-                self.state_request(joiner, &donors, request, out);
+                self.state_request(joiner, &donors, request, ist_after, out);
                 out.push(settled);
             }
             Action::StateTransferred {
@@ -490,6 +494,7 @@ impl Sequencer {
         joiner: u64,
         donors: &str,
         request: Vec<u8>,
+        ist_after: Option<Seqno>,
         out: &mut Vec<Delivery>,
     ) {
         if self.member(joiner).map(|m| m.state) != Some(MemberState::Joiner) {
@@ -519,12 +524,18 @@ impl Sequencer {
             .map(|m| m.info.raft_id);
         match chosen {
             Some(donor) => {
-                self.set_state(donor, MemberState::Donor, out);
+                // A bypass donation copies nothing: the donor keeps
+                // serving (Galera desyncs it for the IST sender; here the
+                // events already reached the joiner through the log).
+                if ist_after.is_none() {
+                    self.set_state(donor, MemberState::Donor, out);
+                }
                 out.push(Delivery::Donate {
                     donor,
                     joiner,
                     request,
                     seqno: self.last_seqno,
+                    ist_after,
                 });
             }
             None => out.push(Delivery::NoDonor { joiner }),

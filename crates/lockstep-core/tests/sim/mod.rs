@@ -1350,6 +1350,7 @@ impl Sim {
                     joiner: me,
                     donors: String::new(),
                     request: b"sim-sst".to_vec(),
+                    ist_after: None,
                 },
             );
         }

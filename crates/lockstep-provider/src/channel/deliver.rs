@@ -57,6 +57,8 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                 }
             } else if g.in_group {
                 g.enqueue(Event::Apply(RemoteWs { seqno, ws, outcome }));
+            } else {
+                g.ist.writeset(RemoteWs { seqno, ws, outcome });
             }
         }
         Delivery::View(v) => view(g, me, v),
@@ -65,11 +67,13 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
             joiner,
             request,
             seqno,
+            ist_after,
         } if donor == me && g.in_group => {
             g.enqueue(Event::Donate {
                 request,
                 seqno,
                 joiner,
+                ist_after,
             });
         }
         Delivery::NoDonor { joiner } if joiner == me => g.sst.no_donor = true,
@@ -104,6 +108,7 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
     if !g.in_group {
         if !included {
             // Still replaying the log from before this node joined.
+            g.ist.view(Uuid::from_bytes(v.history), v.seqno);
             return;
         }
         g.in_group = true;

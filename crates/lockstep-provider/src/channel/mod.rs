@@ -413,6 +413,7 @@ impl Worker {
         let certifier = self.group.sequencer().certifier();
         g.cert_stats = certifier.stats();
         g.cert_index_size = certifier.index_size();
+        g.cached_after = self.group.cached_after();
         drop(g);
         self.shared.notify();
     }

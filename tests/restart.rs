@@ -1,0 +1,179 @@
+//! Restarts without a full SST (issue 11, IST): a node killed with
+//! `kill -9` and restarted the way the systemd unit does it
+//! (`--wsrep-recover`, then `--wsrep_start_position`), and a graceful
+//! rolling restart, both under a write load on every node, catch up by IST
+//! from the group log: the joiner applies the writesets it lacks and the
+//! donor's SST script runs in bypass mode (copies nothing). Afterwards
+//! every acknowledged commit is on every node and the nodes are identical.
+
+#[path = "support/multi_node.rs"]
+mod multi_node;
+
+use std::time::{Duration, Instant};
+
+use lockstep_testkit::{AckedLoad, Cluster, Node, Provider};
+use multi_node::{check, OrLogs};
+
+const WAIT: Duration = Duration::from_secs(60);
+/// Inserts the load must acknowledge between two steps of a test.
+const PROGRESS: u64 = 150;
+
+fn start(name: &str) -> Cluster {
+    Cluster::builder(3)
+        .provider(Provider::lockstep_default())
+        .cluster_name(name)
+        .provider_options("evs.suspect_timeout=PT3S")
+        .start()
+        .unwrap_or_else(|e| panic!("starting 3 Lockstep nodes: {e}"))
+}
+
+/// How many lines of the node's error log contain `what`.
+fn log_count(node: &Node, what: &str) -> usize {
+    std::fs::read_to_string(node.error_log_path())
+        .map(|t| t.lines().filter(|l| l.contains(what)).count())
+        .unwrap_or(0)
+}
+
+/// What a restart by IST leaves in the logs: one more "IST: applying" line
+/// on the joiner and no new full SST; returns the writesets it applied.
+struct LogMarks {
+    ist: usize,
+    sst: usize,
+}
+
+const IST_LINE: &str = "IST: applying ";
+const SST_LINE: &str = "state transfer complete at";
+
+fn marks(node: &Node) -> LogMarks {
+    LogMarks {
+        ist: log_count(node, IST_LINE),
+        sst: log_count(node, SST_LINE),
+    }
+}
+
+fn check_rejoined_by_ist(cluster: &Cluster, i: usize, before: &LogMarks) -> u64 {
+    let node = cluster.node(i);
+    let after = marks(node);
+    check(cluster, after.ist == before.ist + 1, || {
+        format!(
+            "{}: expected one new '{IST_LINE}' line (IST), found {} new",
+            node.name(),
+            after.ist - before.ist
+        )
+    });
+    check(cluster, after.sst == before.sst, || {
+        format!("{}: the restart took a full SST", node.name())
+    });
+    let text = std::fs::read_to_string(node.error_log_path()).unwrap_or_default();
+    let line = text.lines().rev().find(|l| l.contains(IST_LINE));
+    let applied = line
+        .and_then(|l| l.split(IST_LINE).nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| multi_node::fail(cluster, "no writeset count in the IST line"));
+    applied
+}
+
+/// Three nodes with a database `r` and the acknowledged-writes load running.
+fn start_loaded(name: &str) -> (Cluster, AckedLoad) {
+    let cluster = start(name);
+    cluster
+        .node(0)
+        .sql("CREATE DATABASE r")
+        .or_logs(&cluster, "create database");
+    let load = AckedLoad::start(&cluster, "r.acked").or_logs(&cluster, "start the load");
+    load.wait_for_progress(PROGRESS, WAIT)
+        .or_logs(&cluster, "load before the fault");
+    (cluster, load)
+}
+
+fn finish(cluster: &Cluster, load: AckedLoad) {
+    let (table, reports) = load.stop();
+    let checked = cluster
+        .verify_acked(&table, &reports)
+        .or_logs(cluster, "acknowledged rows on every node");
+    for r in &reports {
+        eprintln!(
+            "{}: {} acknowledged, {} failed, slowest {:?} (first errors: {:?})",
+            r.node,
+            r.acked.len(),
+            r.errors,
+            r.slowest,
+            r.first_errors
+        );
+    }
+    eprintln!("{checked} acknowledged rows on every node; nodes identical");
+    check(cluster, checked > 3 * PROGRESS as usize, || {
+        format!("only {checked} rows were acknowledged")
+    });
+}
+
+#[test]
+fn a_killed_node_restarted_the_systemd_way_rejoins_by_ist() {
+    let (mut cluster, load) = start_loaded("ist_kill");
+
+    let r = cluster.node_mut(2).kill();
+    r.or_logs(&cluster, "kill -9 node3");
+    cluster
+        .node(0)
+        .wait_for_status("wsrep_cluster_size", "2", WAIT)
+        .or_logs(&cluster, "node3 removed");
+    load.wait_for_progress(PROGRESS, WAIT)
+        .or_logs(&cluster, "load while node3 is down");
+
+    let before = marks(cluster.node(2));
+    let donor_bypass =
+        log_count(cluster.node(0), "IST to joiner") + log_count(cluster.node(1), "IST to joiner");
+    let t0 = Instant::now();
+    let r = cluster.node_mut(2).start_recovered();
+    let position = r.or_logs(&cluster, "restart node3 with --wsrep-recover");
+    let took = t0.elapsed();
+    let seqno: i64 = position
+        .rsplit(':')
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(-1);
+    check(&cluster, seqno > 0, || {
+        format!("--wsrep-recover found no usable position: {position}")
+    });
+    let applied = check_rejoined_by_ist(&cluster, 2, &before);
+    check(&cluster, applied > 0, || {
+        "the IST applied no writeset although the load ran while node3 was down".into()
+    });
+    let donors_after =
+        log_count(cluster.node(0), "IST to joiner") + log_count(cluster.node(1), "IST to joiner");
+    check(&cluster, donors_after == donor_bypass + 1, || {
+        "no donor released the joiner's SST script in bypass mode".into()
+    });
+    eprintln!(
+        "node3 recovered {position}, rejoined by IST ({applied} writesets) in {:.1} s",
+        took.as_secs_f64()
+    );
+    load.wait_for_progress(PROGRESS, WAIT)
+        .or_logs(&cluster, "load after the rejoin");
+    finish(&cluster, load);
+}
+
+#[test]
+fn a_graceful_rolling_restart_needs_no_sst() {
+    let (mut cluster, load) = start_loaded("ist_rolling");
+    for i in [1, 2] {
+        let before = marks(cluster.node(i));
+        let r = cluster.node_mut(i).stop();
+        r.or_logs(&cluster, "graceful stop");
+        load.wait_for_progress(PROGRESS, WAIT)
+            .or_logs(&cluster, "load while a node is down");
+        let t0 = Instant::now();
+        let r = cluster.node_mut(i).start();
+        r.or_logs(&cluster, "restart");
+        let applied = check_rejoined_by_ist(&cluster, i, &before);
+        eprintln!(
+            "node{} rejoined by IST ({applied} writesets) in {:.1} s",
+            i + 1,
+            t0.elapsed().as_secs_f64()
+        );
+        load.wait_for_progress(PROGRESS, WAIT)
+            .or_logs(&cluster, "load after the restart");
+    }
+    finish(&cluster, load);
+}
