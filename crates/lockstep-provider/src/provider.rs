@@ -56,6 +56,9 @@ pub struct Provider {
     pub shared: Arc<Shared>,
     /// The group channel while connected to a multi-node cluster.
     pub channel: Mutex<Option<crate::channel::GroupChannel>>,
+    /// What `connect` was given (cluster name, peers to dial), for an
+    /// automatic rejoin after this node was removed.
+    pub joined_via: Mutex<Option<(String, Vec<String>)>>,
 }
 
 /// The state the group thread shares with the server's threads: one lock
@@ -185,6 +188,7 @@ impl Provider {
                 resolved: Condvar::new(),
             }),
             channel: Mutex::new(None),
+            joined_via: Mutex::new(None),
         })
     }
 

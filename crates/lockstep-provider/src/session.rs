@@ -48,7 +48,7 @@ impl Provider {
         } else {
             None
         };
-        let (listen, advertised) = self.group_addresses();
+        let (_, advertised) = self.group_addresses();
         let seeds: Vec<String> = address
             .peers
             .iter()
@@ -63,25 +63,11 @@ impl Provider {
             return status::NODE_FAIL;
         }
         let member_id = random_uuid();
-        let me = MemberInfo {
-            raft_id: random_raft_id(),
-            uuid: member_id.data,
-            name: self.node_name.clone(),
-            incoming: self.node_incoming.clone(),
-            peer_addr: advertised,
-        };
+        let setup = self.channel_setup(cluster_name, seeds.clone(), member_id, founding);
+        *self.joined_via.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((cluster_name.to_string(), seeds));
         // The joiner's IST buffer holds at most what the log may hold.
-        let ist_limit = usize::try_from(self.group_config().compact_bytes).unwrap_or(usize::MAX);
-        let setup = Setup {
-            me: me.clone(),
-            cluster: cluster_name.to_string(),
-            listen,
-            seeds,
-            bootstrap: founding.map(|(h, s)| (h.data, s)),
-            config: self.group_config(),
-            join_timeout: self.join_timeout(),
-            isolated: self.initially_isolated(),
-        };
+        let ist_limit = usize::try_from(setup.config.compact_bytes).unwrap_or(usize::MAX);
         let mut g = self.lock();
         if g.conn != Conn::Closed {
             warn!("connect called while already connected");
@@ -94,6 +80,7 @@ impl Provider {
             g.last_ordered = last;
         }
         channel::log_start(&setup);
+        let setup_raft_id = setup.me.raft_id;
         let (chan, tx) = match GroupChannel::start(setup, self.shared.clone()) {
             Ok(c) => c,
             Err(e) => {
@@ -121,7 +108,7 @@ impl Provider {
         g.donors = donors.to_string();
         g.proto_ver = self.proto_ver;
         g.group = Some(GroupLink {
-            raft_id: me.raft_id,
+            raft_id: setup_raft_id,
             tx,
         });
         let running = g.running_state();
@@ -129,6 +116,107 @@ impl Provider {
         *self.channel.lock().unwrap_or_else(|p| p.into_inner()) = Some(chan);
         self.save_state(running);
         status::OK
+    }
+
+    /// The group channel's start: a new Raft id for every start (the log
+    /// is not persisted), the member id given.
+    fn channel_setup(
+        &self,
+        cluster_name: &str,
+        seeds: Vec<String>,
+        member_id: Uuid,
+        founding: Option<(Uuid, i64)>,
+    ) -> Setup {
+        let (listen, advertised) = self.group_addresses();
+        Setup {
+            me: MemberInfo {
+                raft_id: random_raft_id(),
+                uuid: member_id.data,
+                name: self.node_name.clone(),
+                incoming: self.node_incoming.clone(),
+                peer_addr: advertised,
+            },
+            cluster: cluster_name.to_string(),
+            listen,
+            seeds,
+            bootstrap: founding.map(|(h, s)| (h.data, s)),
+            config: self.group_config(),
+            join_timeout: self.join_timeout(),
+            isolated: self.initially_isolated(),
+        }
+    }
+
+    /// The primary component removed this node while it was cut off (or
+    /// evicted it as silent): join again as a new Raft member with the
+    /// same member id, without ending the server's session. The replayed
+    /// log brings what the node missed (IST into the running server,
+    /// contract §4.13 "re-merge"); while it rejoins it stays non-primary.
+    pub(crate) fn rejoin(&self, ctx: ThreadCtx) -> Option<Status> {
+        let Some((cluster, mut seeds)) = self
+            .joined_via
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        else {
+            return Some(
+                self.fail_session(ctx, "removed from the cluster, and no address to rejoin"),
+            );
+        };
+        let member_id = {
+            let mut g = self.lock();
+            if g.conn != Conn::Open {
+                return None;
+            }
+            let abandoned = g.abandon_pending();
+            if abandoned > 0 {
+                warn!("{abandoned} local operations waiting for the total order fail: rejoining");
+            }
+            if g.view.is_some() || !g.non_primary {
+                // Still serving as primary: go non-primary first, so that
+                // clients get errors until the rejoin completes.
+                g.non_primary = true;
+                g.events.push_front(Event::Rejoin);
+                g.events.push_front(Event::NonPrimary);
+                drop(g);
+                self.notify();
+                return None;
+            }
+            seeds.extend(g.members.iter().map(|m| m.peer_addr.clone()));
+            g.member_id
+        };
+        self.stop_channel();
+        let (_, advertised) = self.group_addresses();
+        seeds.retain(|s| *s != advertised);
+        seeds.sort();
+        seeds.dedup();
+        let setup = self.channel_setup(&cluster, seeds, member_id, None);
+        let raft_id = setup.me.raft_id;
+        let ist_limit = usize::try_from(setup.config.compact_bytes).unwrap_or(usize::MAX);
+        info!(
+            "rejoining cluster '{cluster}' as Raft member {raft_id:#x} (member {member_id}) \
+             via {}",
+            setup.seeds.join(",")
+        );
+        let (chan, tx) = match GroupChannel::start(setup, self.shared.clone()) {
+            Ok(c) => c,
+            Err(e) => return Some(self.fail_session(ctx, &e)),
+        };
+        let mut g = self.lock();
+        g.in_group = false;
+        g.rejoining = true;
+        g.sst = Default::default();
+        g.ist = crate::ist::IstBuffer::new(
+            wsrep_abi::Gtid {
+                uuid: g.history,
+                seqno: g.last_committed(),
+            },
+            ist_limit,
+        );
+        g.last_ordered = g.last_committed();
+        g.group = Some(GroupLink { raft_id, tx });
+        drop(g);
+        *self.channel.lock().unwrap_or_else(|p| p.into_inner()) = Some(chan);
+        None
     }
 
     /// Where a founding node continues: its saved history, or a new one at
@@ -298,6 +386,7 @@ impl Provider {
                 None
             }
             Event::PastView(seqno) => self.pass_past_view(ctx, seqno),
+            Event::Rejoin => self.rejoin(ctx),
             Event::Synced => {
                 let due = self.lock().local.caught_up();
                 if due == lockstep_core::group::Notify::Synced && !self.server.synced() {

@@ -13,7 +13,7 @@ use lockstep_core::group::LocalState;
 use lockstep_core::group::{Action, Writeset};
 use lockstep_core::ordering::{GateStats, OrderError, QueueStats, Watermark};
 use lockstep_core::saved_state::SavedState;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use wsrep_abi::Gtid;
@@ -52,6 +52,9 @@ pub enum Event {
     },
     /// This node is no longer in the primary component's view.
     Removed,
+    /// The primary component removed this node while the session goes
+    /// on: join again as a new member (`session::rejoin`).
+    Rejoin,
     /// This node lost contact with the majority: a non-primary view.
     NonPrimary,
     /// Time to tell the server it is synced.
@@ -201,6 +204,13 @@ pub struct Inner {
     pub donating_bypass: bool,
     /// `wsrep_local_cached_downto - 1`, copied by the group thread.
     pub cached_after: Option<i64>,
+    /// Rejoining after a removal: the server is already connected.
+    pub rejoining: bool,
+    /// Local proposals whose callers were failed when the node lost the
+    /// primary component. If one is ordered after all, the node applies
+    /// it like a remote writeset, as every other node does. Bound: the
+    /// operations in flight at that moment (one per client thread).
+    pub abandoned: HashSet<u64>,
 }
 
 /// How the server's threads reach the group thread.
@@ -256,6 +266,8 @@ impl Inner {
             ),
             donating_bypass: false,
             cached_after: None,
+            rejoining: false,
+            abandoned: HashSet::new(),
         }
     }
 
@@ -312,6 +324,22 @@ impl Inner {
     /// What grastate.dat says while the node runs: the seqno is unknown.
     pub fn running_state(&self) -> SavedState {
         self.saved_state(-1)
+    }
+
+    /// Fails every local operation still waiting for its place in the
+    /// total order (the node lost the primary component: Galera returns
+    /// an error to those clients rather than let them hang). Returns how
+    /// many there were.
+    pub fn abandon_pending(&mut self) -> usize {
+        let mut n = 0;
+        for (id, w) in self.waiting.iter_mut() {
+            if *w == Resolution::Pending {
+                *w = Resolution::Dropped;
+                self.abandoned.insert(*id);
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Proposes an action to the group; returns its proposal id (with a

@@ -97,6 +97,12 @@ pub enum Output {
     Farewell {
         to: u64,
     },
+    /// Leader: tell a node that speaks Raft to it without being in the
+    /// configuration that it was removed (it was cut off while the
+    /// majority evicted it, and would otherwise wait forever).
+    NotMember {
+        to: u64,
+    },
     /// The log cannot be processed: stop this node.
     Fatal(String),
 }
@@ -123,6 +129,8 @@ pub struct Group {
     left: bool,
     /// Started from a snapshot: (deliveries before it, last seqno in it).
     restored_at: Option<(u64, i64)>,
+    /// Leader: when each non-member was last told so (bounded below).
+    not_member_told: HashMap<u64, u64>,
     /// Snapshot waiting until the log is full and every member has
     /// applied its index, with the last seqno it contains.
     pending_snapshot: Option<(Snapshot, i64)>,
@@ -189,6 +197,7 @@ impl Group {
             left: false,
             restored_at: None,
             pending_snapshot: None,
+            not_member_told: HashMap::new(),
             cached_after: None,
             snapshot_sent: HashMap::new(),
             failed: false,
@@ -280,10 +289,33 @@ impl Group {
 
     /// A Raft message from a peer.
     pub fn step(&mut self, msg: Message) {
+        if self.is_leader() && self.raw.raft.prs().get(msg.from).is_none() {
+            self.tell_not_member(msg.from);
+            return;
+        }
         self.last_heard.insert(msg.from, self.now);
         // Errors are messages for another term or from unknown peers;
         // Raft's own rules make dropping them safe.
         let _ = self.raw.step(msg);
+    }
+
+    /// A removed node still talks Raft to the leader: tell it, at most
+    /// once per `retry_ms` (a removed node retries its messages often).
+    fn tell_not_member(&mut self, to: u64) {
+        let due = self
+            .not_member_told
+            .get(&to)
+            .is_none_or(|t| self.now >= t + self.cfg.retry_ms);
+        if !due {
+            return;
+        }
+        // Bound: one entry per removed node heard recently; a flood of
+        // made-up ids only costs a reset of the rate limit.
+        if self.not_member_told.len() >= 1024 {
+            self.not_member_told.clear();
+        }
+        self.not_member_told.insert(to, self.now);
+        self.out.push(Output::NotMember { to });
     }
 
     /// A peer asks to join: propose it as a learner (forwarded to the

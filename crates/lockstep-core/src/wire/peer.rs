@@ -21,6 +21,7 @@ const K_REFUSE: u8 = 2;
 const K_RAFT: u8 = 3;
 const K_JOIN: u8 = 4;
 const K_FAREWELL: u8 = 5;
+const K_NOT_MEMBER: u8 = 6;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PeerMsg {
@@ -38,6 +39,10 @@ pub enum PeerMsg {
     Join(MemberInfo),
     /// Your removal is applied (you left the cluster).
     Farewell,
+    /// From the leader to a node that speaks Raft to it but is not in its
+    /// configuration: the primary component removed it (while it was cut
+    /// off). The node rejoins as a new member.
+    NotMember,
 }
 
 impl PeerMsg {
@@ -62,6 +67,7 @@ impl PeerMsg {
             PeerMsg::Raft(bytes) => (K_RAFT, bytes.clone()),
             PeerMsg::Join(info) => (K_JOIN, info.encode()),
             PeerMsg::Farewell => (K_FAREWELL, Vec::new()),
+            PeerMsg::NotMember => (K_NOT_MEMBER, Vec::new()),
         };
         let mut out = Vec::with_capacity(payload.len() + 16);
         frame::encode(kind, &payload, MAX_PEER_FRAME, &mut out)?;
@@ -91,7 +97,8 @@ impl PeerMsg {
             K_RAFT => Ok(PeerMsg::Raft(f.payload)),
             K_JOIN => Ok(PeerMsg::Join(MemberInfo::decode(&f.payload)?)),
             K_FAREWELL if f.payload.is_empty() => Ok(PeerMsg::Farewell),
-            K_FAREWELL => Err(DecodeError::Trailing(f.payload.len())),
+            K_NOT_MEMBER if f.payload.is_empty() => Ok(PeerMsg::NotMember),
+            K_FAREWELL | K_NOT_MEMBER => Err(DecodeError::Trailing(f.payload.len())),
             other => Err(DecodeError::Invalid {
                 field: "frame.kind",
                 value: u64::from(other),
@@ -142,6 +149,7 @@ mod tests {
         });
         round_trip(PeerMsg::Raft(vec![1, 2, 3]));
         round_trip(PeerMsg::Farewell);
+        round_trip(PeerMsg::NotMember);
         round_trip(PeerMsg::Join(MemberInfo {
             raft_id: 7,
             uuid: [1; 16],

@@ -319,6 +319,8 @@ enum Payload {
     Join(MemberInfo),
     /// From the node with this Raft id.
     Farewell(u64),
+    /// The leader: you are not in the configuration.
+    NotMember,
 }
 
 #[derive(Debug)]
@@ -356,6 +358,10 @@ impl Kind {
                 payload: Payload::Farewell(_),
                 ..
             } => "farewell",
+            Kind::Msg {
+                payload: Payload::NotMember,
+                ..
+            } => "not-member",
             Kind::Tick(_) => "tick",
             Kind::Client(_) => "client",
             Kind::Report(_) => "report",
@@ -806,6 +812,13 @@ impl Sim {
                     Payload::Farewell(from) => {
                         g.handle_farewell(from);
                     }
+                    // What the provider does: a node that sees no leader
+                    // and is told it was removed rejoins as a new member.
+                    Payload::NotMember => {
+                        if !g.has_leader() && node.leaving.is_none() && !node.removed {
+                            node.restart_pending.get_or_insert("told it was removed");
+                        }
+                    }
                 }
                 self.poll(to);
             }
@@ -954,6 +967,7 @@ impl Sim {
                 let from = self.nodes[slot].id;
                 self.send(slot, to, Payload::Farewell(from));
             }
+            Output::NotMember { to } => self.send(slot, to, Payload::NotMember),
             Output::Fatal(why) => {
                 let id = self.nodes[slot].id;
                 self.fail(format!("node {id} (slot {slot}) reported Fatal: {why}"));

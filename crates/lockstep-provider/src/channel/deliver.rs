@@ -3,9 +3,10 @@
 //! [`Event`] for an applier thread (contract P20: callbacks with a
 //! `recv_ctx` run inside `recv()`).
 
+use crate::log::info;
 use crate::provider::CAPABILITIES;
 use crate::server::{Member, View};
-use crate::state::{Event, Inner, RemoteWs, Resolution};
+use crate::state::{Conn, Event, Inner, RemoteWs, Resolution};
 use lockstep_core::group::{Delivery, GroupView, MemberState};
 use wsrep_abi::{view_status, Gtid, Uuid};
 
@@ -51,11 +52,18 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
             outcome,
         } => {
             g.last_ordered = seqno;
-            if origin == me {
+            let abandoned = origin == me && g.abandoned.remove(&proposal);
+            if origin == me && !abandoned {
                 if let Some(w) = g.waiting.get_mut(&proposal) {
                     *w = Resolution::Ordered { seqno, outcome };
                 }
             } else if g.in_group {
+                if abandoned {
+                    info!(
+                        "seqno {seqno}: a local writeset whose client got an error when this \
+                         node lost the primary component was ordered after all; applying it"
+                    );
+                }
                 g.enqueue(Event::Apply(RemoteWs { seqno, ws, outcome }));
             } else {
                 g.ist.writeset(RemoteWs { seqno, ws, outcome });
@@ -90,6 +98,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
             }
         }
         Delivery::Settled { origin, proposal } if origin == me => {
+            g.abandoned.remove(&proposal);
             if let Some(w) = g.waiting.get_mut(&proposal) {
                 if *w == Resolution::Pending {
                     *w = Resolution::Dropped;
@@ -112,6 +121,12 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
             return;
         }
         g.in_group = true;
+        if std::mem::take(&mut g.rejoining) {
+            // The server's session never ended: no new connected_cb.
+            g.non_primary = false;
+            g.enqueue(Event::JoinView(mine));
+            return;
+        }
         g.enqueue(Event::Connected(mine.clone()));
         let founder = v.conf_id == 1 && v.members.len() == 1;
         if founder {
@@ -130,6 +145,10 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
             g.non_primary = false;
             g.enqueue(Event::Synced);
         }
+    } else if g.conn == Conn::Open {
+        // Removed by the primary component (evicted as silent): the
+        // session goes on, the node joins again.
+        g.enqueue(Event::Rejoin);
     } else {
         g.enqueue(Event::Removed);
     }

@@ -107,6 +107,7 @@ impl GroupChannel {
             non_primary_after: Duration::from_millis(setup.config.suspect_timeout_ms),
             leaderless_since: None,
             non_primary: false,
+            rejoin_asked: false,
             addrs: HashMap::new(),
             started: Instant::now(),
             last_report: Instant::now(),
@@ -147,6 +148,8 @@ struct Worker {
     non_primary_after: Duration,
     leaderless_since: Option<Instant>,
     non_primary: bool,
+    /// A rejoin was asked of the provider (once per channel).
+    rejoin_asked: bool,
     /// Peer addresses learnt from hellos.
     addrs: HashMap<u64, String>,
     started: Instant,
@@ -202,6 +205,7 @@ impl Worker {
                 PeerMsg::Farewell => {
                     self.group.handle_farewell(from);
                 }
+                PeerMsg::NotMember => self.removed_notice(from),
                 PeerMsg::Hello { .. } | PeerMsg::Refuse { .. } => {}
             },
             Input::PeerUp { raft_id, peer_addr } => {
@@ -314,6 +318,34 @@ impl Worker {
             g.non_primary = true;
             g.enqueue(crate::state::Event::NonPrimary);
         }
+        let abandoned = g.abandon_pending();
+        drop(g);
+        if abandoned > 0 {
+            warn!(
+                "{abandoned} local operations waiting for the total order fail with an error \
+                 (no primary component)"
+            );
+        }
+        self.shared.notify();
+    }
+
+    /// The leader says this node is not in the configuration: the
+    /// primary component removed it while it was cut off. Only a node
+    /// that itself sees no leader acts on it (a member that has one knows
+    /// better than a stray message).
+    fn removed_notice(&mut self, from: u64) {
+        if !self.non_primary || self.rejoin_asked || self.group.has_leader() {
+            return;
+        }
+        self.rejoin_asked = true;
+        warn!(
+            "peer {from:#x} (the leader) says the primary component removed this node while \
+             it was cut off; rejoining as a new member"
+        );
+        let mut g = self.shared.lock();
+        if g.in_group && g.conn == crate::state::Conn::Open {
+            g.enqueue(crate::state::Event::Rejoin);
+        }
         drop(g);
         self.shared.notify();
     }
@@ -388,6 +420,12 @@ impl Worker {
                 }
                 Output::Farewell { to } => {
                     if let Ok(frame) = PeerMsg::Farewell.to_frame() {
+                        let addr = self.address_of(to);
+                        self.transport.send(to, frame, addr.as_deref());
+                    }
+                }
+                Output::NotMember { to } => {
+                    if let Ok(frame) = PeerMsg::NotMember.to_frame() {
                         let addr = self.address_of(to);
                         self.transport.send(to, frame, addr.as_deref());
                     }
