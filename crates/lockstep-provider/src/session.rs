@@ -96,14 +96,7 @@ impl Provider {
         g.isolating = false;
         g.want_sync = false;
         g.donating_to = None;
-        g.sst = Default::default();
-        g.ist = crate::ist::IstBuffer::new(
-            wsrep_abi::Gtid {
-                uuid: g.history,
-                seqno: g.last_committed(),
-            },
-            ist_limit,
-        );
+        g.start_joining(ist_limit);
         g.donating_bypass = false;
         g.donors = donors.to_string();
         g.proto_ver = self.proto_ver;
@@ -204,14 +197,7 @@ impl Provider {
         let mut g = self.lock();
         g.in_group = false;
         g.rejoining = true;
-        g.sst = Default::default();
-        g.ist = crate::ist::IstBuffer::new(
-            wsrep_abi::Gtid {
-                uuid: g.history,
-                seqno: g.last_committed(),
-            },
-            ist_limit,
-        );
+        g.start_joining(ist_limit);
         g.last_ordered = g.last_committed();
         g.group = Some(GroupLink { raft_id, tx });
         drop(g);

@@ -326,6 +326,17 @@ impl Inner {
         self.saved_state(-1)
     }
 
+    /// A new group channel starts (connect or rejoin): no state transfer
+    /// in progress, and an empty IST buffer from this node's position.
+    pub fn start_joining(&mut self, ist_limit: usize) {
+        self.sst = SstProgress::default();
+        let have = Gtid {
+            uuid: self.history,
+            seqno: self.last_committed(),
+        };
+        self.ist = IstBuffer::new(have, ist_limit);
+    }
+
     /// Fails every local operation still waiting for its place in the
     /// total order (the node lost the primary component: Galera returns
     /// an error to those clients rather than let them hang). Returns how
