@@ -11,4 +11,5 @@ pub mod group;
 pub mod options;
 pub mod ordering;
 pub mod saved_state;
+pub mod saved_view;
 pub mod wire;

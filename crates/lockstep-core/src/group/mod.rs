@@ -7,12 +7,15 @@
 //! - `node`: the Raft driver around tikv/raft-rs (ADR 0004), with batching,
 //!   retries and the leader's membership duties; sans-IO, driven by the
 //!   provider's group thread or by the simulation tests;
-//! - `member_state`: this node's own member status and desync counting.
+//! - `member_state`: this node's own member status and desync counting;
+//! - `recovery`: who re-forms the primary component after a crash of the
+//!   whole cluster (`pc.recovery`).
 
 pub mod action;
 mod log_store;
 mod member_state;
 pub mod node;
+pub mod recovery;
 pub mod sequencer;
 mod snapshot;
 

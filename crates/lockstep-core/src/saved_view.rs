@@ -1,0 +1,224 @@
+//! `gvwstate.dat`: the last primary view this node was in, so that after
+//! a crash of the whole cluster the nodes can re-form that primary
+//! component by themselves (`pc.recovery`, `group::recovery`).
+//!
+//! The layout is Galera's, so operators recognise it (and may delete it
+//! to prevent a recovery); each member line carries the member's group
+//! address as a third field, which Galera's does not have, so the nodes
+//! can find each other beyond `wsrep_cluster_address`. No checksum, for the
+//! same reason as `grastate.dat`: the reader is strict and bounded instead.
+//!
+//! ```text
+//! my_uuid: 9b1a0c9e-...
+//! #vwbeg
+//! view_id: 3 6c21e1f0-... 5
+//! bootstrap: 0
+//! member: 6c21e1f0-... 0 127.0.0.1:4567
+//! member: 9b1a0c9e-... 0 127.0.0.1:4577
+//! #vwend
+//! ```
+//!
+//! `view_id` is `<type> <history uuid> <seqno>`; type 3 is Galera's
+//! primary view, and the number is the seqno the view took in the
+//! history (views are ordered by it, across restarts too, unlike
+//! `wsrep_cluster_conf_id`, which starts again at 1 in a new cluster).
+
+use std::fmt;
+use wsrep_abi::Uuid;
+
+/// Larger files are not ours.
+pub const MAX_FILE_BYTES: usize = 64 * 1024;
+/// More members than any cluster has: refuse.
+pub const MAX_MEMBERS: usize = 256;
+/// Galera's view type number of a primary view.
+const VIEW_TYPE_PRIMARY: &str = "3";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavedMember {
+    pub uuid: Uuid,
+    /// The member's group-channel address; empty if unknown.
+    pub addr: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavedView {
+    /// This node's member id in that view.
+    pub me: Uuid,
+    /// The cluster's history.
+    pub history: Uuid,
+    /// The seqno of the view in the history.
+    pub seqno: i64,
+    pub members: Vec<SavedMember>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SavedViewError {
+    TooLarge(usize),
+    Malformed { line: usize, text: String },
+    Missing(&'static str),
+}
+
+impl fmt::Display for SavedViewError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SavedViewError::TooLarge(n) => write!(
+                f,
+                "gvwstate.dat is {n} bytes (limit {MAX_FILE_BYTES}); not a saved view"
+            ),
+            SavedViewError::Malformed { line, text } => write!(
+                f,
+                "gvwstate.dat line {line} is malformed: '{text}'; delete the file to start \
+                 without automatic recovery"
+            ),
+            SavedViewError::Missing(what) => write!(
+                f,
+                "gvwstate.dat has no {what}; delete the file to start without automatic recovery"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SavedViewError {}
+
+impl SavedView {
+    pub fn to_text(&self) -> String {
+        let mut s = format!(
+            "my_uuid: {}\n#vwbeg\nview_id: {VIEW_TYPE_PRIMARY} {} {}\nbootstrap: 0\n",
+            self.me, self.history, self.seqno
+        );
+        for m in &self.members {
+            s.push_str(&format!("member: {} 0 {}\n", m.uuid, m.addr));
+        }
+        s.push_str("#vwend\n");
+        s
+    }
+
+    pub fn parse(text: &str) -> Result<SavedView, SavedViewError> {
+        if text.len() > MAX_FILE_BYTES {
+            return Err(SavedViewError::TooLarge(text.len()));
+        }
+        let mut me = None;
+        let mut view = None;
+        let mut members = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let bad = || SavedViewError::Malformed {
+                line: i + 1,
+                text: line.chars().take(120).collect(),
+            };
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (key, value) = line.split_once(':').ok_or_else(bad)?;
+            let fields: Vec<&str> = value.split_whitespace().collect();
+            match key.trim() {
+                "my_uuid" => me = Some(uuid_field(&fields, 0).ok_or_else(bad)?),
+                "view_id" => {
+                    if fields.len() != 3 || fields[0] != VIEW_TYPE_PRIMARY {
+                        return Err(bad());
+                    }
+                    let history = uuid_field(&fields, 1).ok_or_else(bad)?;
+                    let seqno: i64 = fields[2].parse().map_err(|_| bad())?;
+                    view = Some((history, seqno));
+                }
+                "member" => {
+                    if !(2..=3).contains(&fields.len()) || members.len() >= MAX_MEMBERS {
+                        return Err(bad());
+                    }
+                    members.push(SavedMember {
+                        uuid: uuid_field(&fields, 0).ok_or_else(bad)?,
+                        addr: fields.get(2).map_or(String::new(), |a| a.to_string()),
+                    });
+                }
+                "bootstrap" => {}
+                _ => return Err(bad()),
+            }
+        }
+        let me = me.ok_or(SavedViewError::Missing("my_uuid"))?;
+        let (history, seqno) = view.ok_or(SavedViewError::Missing("view_id"))?;
+        if !members.iter().any(|m| m.uuid == me) {
+            return Err(SavedViewError::Missing("member line for my_uuid"));
+        }
+        Ok(SavedView {
+            me,
+            history,
+            seqno,
+            members,
+        })
+    }
+}
+
+fn uuid_field(fields: &[&str], i: usize) -> Option<Uuid> {
+    fields.get(i).and_then(|f| Uuid::parse(f).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn u(b: u8) -> Uuid {
+        Uuid::from_bytes([b; 16])
+    }
+
+    fn sample() -> SavedView {
+        SavedView {
+            me: u(2),
+            history: u(9),
+            seqno: 5,
+            members: vec![
+                SavedMember {
+                    uuid: u(1),
+                    addr: "127.0.0.1:4567".into(),
+                },
+                SavedMember {
+                    uuid: u(2),
+                    addr: "[::1]:4577".into(),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn round_trips_in_galeras_layout() {
+        let text = sample().to_text();
+        assert!(text.starts_with("my_uuid: 02020202-0202-0202-0202-020202020202\n#vwbeg\n"));
+        assert!(text.contains("view_id: 3 09090909-0909-0909-0909-090909090909 5\n"));
+        assert_eq!(SavedView::parse(&text), Ok(sample()));
+    }
+
+    #[test]
+    fn galeras_own_member_lines_parse_without_an_address() {
+        let text = "my_uuid: 01010101-0101-0101-0101-010101010101\n#vwbeg\n\
+                    view_id: 3 09090909-0909-0909-0909-090909090909 2\nbootstrap: 0\n\
+                    member: 01010101-0101-0101-0101-010101010101 0\n#vwend\n";
+        let v = SavedView::parse(text).expect("Galera's file");
+        assert_eq!(v.members[0].addr, "");
+    }
+
+    #[test]
+    fn malformed_files_are_clear_errors() {
+        let good = sample().to_text();
+        let cases = [
+            good.replace("view_id: 3", "view_id: 2"),
+            good.replace("member: 01010101", "member: zz"),
+            good.replace("bootstrap: 0", "surprise: 1"),
+            good.replace("my_uuid", "my_uid"),
+        ];
+        for text in cases {
+            assert!(SavedView::parse(&text).is_err(), "accepted:\n{text}");
+        }
+        let no_me = good.replace(
+            "member: 02020202-0202-0202-0202-020202020202 0 [::1]:4577\n",
+            "",
+        );
+        assert_eq!(
+            SavedView::parse(&no_me),
+            Err(SavedViewError::Missing("member line for my_uuid"))
+        );
+        let big = "#".repeat(MAX_FILE_BYTES + 1);
+        assert_eq!(
+            SavedView::parse(&big),
+            Err(SavedViewError::TooLarge(MAX_FILE_BYTES + 1))
+        );
+    }
+}
