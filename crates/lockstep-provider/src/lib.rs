@@ -23,3 +23,4 @@ mod stats;
 mod tests;
 mod transfer;
 mod trx;
+mod viewstate;

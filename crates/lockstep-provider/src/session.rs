@@ -8,8 +8,11 @@ use crate::log::{error, info, warn};
 use crate::provider::{Provider, Wake, CAPABILITIES};
 use crate::server::{ThreadCtx, View};
 use crate::state::{Conn, Event, GroupLink};
+use crate::viewstate;
 use lockstep_core::address::ClusterAddress;
+use lockstep_core::group::recovery::Vote;
 use lockstep_core::group::{GroupConfig, MemberInfo};
+use lockstep_core::saved_view::{SavedMember, SavedView};
 use std::time::{Duration, Instant};
 use wsrep_abi::{status, Status, Uuid};
 
@@ -62,8 +65,20 @@ impl Provider {
             );
             return status::NODE_FAIL;
         }
-        let member_id = random_uuid();
-        let setup = self.channel_setup(cluster_name, seeds.clone(), member_id, founding);
+        let recovery = if bootstrap {
+            None
+        } else {
+            self.recovery_vote()
+        };
+        let member_id = recovery.as_ref().map_or_else(random_uuid, |r| r.2);
+        let mut setup = self.channel_setup(cluster_name, seeds.clone(), member_id, founding);
+        setup.recovery = recovery.map(|(vote, mut addrs, _)| {
+            addrs.extend(seeds.iter().cloned());
+            addrs.retain(|a| *a != setup.me.peer_addr);
+            addrs.sort();
+            addrs.dedup();
+            (vote, addrs)
+        });
         *self.joined_via.lock().unwrap_or_else(|p| p.into_inner()) =
             Some((cluster_name.to_string(), seeds));
         // The joiner's IST buffer holds at most what the log may hold.
@@ -136,6 +151,90 @@ impl Provider {
             config: self.group_config(),
             join_timeout: self.join_timeout(),
             isolated: self.initially_isolated(),
+            recovery: None,
+        }
+    }
+
+    /// `pc.recovery` (default on).
+    pub(crate) fn pc_recovery(&self) -> bool {
+        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        o.bool("pc.recovery").unwrap_or(true)
+    }
+
+    /// A joining node with a saved view of this history takes part in
+    /// re-forming it if no primary component runs: its vote, the saved
+    /// view's addresses, and its member id in that view.
+    fn recovery_vote(&self) -> Option<(Vote, Vec<String>, Uuid)> {
+        if !self.pc_recovery() {
+            viewstate::remove(&self.data_dir);
+            return None;
+        }
+        let saved = match viewstate::load(&self.data_dir) {
+            Ok(Some(v)) => v,
+            Ok(None) => return None,
+            Err(e) => {
+                warn!("{e}; starting without pc.recovery");
+                return None;
+            }
+        };
+        let g = self.lock();
+        if saved.history != g.history {
+            info!(
+                "gvwstate.dat is for history {}, this node's state for {}: not used",
+                saved.history, g.history
+            );
+            return None;
+        }
+        info!(
+            "pc.recovery: last primary component (view at seqno {}) had {} members; this \
+             node is at seqno {}",
+            saved.seqno,
+            saved.members.len(),
+            g.last_committed()
+        );
+        let vote = Vote {
+            member: saved.me,
+            history: saved.history,
+            seqno: g.last_committed(),
+            view_seqno: saved.seqno,
+            view: saved.members.iter().map(|m| m.uuid).collect(),
+        };
+        let addrs = saved
+            .members
+            .iter()
+            .filter(|m| !m.addr.is_empty())
+            .map(|m| m.addr.clone())
+            .collect();
+        Some((vote, addrs, saved.me))
+    }
+
+    /// Saves the primary view just delivered (`pc.recovery`).
+    pub(crate) fn save_view(&self, view: &View) {
+        if !self.pc_recovery() {
+            return;
+        }
+        let saved = {
+            let g = self.lock();
+            SavedView {
+                me: g.member_id,
+                history: view.state_id.uuid,
+                seqno: view.state_id.seqno,
+                members: view
+                    .members
+                    .iter()
+                    .map(|m| SavedMember {
+                        uuid: m.id,
+                        addr: g
+                            .members
+                            .iter()
+                            .find(|i| i.uuid == m.id.data)
+                            .map_or(String::new(), |i| i.peer_addr.clone()),
+                    })
+                    .collect(),
+            }
+        };
+        if let Err(e) = viewstate::save(&self.data_dir, &saved) {
+            warn!("{e}");
         }
     }
 
@@ -432,6 +531,9 @@ impl Provider {
             g.local.joined();
         }
         g.last_view_members = view.members.len();
+        drop(g);
+        self.save_view(&view);
+        let mut g = self.lock();
         g.view = Some(view);
         let running = g.running_state();
         drop(g);
@@ -534,6 +636,9 @@ impl Provider {
 
     pub fn disconnect(&self) -> Status {
         let mut g = self.lock();
+        // A node still waiting to re-form its primary component keeps its
+        // saved view: only leaving a primary component ends recovery.
+        let was_in_group = g.in_group;
         match g.conn {
             Conn::Closed => {
                 drop(g);
@@ -584,6 +689,10 @@ impl Provider {
         drop(g);
         self.stop_channel();
         self.save_state(position);
+        if was_in_group {
+            // A clean leave: no automatic recovery of this view (Galera too).
+            viewstate::remove(&self.data_dir);
+        }
         info!(
             "closed; saved position {}:{}",
             position.uuid, position.seqno

@@ -189,7 +189,12 @@ impl Provider {
                 g.events.push_front(e);
             }
         } else {
+            // The SST carried the view: save it for pc.recovery here, as
+            // deliver_primary_view does for views the server sees.
             g.last_view_members = view.members.len();
+            drop(g);
+            self.save_view(&view);
+            g = self.lock();
             g.view = Some(view);
         }
         g.local.joined();

@@ -237,7 +237,7 @@ pub const TABLE: &[Spec] = &[
     o("pc.ignore_sb",                  Fixed("false"),               Bool,     Dynamic),
     o("pc.linger",                     Fixed("PT20S"),               Duration, Static),
     o("pc.npvo",                       Fixed("false"),               Bool,     Static),
-    o("pc.recovery",                   Fixed("true"),                Bool,     Static),
+    o("pc.recovery",                   Fixed("true"),                Bool,     Static).honoured(),
     o("pc.version",                    Fixed("0"),                   Int,      Static),
     o("pc.wait_prim",                  Fixed("true"),                Bool,     Static),
     o("pc.wait_prim_timeout",          Fixed("PT30S"),               Duration, Static).honoured(),

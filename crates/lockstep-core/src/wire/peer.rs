@@ -8,7 +8,10 @@
 
 use super::codec::{DecodeError, Reader, Writer};
 use super::frame::{self, Frame, FrameError};
+use crate::group::recovery::Vote;
 use crate::group::MemberInfo;
+use crate::saved_view::MAX_MEMBERS;
+use wsrep_abi::Uuid;
 
 /// Group-channel protocol version; peers must match exactly.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -22,6 +25,7 @@ const K_RAFT: u8 = 3;
 const K_JOIN: u8 = 4;
 const K_FAREWELL: u8 = 5;
 const K_NOT_MEMBER: u8 = 6;
+const K_RECOVERY: u8 = 7;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PeerMsg {
@@ -43,6 +47,8 @@ pub enum PeerMsg {
     /// configuration: the primary component removed it (while it was cut
     /// off). The node rejoins as a new member.
     NotMember,
+    /// A restarting node's `pc.recovery` vote (no primary component runs).
+    Recovery(Vote),
 }
 
 impl PeerMsg {
@@ -68,6 +74,16 @@ impl PeerMsg {
             PeerMsg::Join(info) => (K_JOIN, info.encode()),
             PeerMsg::Farewell => (K_FAREWELL, Vec::new()),
             PeerMsg::NotMember => (K_NOT_MEMBER, Vec::new()),
+            PeerMsg::Recovery(v) => {
+                let mut w = Writer::new();
+                w.uuid(&v.member.data).uuid(&v.history.data);
+                w.i64(v.seqno).i64(v.view_seqno);
+                w.u32(v.view.len() as u32);
+                for m in &v.view {
+                    w.uuid(&m.data);
+                }
+                (K_RECOVERY, w.finish())
+            }
         };
         let mut out = Vec::with_capacity(payload.len() + 16);
         frame::encode(kind, &payload, MAX_PEER_FRAME, &mut out)?;
@@ -98,6 +114,31 @@ impl PeerMsg {
             K_JOIN => Ok(PeerMsg::Join(MemberInfo::decode(&f.payload)?)),
             K_FAREWELL if f.payload.is_empty() => Ok(PeerMsg::Farewell),
             K_NOT_MEMBER if f.payload.is_empty() => Ok(PeerMsg::NotMember),
+            K_RECOVERY => {
+                let mut r = Reader::new(&f.payload);
+                let member = Uuid::from_bytes(r.uuid("recovery.member")?);
+                let history = Uuid::from_bytes(r.uuid("recovery.history")?);
+                let seqno = r.i64("recovery.seqno")?;
+                let view_seqno = r.i64("recovery.view_seqno")?;
+                let n = r.count("recovery.view", 16)?;
+                if n > MAX_MEMBERS {
+                    return Err(DecodeError::Invalid {
+                        field: "recovery.view",
+                        value: n as u64,
+                    });
+                }
+                let view = (0..n)
+                    .map(|_| r.uuid("recovery.view").map(Uuid::from_bytes))
+                    .collect::<Result<Vec<_>, _>>()?;
+                r.end()?;
+                Ok(PeerMsg::Recovery(Vote {
+                    member,
+                    history,
+                    seqno,
+                    view_seqno,
+                    view,
+                }))
+            }
             K_FAREWELL | K_NOT_MEMBER => Err(DecodeError::Trailing(f.payload.len())),
             other => Err(DecodeError::Invalid {
                 field: "frame.kind",
@@ -150,6 +191,13 @@ mod tests {
         round_trip(PeerMsg::Raft(vec![1, 2, 3]));
         round_trip(PeerMsg::Farewell);
         round_trip(PeerMsg::NotMember);
+        round_trip(PeerMsg::Recovery(Vote {
+            member: Uuid::from_bytes([1; 16]),
+            history: Uuid::from_bytes([2; 16]),
+            seqno: 77,
+            view_seqno: 70,
+            view: vec![Uuid::from_bytes([1; 16]), Uuid::from_bytes([3; 16])],
+        }));
         round_trip(PeerMsg::Join(MemberInfo {
             raft_id: 7,
             uuid: [1; 16],

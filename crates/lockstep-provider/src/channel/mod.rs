@@ -7,6 +7,7 @@
 //! under the provider's one lock (`deliver`).
 
 mod deliver;
+mod recovery;
 mod transport;
 
 use crate::log::{error, info, warn};
@@ -66,6 +67,8 @@ pub struct Setup {
     pub join_timeout: Duration,
     /// `gmcast.isolate` was set before connecting.
     pub isolated: bool,
+    /// `pc.recovery`: this node's vote and the saved view's addresses.
+    pub recovery: Option<(lockstep_core::group::recovery::Vote, Vec<String>)>,
 }
 
 pub struct GroupChannel {
@@ -97,6 +100,11 @@ impl GroupChannel {
             transport.dial(s);
         }
         let worker = Worker {
+            recovery: setup
+                .recovery
+                .map(|(vote, addrs)| recovery::Recovery::new(vote, addrs)),
+            me: setup.me.clone(),
+            config: setup.config.clone(),
             group,
             transport,
             shared,
@@ -137,6 +145,10 @@ impl GroupChannel {
 
 struct Worker {
     group: Group,
+    me: MemberInfo,
+    config: GroupConfig,
+    /// `pc.recovery` in progress (no primary component reached yet).
+    recovery: Option<recovery::Recovery>,
     transport: Transport,
     shared: Arc<Shared>,
     seeds: Vec<String>,
@@ -174,6 +186,7 @@ impl Worker {
             }
             self.report_committed();
             self.check_join_timeout();
+            self.drive_recovery();
             self.check_quorum();
             let now = self.started.elapsed().as_millis() as u64;
             self.group.tick(now);
@@ -206,6 +219,11 @@ impl Worker {
                     self.group.handle_farewell(from);
                 }
                 PeerMsg::NotMember => self.removed_notice(from),
+                PeerMsg::Recovery(vote) => {
+                    if let Some(r) = self.recovery.as_mut() {
+                        r.heard(vote);
+                    }
+                }
                 PeerMsg::Hello { .. } | PeerMsg::Refuse { .. } => {}
             },
             Input::PeerUp { raft_id, peer_addr } => {
@@ -266,7 +284,11 @@ impl Worker {
     /// `pc.wait_prim_timeout` gives up, like Galera, so the server stops
     /// instead of waiting forever (wrong address, cluster name mismatch).
     fn check_join_timeout(&mut self) {
-        if self.gave_up || self.group.is_member() || self.started.elapsed() < self.join_timeout {
+        if self.gave_up
+            || self.recovery.is_some()
+            || self.group.is_member()
+            || self.started.elapsed() < self.join_timeout
+        {
             return;
         }
         self.gave_up = true;

@@ -1,0 +1,146 @@
+//! `pc.recovery` on the group thread: a node that starts with a saved view
+//! (`gvwstate.dat`) and finds no running primary component exchanges
+//! votes with the other restarting members and, when
+//! `lockstep_core::group::recovery::decide` says so, founds the primary
+//! component again (continuing the history at its own seqno); the others
+//! keep asking to join and are added by it. A node that reaches a running
+//! primary component simply joins it: running members send no votes, so
+//! no vote can outweigh them.
+
+use super::Worker;
+use crate::log::{error, info, warn};
+use lockstep_core::group::recovery::{decide, Decision, Vote};
+use lockstep_core::group::Group;
+use lockstep_core::wire::peer::PeerMsg;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use wsrep_abi::Uuid;
+
+/// How often a restarting node announces its vote and redials.
+const VOTE_EVERY: Duration = Duration::from_millis(500);
+/// How often it logs who it still waits for.
+const LOG_EVERY: Duration = Duration::from_secs(10);
+/// Votes kept (one per member id): more than any saved view names.
+const MAX_VOTES: usize = 256;
+
+/// The recovery in progress.
+pub struct Recovery {
+    pub vote: Vote,
+    /// Group addresses of the saved view's members (and the seeds).
+    pub addrs: Vec<String>,
+    heard: HashMap<Uuid, Vote>,
+    last_vote: Option<Instant>,
+    last_log: Option<Instant>,
+    last_decision: Option<Decision>,
+}
+
+impl Recovery {
+    pub fn new(vote: Vote, addrs: Vec<String>) -> Recovery {
+        Recovery {
+            vote,
+            addrs,
+            heard: HashMap::new(),
+            last_vote: None,
+            last_log: None,
+            last_decision: None,
+        }
+    }
+
+    /// A peer's vote; the newest per member counts.
+    pub fn heard(&mut self, v: Vote) {
+        if self.heard.len() >= MAX_VOTES && !self.heard.contains_key(&v.member) {
+            return;
+        }
+        self.heard.insert(v.member, v);
+    }
+}
+
+impl Worker {
+    /// One step of the recovery: announce, decide, and found if chosen.
+    pub(super) fn drive_recovery(&mut self) {
+        if self.group.is_member() {
+            if self.recovery.take().is_some() {
+                info!("pc.recovery: in a primary component again");
+            }
+            return;
+        }
+        let Some(r) = self.recovery.as_mut() else {
+            return;
+        };
+        if r.last_vote.is_some_and(|t| t.elapsed() < VOTE_EVERY) {
+            return;
+        }
+        r.last_vote = Some(Instant::now());
+        if let Ok(frame) = PeerMsg::Recovery(r.vote.clone()).to_frame() {
+            self.transport.broadcast(&frame);
+        }
+        for a in &r.addrs {
+            self.transport.dial(a);
+        }
+        let heard: Vec<Vote> = r.heard.values().cloned().collect();
+        let decision = decide(&r.vote, &heard);
+        let changed = r.last_decision.as_ref() != Some(&decision);
+        let due = changed || r.last_log.is_none_or(|t| t.elapsed() >= LOG_EVERY);
+        if due {
+            r.last_log = Some(Instant::now());
+        }
+        r.last_decision = Some(decision.clone());
+        match decision {
+            Decision::Wait { missing } if due => {
+                let missing: Vec<String> = missing.iter().map(ToString::to_string).collect();
+                info!(
+                    "pc.recovery: waiting for the members of the last primary component to \
+                     come back: {} (found {} of them)",
+                    missing.join(", "),
+                    heard.len() + 1
+                );
+            }
+            Decision::Follow(founder) if changed => info!(
+                "pc.recovery: member {founder} is the most advanced; joining the primary \
+                 component it re-forms"
+            ),
+            Decision::Found => self.found_again(),
+            _ => {}
+        }
+    }
+
+    /// This node re-forms the primary component from its own state.
+    fn found_again(&mut self) {
+        let Some(r) = self.recovery.as_ref() else {
+            return;
+        };
+        let vote = r.vote.clone();
+        if vote.seqno < 0 {
+            if r.last_log
+                .is_some_and(|t| t.elapsed() < Duration::from_millis(100))
+            {
+                error!(
+                    "pc.recovery: this node should re-form the primary component but its \
+                     position is unknown (seqno -1): start it with --wsrep-recover first \
+                     (the systemd unit does), or bootstrap the most advanced node by hand"
+                );
+            }
+            return;
+        }
+        let now = self.started.elapsed().as_millis() as u64;
+        match Group::bootstrap(
+            self.me.clone(),
+            self.config.clone(),
+            vote.history.data,
+            vote.seqno,
+            now,
+        ) {
+            Ok(group) => {
+                warn!(
+                    "pc.recovery: every member of the last primary component is back and this \
+                     node is the most advanced (seqno {}): re-forming the primary component, \
+                     history {} continues",
+                    vote.seqno, vote.history
+                );
+                self.group = group;
+                self.recovery = None;
+            }
+            Err(e) => error!("pc.recovery: cannot re-form the primary component: {e}"),
+        }
+    }
+}
