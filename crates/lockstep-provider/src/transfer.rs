@@ -35,6 +35,24 @@ impl Provider {
                 local,
             )
         };
+        if local.uuid == group_pos.uuid && local.seqno >= group_pos.seqno {
+            // Safe bootstrap: this node has commits (seqno >= the view that
+            // adds it) the cluster does not. Neither an SST over them nor
+            // continuing on top of a different sequence is acceptable.
+            let why = format!(
+                "this node's state {local} is ahead of the cluster it joins, which is at \
+                 {group_pos}: the cluster was bootstrapped from a less advanced node and lacks \
+                 commits this node has. Refusing to join so they are not thrown away. Stop the \
+                 cluster and bootstrap it from this node (the most advanced), or, to discard \
+                 this node's extra commits, delete {}/grastate.dat and restart it (full SST)",
+                self.data_dir.display()
+            );
+            // Its state is intact and consistent: keep the real position
+            // in grastate.dat (the server aborts without a clean close).
+            let position = self.lock().saved_state(local.seqno);
+            self.save_state(position);
+            return Some(self.fail_session(ctx, &why));
+        }
         if !needed {
             info!(
                 "joining at {group_pos} with the state already here ({local}): no transfer needed"
