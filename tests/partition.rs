@@ -176,3 +176,89 @@ fn a_commit_in_flight_when_the_node_loses_the_majority_fails_in_bounded_time() {
         || format!("the failed transaction left {rows:?}"),
     );
 }
+
+fn start_two(name: &str, options: &str) -> Cluster {
+    Cluster::builder(2)
+        .provider(Provider::from_env())
+        .cluster_name(name)
+        .provider_options(options)
+        .start()
+        .unwrap_or_else(|e| panic!("starting 2 nodes: {e}"))
+}
+
+fn wait_primary_alone(cluster: &Cluster, node: &Node) {
+    node.wait_for_status("wsrep_cluster_size", "1", WAIT)
+        .or_logs(cluster, "a component of one");
+    node.wait_for_status("wsrep_cluster_status", "Primary", WAIT)
+        .or_logs(cluster, "Primary alone");
+}
+
+fn assert_same_rows(cluster: &Cluster, want: &str) {
+    cluster
+        .wait_for_equal_last_committed(WAIT)
+        .or_logs(cluster, "same position");
+    for node in cluster.nodes() {
+        let got = node
+            .sql("SELECT GROUP_CONCAT(id ORDER BY id) FROM s.t")
+            .or_logs(cluster, "read");
+        check(cluster, got == want, || {
+            format!("{}: rows {got}, expected {want}", node.name())
+        });
+    }
+}
+
+#[test]
+fn pc_ignore_sb_keeps_a_node_of_two_primary_and_the_other_rejoins() {
+    let cluster = start_two("ignore_sb", "evs.suspect_timeout=PT3S");
+    let (n1, n2) = (cluster.node(0), cluster.node(1));
+    n1.sql("CREATE DATABASE s; CREATE TABLE s.t (id INT PRIMARY KEY)")
+        .or_logs(&cluster, "create");
+    n1.sql("INSERT INTO s.t VALUES (1)")
+        .or_logs(&cluster, "insert");
+    n1.sql("SET GLOBAL wsrep_provider_options='pc.ignore_sb=true'")
+        .or_logs(&cluster, "pc.ignore_sb");
+    isolate(&cluster, n2, true);
+    wait_primary_alone(&cluster, n1);
+    n1.sql("INSERT INTO s.t VALUES (2)")
+        .or_logs(&cluster, "write on the node that ignores the split");
+    n2.wait_for_status("wsrep_cluster_status", "non-Primary", WAIT)
+        .or_logs(&cluster, "the other node is non-primary");
+    isolate(&cluster, n2, false);
+    for node in cluster.nodes() {
+        node.wait_for_status("wsrep_cluster_size", "2", WAIT)
+            .or_logs(&cluster, "two members again");
+    }
+    n2.wait_synced(WAIT).or_logs(&cluster, "node2 synced");
+    assert_same_rows(&cluster, "1,2");
+}
+
+#[test]
+fn pc_bootstrap_makes_the_survivor_of_two_primary_and_the_killed_node_rejoins() {
+    let mut cluster = start_two("pc_bootstrap", "evs.suspect_timeout=PT3S");
+    cluster
+        .node(0)
+        .sql("CREATE DATABASE s; CREATE TABLE s.t (id INT PRIMARY KEY)")
+        .or_logs(&cluster, "create");
+    cluster
+        .node(0)
+        .sql("INSERT INTO s.t VALUES (1)")
+        .or_logs(&cluster, "insert");
+    let r = cluster.node_mut(1).kill();
+    r.or_logs(&cluster, "kill node2");
+    let n1 = cluster.node(0);
+    // One of two is not a majority: non-primary, as with Galera.
+    n1.wait_for_status("wsrep_cluster_status", "non-Primary", WAIT)
+        .or_logs(&cluster, "node1 non-primary");
+    n1.sql("SET GLOBAL wsrep_provider_options='pc.bootstrap=YES'")
+        .or_logs(&cluster, "pc.bootstrap");
+    wait_primary_alone(&cluster, n1);
+    n1.sql("INSERT INTO s.t VALUES (2)")
+        .or_logs(&cluster, "write after pc.bootstrap");
+    let r = cluster.node_mut(1).start_recovered();
+    r.or_logs(&cluster, "restart node2 the systemd way");
+    for node in cluster.nodes() {
+        node.wait_for_status("wsrep_cluster_size", "2", WAIT)
+            .or_logs(&cluster, "two members again");
+    }
+    assert_same_rows(&cluster, "1,2");
+}

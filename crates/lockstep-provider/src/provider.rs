@@ -313,11 +313,25 @@ impl Provider {
                 Ok(d) => Input::SuspectTimeout(d),
                 Err(_) => return,
             },
+            "pc.bootstrap" => match options::parse_bool(value) {
+                Ok(true) => Input::Bootstrap,
+                _ => return,
+            },
+            "pc.ignore_sb" | "pc.ignore_quorum" => Input::IgnoreQuorum(self.ignores_quorum()),
             _ => return,
         };
         if let Some(link) = &self.lock().group {
             let _ = link.tx.send(input);
         }
+    }
+
+    /// `pc.ignore_sb` or `pc.ignore_quorum`: keep serving alone when the
+    /// majority is lost (split brain is the operator's choice).
+    pub fn ignores_quorum(&self) -> bool {
+        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        ["pc.ignore_sb", "pc.ignore_quorum"]
+            .iter()
+            .any(|k| o.bool(k).unwrap_or(false))
     }
 
     /// The option values hot paths read, without parsing text.

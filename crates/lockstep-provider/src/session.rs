@@ -151,6 +151,7 @@ impl Provider {
             config: self.group_config(),
             join_timeout: self.join_timeout(),
             isolated: self.initially_isolated(),
+            ignore_quorum: self.ignores_quorum(),
             recovery: None,
         }
     }

@@ -48,6 +48,10 @@ pub enum Input {
     Isolate(bool),
     /// `evs.suspect_timeout` changed at runtime.
     SuspectTimeout(Duration),
+    /// `pc.bootstrap=YES`: make this node's component primary.
+    Bootstrap,
+    /// `pc.ignore_sb` / `pc.ignore_quorum` changed at runtime.
+    IgnoreQuorum(bool),
     /// Leave the cluster gracefully.
     Leave,
     /// Stop the thread (after the final view).
@@ -67,6 +71,8 @@ pub struct Setup {
     pub join_timeout: Duration,
     /// `gmcast.isolate` was set before connecting.
     pub isolated: bool,
+    /// `pc.ignore_sb` or `pc.ignore_quorum`.
+    pub ignore_quorum: bool,
     /// `pc.recovery`: this node's vote and the saved view's addresses.
     pub recovery: Option<(lockstep_core::group::recovery::Vote, Vec<String>)>,
 }
@@ -105,6 +111,7 @@ impl GroupChannel {
                 .map(|(vote, addrs)| recovery::Recovery::new(vote, addrs)),
             me: setup.me.clone(),
             config: setup.config.clone(),
+            ignore_quorum: setup.ignore_quorum,
             group,
             transport,
             shared,
@@ -147,6 +154,8 @@ struct Worker {
     group: Group,
     me: MemberInfo,
     config: GroupConfig,
+    /// `pc.ignore_sb` / `pc.ignore_quorum`: re-found alone on quorum loss.
+    ignore_quorum: bool,
     /// `pc.recovery` in progress (no primary component reached yet).
     recovery: Option<recovery::Recovery>,
     transport: Transport,
@@ -236,6 +245,8 @@ impl Worker {
                 self.group.set_suspect_timeout(ms);
                 self.non_primary_after = Duration::from_millis(ms);
             }
+            Input::Bootstrap => self.bootstrap_here("pc.bootstrap=YES"),
+            Input::IgnoreQuorum(on) => self.ignore_quorum = on,
             Input::Leave => self.group.leave(),
             Input::Stop => return true,
         }
@@ -349,6 +360,62 @@ impl Worker {
             );
         }
         self.shared.notify();
+        if self.ignore_quorum {
+            self.bootstrap_here("pc.ignore_sb/pc.ignore_quorum");
+        }
+    }
+
+    /// Makes this node a primary component of its own, continuing the
+    /// history after everything it has ordered: `pc.bootstrap=YES`, or
+    /// quorum loss with `pc.ignore_sb`. The old group is dropped; its
+    /// members that reach this node again are told they are not members
+    /// of the new one and rejoin it. A split brain, if the rest of the
+    /// cluster is still running, is what the operator asked for.
+    fn bootstrap_here(&mut self, why: &str) {
+        if self.group.has_leader() && self.group.is_member() {
+            info!("{why}: this node is already in a primary component");
+            return;
+        }
+        let (history, last) = {
+            let g = self.shared.lock();
+            // A member continues after everything ordered (it is applied
+            // in order before the new view); a node that never joined,
+            // after what it has committed.
+            let last = if g.in_group {
+                g.last_ordered
+            } else {
+                g.last_committed()
+            };
+            if g.history.is_nil() || last < 0 {
+                warn!(
+                    "{why}: this node's position is unknown ({}:{last}); ignored (start it with \
+                     --wsrep-recover, or bootstrap with --wsrep-new-cluster)",
+                    g.history
+                );
+                return;
+            }
+            (g.history, last)
+        };
+        let now = self.started.elapsed().as_millis() as u64;
+        match Group::bootstrap(
+            self.me.clone(),
+            self.config.clone(),
+            history.data,
+            last,
+            now,
+        ) {
+            Ok(group) => {
+                warn!(
+                    "{why}: bootstrapping a primary component from this node at \
+                     {history}:{last}"
+                );
+                self.group = group;
+                self.recovery = None;
+                self.leaderless_since = None;
+                self.non_primary = false;
+            }
+            Err(e) => error!("{why}: cannot bootstrap: {e}"),
+        }
     }
 
     /// The leader says this node is not in the configuration: the
