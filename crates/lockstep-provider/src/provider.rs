@@ -340,10 +340,13 @@ impl Provider {
     }
 }
 
-/// One warning for an option set to a non-default value that Lockstep
-/// accepts for compatibility but does not act on (README lists them).
+/// One note for an option set to a non-default value that Lockstep
+/// accepts for compatibility but does not act on (README lists them). A
+/// note, not a warning: MariaDB's Galera test suites set several of these
+/// in every node's configuration and fail a test on any unexpected
+/// warning in the server log, and monitoring does the same.
 fn warn_no_effect(name: &str) {
-    warn!(
+    info!(
         "provider option '{name}' is accepted for compatibility with Galera but has no effect \
          in Lockstep (see the option table in README.md)"
     );

@@ -262,7 +262,7 @@ impl Provider {
             }
             let abandoned = g.abandon_pending();
             if abandoned > 0 {
-                warn!("{abandoned} local operations waiting for the total order fail: rejoining");
+                info!("{abandoned} local operations waiting for the total order fail: rejoining");
             }
             if g.view.is_some() || !g.non_primary {
                 // Still serving as primary: go non-primary first, so that

@@ -283,7 +283,7 @@ pub fn readme_section() -> String {
         "**Honoured** ({n_honoured}): {honoured}.\n\n\
          **Accepted for compatibility, with no effect** ({n_ignored}): {ignored}. \
          Setting one of these to a value other than its default, in my.cnf or with \
-         `SET GLOBAL wsrep_provider_options`, logs a warning naming it.\n"
+         `SET GLOBAL wsrep_provider_options`, logs a note naming it.\n"
     )
 }
 

@@ -259,7 +259,7 @@ impl Worker {
         }
         self.transport.set_isolated(on);
         if on {
-            warn!("gmcast.isolate: closed every peer connection; refusing peers until it is 0");
+            info!("gmcast.isolate: closed every peer connection; refusing peers until it is 0");
             return;
         }
         info!("gmcast.isolate=0: connecting to the cluster again");
@@ -341,7 +341,7 @@ impl Worker {
             return;
         }
         self.non_primary = true;
-        warn!(
+        info!(
             "no contact with a majority of the cluster for {:?}: this node is non-primary \
              and refuses queries until it re-merges",
             self.non_primary_after
@@ -354,7 +354,7 @@ impl Worker {
         let abandoned = g.abandon_pending();
         drop(g);
         if abandoned > 0 {
-            warn!(
+            info!(
                 "{abandoned} local operations waiting for the total order fail with an error \
                  (no primary component)"
             );
@@ -405,7 +405,7 @@ impl Worker {
             now,
         ) {
             Ok(group) => {
-                warn!(
+                info!(
                     "{why}: bootstrapping a primary component from this node at \
                      {history}:{last}"
                 );
@@ -427,7 +427,7 @@ impl Worker {
             return;
         }
         self.rejoin_asked = true;
-        warn!(
+        info!(
             "peer {from:#x} (the leader) says the primary component removed this node while \
              it was cut off; rejoining as a new member"
         );

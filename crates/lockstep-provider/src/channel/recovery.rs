@@ -8,7 +8,7 @@
 //! no vote can outweigh them.
 
 use super::Worker;
-use crate::log::{error, info, warn};
+use crate::log::{error, info};
 use lockstep_core::group::recovery::{decide, Decision, Vote};
 use lockstep_core::group::Group;
 use lockstep_core::wire::peer::PeerMsg;
@@ -131,7 +131,7 @@ impl Worker {
             now,
         ) {
             Ok(group) => {
-                warn!(
+                info!(
                     "pc.recovery: every member of the last primary component is back and this \
                      node is the most advanced (seqno {}): re-forming the primary component, \
                      history {} continues",
