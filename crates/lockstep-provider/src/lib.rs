@@ -24,3 +24,4 @@ mod tests;
 mod transfer;
 mod trx;
 mod viewstate;
+mod vote;

@@ -247,6 +247,12 @@ impl Provider {
         }
         drop(g);
         self.notify_gates();
+        if !err.is_empty() && !matches!(h, Handle::Local(_)) {
+            // An applier failed: the group decides whether this node is
+            // consistent (a failure here fails apply_cb, and the node
+            // leaves).
+            return self.vote_on_error(seqno, err);
+        }
         status::OK
     }
 
@@ -445,6 +451,19 @@ impl Provider {
         }
         drop(g);
         self.notify_gates();
+        if !err.is_empty() && self.vote_on_error(seqno, err) != status::OK {
+            // The statement failed here and nowhere else: this node leaves
+            // (on an applier thread, which delivers the final view).
+            let mut g = self.lock();
+            let why = format!(
+                "Inconsistency detected: Inconsistent by consensus on {}:{seqno}",
+                g.history
+            );
+            g.enqueue(crate::state::Event::Inconsistent(why));
+            drop(g);
+            self.notify();
+            return status::NODE_FAIL;
+        }
         status::OK
     }
 

@@ -473,6 +473,7 @@ impl Provider {
             }
             Event::PastView(seqno) => self.pass_past_view(ctx, seqno),
             Event::Rejoin => self.rejoin(ctx),
+            Event::Inconsistent(why) => Some(self.fail_session(ctx, &why)),
             Event::Synced => {
                 let due = self.lock().local.caught_up();
                 if due == lockstep_core::group::Notify::Synced && !self.server.synced() {

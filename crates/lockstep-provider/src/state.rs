@@ -13,7 +13,7 @@ use lockstep_core::group::LocalState;
 use lockstep_core::group::{Action, Writeset};
 use lockstep_core::ordering::{GateStats, OrderError, QueueStats, Watermark};
 use lockstep_core::saved_state::SavedState;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use wsrep_abi::Gtid;
@@ -55,6 +55,8 @@ pub enum Event {
     /// The primary component removed this node while the session goes
     /// on: join again as a new member (`session::rejoin`).
     Rejoin,
+    /// A consistency vote found this node inconsistent: leave (the reason).
+    Inconsistent(String),
     /// This node lost contact with the majority: a non-primary view.
     NonPrimary,
     /// Time to tell the server it is synced.
@@ -211,6 +213,11 @@ pub struct Inner {
     /// it like a remote writeset, as every other node does. Bound: the
     /// operations in flight at that moment (one per client thread).
     pub abandoned: HashSet<u64>,
+    /// Consistency votes (`vote.rs`): this node's own outcomes, seqnos it
+    /// was asked to report on, and the group's outcomes. Bounded there.
+    pub my_votes: BTreeMap<i64, u64>,
+    pub votes_asked: BTreeSet<i64>,
+    pub vote_results: BTreeMap<i64, u64>,
 }
 
 /// How the server's threads reach the group thread.
@@ -268,6 +275,9 @@ impl Inner {
             cached_after: None,
             rejoining: false,
             abandoned: HashSet::new(),
+            my_votes: BTreeMap::new(),
+            votes_asked: BTreeSet::new(),
+            vote_results: BTreeMap::new(),
         }
     }
 

@@ -147,6 +147,13 @@ pub enum Action {
     Remerge {
         raft_id: u64,
     },
+    /// A member's outcome for `seqno` in a consistency vote: 0 applied,
+    /// otherwise a digest of the error it got (Galera 4's vote).
+    Vote {
+        raft_id: u64,
+        seqno: i64,
+        digest: u64,
+    },
 }
 
 /// An action stamped with its origin and the origin's proposal number,
@@ -170,6 +177,7 @@ const T_REMERGE: u8 = 9;
 /// A state request with an IST offer (`ist_after`); without one the
 /// request keeps its original tag and layout.
 const T_IST_REQUEST: u8 = 10;
+const T_VOTE: u8 = 11;
 
 /// Smallest encoding of one proposal (origin, id, tag): bounds counts.
 const MIN_PROPOSAL: usize = 17;
@@ -307,6 +315,13 @@ fn write_action(w: &mut Writer, a: &Action) {
         Action::Remerge { raft_id } => {
             w.u8(T_REMERGE).u64(*raft_id);
         }
+        Action::Vote {
+            raft_id,
+            seqno,
+            digest,
+        } => {
+            w.u8(T_VOTE).u64(*raft_id).i64(*seqno).u64(*digest);
+        }
     }
 }
 
@@ -353,6 +368,11 @@ fn read_action(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
         },
         T_REMERGE => Action::Remerge {
             raft_id: r.u64("remerge.raft_id")?,
+        },
+        T_VOTE => Action::Vote {
+            raft_id: r.u64("vote.raft_id")?,
+            seqno: r.i64("vote.seqno")?,
+            digest: r.u64("vote.digest")?,
         },
         other => {
             return Err(DecodeError::Invalid {
@@ -450,6 +470,11 @@ pub(crate) mod tests {
             },
             Action::Synced { raft_id: 3 },
             Action::Barrier { raft_id: 2, id: 8 },
+            Action::Vote {
+                raft_id: 2,
+                seqno: 45,
+                digest: 0xfeed,
+            },
             Action::Remerge { raft_id: 2 },
         ];
         actions

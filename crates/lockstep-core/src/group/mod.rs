@@ -18,6 +18,7 @@ pub mod node;
 pub mod recovery;
 pub mod sequencer;
 mod snapshot;
+pub mod vote;
 
 pub use action::{Action, MemberInfo, Proposal, Writeset};
 pub use member_state::{LocalState, MemberState, Notify};

@@ -7,6 +7,7 @@
 
 use super::action::{Action, MemberInfo, Proposal, Writeset};
 use super::member_state::MemberState;
+use super::vote::{VoteEvent, Votes};
 use crate::certification::{CertError, CertOutcome, CertRequest, Certifier, Seqno};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
@@ -93,6 +94,22 @@ pub enum Delivery {
         id: u64,
         seqno: Seqno,
     },
+    /// A consistency vote was opened for `seqno` (some member failed to
+    /// apply it): every member reports its own outcome.
+    VoteRequest {
+        seqno: Seqno,
+    },
+    /// The group's outcome for `seqno`: 0 applied, or an error digest.
+    VoteResult {
+        seqno: Seqno,
+        digest: u64,
+    },
+    /// A member whose outcome for `seqno` differs from the group's: it is
+    /// inconsistent and must leave.
+    Inconsistent {
+        raft_id: u64,
+        seqno: Seqno,
+    },
     /// A proposal that produced no delivery of its own (so its origin can
     /// stop retrying it): a duplicate, a state message, an ignored action.
     Settled {
@@ -146,6 +163,9 @@ pub struct Sequencer {
     pub(super) applied: HashMap<u64, u64>,
     /// Deliveries produced so far (a restored node continues counting).
     pub(super) delivered: u64,
+    /// Consistency votes in progress and decided. Not in snapshots: a
+    /// joiner restored from one was not an elector of older votes.
+    pub(super) votes: Votes,
 }
 
 impl Default for Sequencer {
@@ -169,6 +189,7 @@ impl Sequencer {
             window: VecDeque::new(),
             applied: HashMap::new(),
             delivered: 0,
+            votes: Votes::default(),
         }
     }
 
@@ -406,6 +427,16 @@ impl Sequencer {
                 }
                 out.push(settled);
             }
+            Action::Vote {
+                raft_id,
+                seqno,
+                digest,
+            } => {
+                if raft_id == p.origin {
+                    self.vote(raft_id, seqno, digest, out);
+                }
+                out.push(settled);
+            }
             Action::Barrier { raft_id, id } => out.push(Delivery::Barrier {
                 origin: raft_id,
                 id,
@@ -540,6 +571,30 @@ impl Sequencer {
             }
             None => out.push(Delivery::NoDonor { joiner }),
         }
+    }
+
+    /// One member's outcome in a consistency vote (`vote.rs`). Electors
+    /// are the members that hold state (joined, synced, donor).
+    fn vote(&mut self, raft_id: u64, seqno: Seqno, digest: u64, out: &mut Vec<Delivery>) {
+        let electorate: Vec<u64> = self
+            .members
+            .iter()
+            .filter(|m| {
+                matches!(
+                    m.state,
+                    MemberState::Joined | MemberState::Synced | MemberState::Donor
+                )
+            })
+            .map(|m| m.info.raft_id)
+            .collect();
+        let mut events = Vec::new();
+        self.votes
+            .vote(raft_id, seqno, digest, &electorate, &mut events);
+        out.extend(events.into_iter().map(|e| match e {
+            VoteEvent::Requested(seqno) => Delivery::VoteRequest { seqno },
+            VoteEvent::Decided { seqno, digest } => Delivery::VoteResult { seqno, digest },
+            VoteEvent::Inconsistent { raft_id, seqno } => Delivery::Inconsistent { raft_id, seqno },
+        }));
     }
 
     fn set_state(&mut self, raft_id: u64, state: MemberState, out: &mut Vec<Delivery>) {

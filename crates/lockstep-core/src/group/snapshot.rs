@@ -217,6 +217,7 @@ impl Sequencer {
             window,
             applied,
             delivered,
+            votes: Default::default(),
         })
     }
 }

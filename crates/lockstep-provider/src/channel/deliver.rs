@@ -92,6 +92,11 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
             raft_id,
             state: MemberState::Synced,
         } if raft_id == me && g.in_group => g.enqueue(Event::Synced),
+        Delivery::VoteRequest { seqno } if g.in_group => g.vote_asked(seqno),
+        Delivery::VoteResult { seqno, digest } if g.in_group => g.vote_decided(seqno, digest),
+        Delivery::Inconsistent { raft_id, seqno } if raft_id == me && g.in_group => {
+            g.found_inconsistent(seqno)
+        }
         Delivery::Barrier { origin, id, seqno } if origin == me => {
             if let Some(w) = g.waiting.get_mut(&id) {
                 *w = Resolution::Fence { seqno };

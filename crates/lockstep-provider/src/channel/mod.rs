@@ -194,6 +194,7 @@ impl Worker {
                 break;
             }
             self.report_committed();
+            self.shared.lock().answer_votes();
             self.check_join_timeout();
             self.drive_recovery();
             self.check_quorum();
@@ -537,6 +538,7 @@ impl Worker {
         for d in deliveries {
             deliver::deliver(&mut g, me, d);
         }
+        g.answer_votes();
         let certifier = self.group.sequencer().certifier();
         g.cert_stats = certifier.stats();
         g.cert_index_size = certifier.index_size();

@@ -1,0 +1,164 @@
+//! Consistency votes on apply errors (contract §2.13, §2.24; Galera 4):
+//! a member that fails to apply an ordered event (a remote writeset, or a
+//! TOI statement) reports a digest of its error through the log and waits
+//! for the group's outcome (`lockstep_core::group::vote`); the others
+//! report success for that seqno once they have finished it. A member whose
+//! outcome differs from the group's leaves the cluster ("Inconsistent by
+//! consensus", the message Galera logs and MariaDB's tests expect); if
+//! every member failed the same way, the event counts as consistent.
+
+use crate::log::{error, info};
+use crate::provider::Provider;
+use crate::state::{Conn, Event, Inner};
+use lockstep_core::group::Action;
+use std::time::{Duration, Instant};
+use wsrep_abi::{status, Status};
+
+/// How long a failed member waits for the group's outcome before it
+/// assumes the worst and leaves.
+const VOTE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Votes and outcomes remembered per node (failures are rare).
+const KEEP: usize = 256;
+
+/// FNV-1a of the error text: equal errors give equal digests on every
+/// node; never 0, which means "applied".
+pub fn error_digest(err: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in err {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h.max(1)
+}
+
+fn remember(map: &mut std::collections::BTreeMap<i64, u64>, seqno: i64, value: u64) {
+    map.insert(seqno, value);
+    while map.len() > KEEP {
+        map.pop_first();
+    }
+}
+
+impl Inner {
+    /// Records and proposes this node's outcome for `seqno`; false when
+    /// there is no group to vote in (a single node is consistent alone).
+    fn cast_vote(&mut self, seqno: i64, digest: u64) -> bool {
+        remember(&mut self.my_votes, seqno, digest);
+        self.votes_asked.remove(&seqno);
+        let Some(link) = &self.group else {
+            return false;
+        };
+        let raft_id = link.raft_id;
+        self.propose(
+            Action::Vote {
+                raft_id,
+                seqno,
+                digest,
+            },
+            false,
+        )
+        .is_some()
+    }
+
+    /// Reports success for every asked vote whose seqno this node has
+    /// finished without voting (group thread, each loop).
+    pub fn answer_votes(&mut self) {
+        let done = self.last_committed();
+        let due: Vec<i64> = self
+            .votes_asked
+            .iter()
+            .copied()
+            .filter(|s| *s <= done)
+            .collect();
+        for seqno in due {
+            if !self.my_votes.contains_key(&seqno) {
+                self.cast_vote(seqno, 0);
+            }
+            self.votes_asked.remove(&seqno);
+        }
+    }
+
+    /// A vote was opened for `seqno` (delivery).
+    pub fn vote_asked(&mut self, seqno: i64) {
+        if !self.my_votes.contains_key(&seqno) && self.votes_asked.len() < KEEP {
+            self.votes_asked.insert(seqno);
+        }
+    }
+
+    /// The group's outcome for `seqno` (delivery).
+    pub fn vote_decided(&mut self, seqno: i64, digest: u64) {
+        remember(&mut self.vote_results, seqno, digest);
+        self.votes_asked.remove(&seqno);
+    }
+
+    /// The group found this node inconsistent at `seqno` (delivery). A
+    /// node that failed itself learns it from the outcome it waits for;
+    /// one that applied while the others failed alike leaves from here.
+    pub fn found_inconsistent(&mut self, seqno: i64) {
+        if self.my_votes.get(&seqno) == Some(&0) {
+            let why = format!(
+                "Inconsistency detected: Inconsistent by consensus on {}:{seqno} (this node \
+                 applied it, the other members failed it alike)",
+                self.history
+            );
+            self.enqueue(Event::Inconsistent(why));
+        }
+    }
+}
+
+impl Provider {
+    /// This node failed to apply `seqno` with `err`: vote and wait for the
+    /// group's outcome. `OK` when the group failed the same way (or there
+    /// is no group), `NODE_FAIL` when this node is the odd one out.
+    pub(crate) fn vote_on_error(&self, seqno: i64, err: &[u8]) -> Status {
+        let digest = error_digest(err);
+        let mut g = self.lock();
+        if !g.cast_vote(seqno, digest) {
+            return status::OK;
+        }
+        info!(
+            "seqno {seqno} failed here ({}); voting on the outcome",
+            String::from_utf8_lossy(err)
+        );
+        let deadline = Instant::now() + VOTE_TIMEOUT;
+        let (g, _) = self.wait_until(g, Some(deadline), |s| {
+            s.vote_results.contains_key(&seqno) || s.conn != Conn::Open
+        });
+        match g.vote_results.get(&seqno) {
+            Some(d) if *d == digest => {
+                info!("seqno {seqno}: every member failed it the same way; consistent");
+                status::OK
+            }
+            Some(_) => {
+                error!(
+                    "Inconsistency detected: Inconsistent by consensus on {}:{seqno}",
+                    g.history
+                );
+                status::NODE_FAIL
+            }
+            None => {
+                error!(
+                    "Inconsistency detected: no outcome of the consistency vote on {}:{seqno} \
+                     within {VOTE_TIMEOUT:?}",
+                    g.history
+                );
+                status::NODE_FAIL
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_are_stable_and_never_mean_success() {
+        let a = error_digest(b"Error_code: 1050; Table 't1' already exists");
+        assert_eq!(
+            a,
+            error_digest(b"Error_code: 1050; Table 't1' already exists")
+        );
+        assert_ne!(a, error_digest(b"Error_code: 1062; Duplicate entry"));
+        assert_ne!(error_digest(b""), 0);
+    }
+}
