@@ -141,8 +141,10 @@ impl Provider {
                 status::OK
             }
             Err(_) => {
-                warn!("resync without a matching desync");
-                status::NODE_FAIL
+                // Galera accepts it too: a rejoin (new membership) drops
+                // the desyncs, and the server's wsrep_desync=0 follows.
+                info!("resync without a matching desync: nothing to do");
+                status::OK
             }
         }
     }

@@ -297,6 +297,8 @@ impl Provider {
         let mut g = self.lock();
         g.in_group = false;
         g.rejoining = true;
+        // A new membership: desyncs belonged to the old one (Galera too).
+        g.local.closed();
         g.start_joining(ist_limit);
         g.last_ordered = g.last_committed();
         g.group = Some(GroupLink { raft_id, tx });
