@@ -262,3 +262,34 @@ fn pc_bootstrap_makes_the_survivor_of_two_primary_and_the_killed_node_rejoins() 
     }
     assert_same_rows(&cluster, "1,2");
 }
+
+#[test]
+fn pc_ignore_sb_a_write_right_after_the_peer_dies_commits() {
+    let mut cluster = start_two("ignore_sb_kill", "evs.suspect_timeout=PT3S");
+    let n1 = cluster.node(0);
+    n1.sql("CREATE DATABASE s; CREATE TABLE s.t (id INT PRIMARY KEY)")
+        .or_logs(&cluster, "create");
+    n1.sql("SET GLOBAL wsrep_provider_options='pc.ignore_sb=true'")
+        .or_logs(&cluster, "pc.ignore_sb");
+    let r = cluster.node_mut(1).kill();
+    r.or_logs(&cluster, "kill node2");
+    // Ordered while the peer is already dead: it waits for the suspect
+    // timeout, then commits in the component node1 re-forms alone.
+    let t0 = Instant::now();
+    cluster
+        .node(0)
+        .sql("INSERT INTO s.t VALUES (1)")
+        .or_logs(&cluster, "insert right after the kill");
+    let took = t0.elapsed();
+    check(&cluster, took < SUSPECT + Duration::from_secs(5), || {
+        format!("the insert took {took:?}")
+    });
+    wait_primary_alone(&cluster, cluster.node(0));
+    let r = cluster.node_mut(1).start_recovered();
+    r.or_logs(&cluster, "restart node2 the systemd way");
+    for node in cluster.nodes() {
+        node.wait_for_status("wsrep_cluster_size", "2", WAIT)
+            .or_logs(&cluster, "two members again");
+    }
+    assert_same_rows(&cluster, "1");
+}

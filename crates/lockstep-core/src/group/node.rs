@@ -263,6 +263,18 @@ impl Group {
     pub fn is_member(&self) -> bool {
         self.seq.is_member(self.me.raft_id)
     }
+    /// Takes the proposals not yet seen delivered, in proposal order (to
+    /// carry them into a group this node founds instead).
+    pub fn take_unordered(&mut self) -> Vec<Proposal> {
+        let mut all: Vec<Proposal> = std::mem::take(&mut self.pending)
+            .into_values()
+            .map(|(p, _)| p)
+            .collect();
+        all.append(&mut self.queued);
+        all.sort_by_key(|p| p.id);
+        all
+    }
+
     /// Proposals not yet seen delivered.
     pub fn in_flight(&self) -> usize {
         self.queued.len() + self.pending.len()

@@ -246,7 +246,7 @@ impl Worker {
                 self.group.set_suspect_timeout(ms);
                 self.non_primary_after = Duration::from_millis(ms);
             }
-            Input::Bootstrap => self.bootstrap_here("pc.bootstrap=YES"),
+            Input::Bootstrap => self.bootstrap_here("pc.bootstrap=YES", false),
             Input::IgnoreQuorum(on) => self.ignore_quorum = on,
             Input::Leave => self.group.leave(),
             Input::Stop => return true,
@@ -341,6 +341,12 @@ impl Worker {
         if self.non_primary || since.elapsed() < self.non_primary_after {
             return;
         }
+        if self.ignore_quorum {
+            // Split brain allowed: stay primary, alone, with the
+            // operations in flight carried over (no non-primary view).
+            self.bootstrap_here("pc.ignore_sb/pc.ignore_quorum", true);
+            return;
+        }
         self.non_primary = true;
         info!(
             "no contact with a majority of the cluster for {:?}: this node is non-primary \
@@ -361,9 +367,6 @@ impl Worker {
             );
         }
         self.shared.notify();
-        if self.ignore_quorum {
-            self.bootstrap_here("pc.ignore_sb/pc.ignore_quorum");
-        }
     }
 
     /// Makes this node a primary component of its own, continuing the
@@ -371,8 +374,11 @@ impl Worker {
     /// quorum loss with `pc.ignore_sb`. The old group is dropped; its
     /// members that reach this node again are told they are not members
     /// of the new one and rejoin it. A split brain, if the rest of the
-    /// cluster is still running, is what the operator asked for.
-    fn bootstrap_here(&mut self, why: &str) {
+    /// cluster is still running, is what the operator asked for. With
+    /// `carry`, the proposals not ordered yet are proposed again in the
+    /// new group (their clients still wait); otherwise they were already
+    /// failed (non-primary) and are dropped.
+    fn bootstrap_here(&mut self, why: &str, carry: bool) {
         if self.group.has_leader() && self.group.is_member() {
             info!("{why}: this node is already in a primary component");
             return;
@@ -410,7 +416,18 @@ impl Worker {
                     "{why}: bootstrapping a primary component from this node at \
                      {history}:{last}"
                 );
+                let carried = if carry {
+                    self.group.take_unordered()
+                } else {
+                    Vec::new()
+                };
                 self.group = group;
+                // Only the provider's own proposals (ids with the top bit
+                // set): the group's internal ones restart their numbering
+                // in the new group and would collide.
+                for p in carried.into_iter().filter(|p| p.id >= 1 << 63) {
+                    self.group.propose_with_id(p.id, p.action);
+                }
                 self.recovery = None;
                 self.leaderless_since = None;
                 self.non_primary = false;
