@@ -19,10 +19,14 @@ const WAIT: Duration = Duration::from_secs(60);
 const PROGRESS: u64 = 150;
 
 fn start(name: &str) -> Cluster {
+    start_with(name, "evs.suspect_timeout=PT3S")
+}
+
+fn start_with(name: &str, options: &str) -> Cluster {
     Cluster::builder(3)
         .provider(Provider::lockstep_default())
         .cluster_name(name)
-        .provider_options("evs.suspect_timeout=PT3S")
+        .provider_options(options)
         .start()
         .unwrap_or_else(|e| panic!("starting 3 Lockstep nodes: {e}"))
 }
@@ -76,7 +80,10 @@ fn check_rejoined_by_ist(cluster: &Cluster, i: usize, before: &LogMarks) -> u64 
 
 /// Three nodes with a database `r` and the acknowledged-writes load running.
 fn start_loaded(name: &str) -> (Cluster, AckedLoad) {
-    let cluster = start(name);
+    loaded(start(name))
+}
+
+fn loaded(cluster: Cluster) -> (Cluster, AckedLoad) {
     cluster
         .node(0)
         .sql("CREATE DATABASE r")
@@ -271,4 +278,31 @@ fn a_stale_bootstrap_does_not_lose_the_advanced_nodes_commits() {
     check(&cluster, count_rows(&cluster, 2) == "20", || {
         "the stale node did not get every row".into()
     });
+}
+
+#[test]
+fn a_node_restarted_before_its_eviction_and_killed_again_leaves_a_majority() {
+    // A long suspect timeout: the dead incarnation is still a member when
+    // its successor joins and syncs.
+    let (mut cluster, load) = loaded(start_with("quick_restart", "evs.suspect_timeout=PT20S"));
+    let r = cluster.node_mut(2).kill();
+    r.or_logs(&cluster, "kill -9 node3");
+    let r = cluster.node_mut(2).start_recovered();
+    r.or_logs(&cluster, "restart node3 at once");
+    load.wait_for_progress(PROGRESS, WAIT)
+        .or_logs(&cluster, "load after the quick restart");
+    // A second failure at once: the cluster must have replaced the dead
+    // incarnation, not counted both as voters (then two of four would be
+    // left, no majority).
+    let r = cluster.node_mut(2).kill();
+    r.or_logs(&cluster, "kill -9 node3 again");
+    load.wait_for_progress(PROGRESS, WAIT)
+        .or_logs(&cluster, "the two others keep committing");
+    for node in &cluster.nodes()[..2] {
+        let st = multi_node::status(node, "wsrep_cluster_status").or_logs(&cluster, "status");
+        check(&cluster, st == "Primary", || {
+            format!("{}: {st}", node.name())
+        });
+    }
+    finish(&cluster, load);
 }

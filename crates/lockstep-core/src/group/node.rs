@@ -336,6 +336,22 @@ impl Group {
         if self.seq.history().is_none() || self.seq.is_member(info.raft_id) {
             return;
         }
+        // The same node restarted (same group address, or the member id
+        // it kept for pc.recovery) while its earlier incarnation is still
+        // a member: that one is dead. Remove it first, so it does not
+        // count as a voter next to its successor; the joiner asks again.
+        let earlier = self
+            .seq
+            .members()
+            .iter()
+            .find(|m| m.info.peer_addr == info.peer_addr || m.info.uuid == info.uuid)
+            .map(|m| m.info.raft_id);
+        if let Some(old) = earlier {
+            if self.conf_change_due() {
+                self.propose_change(ConfChangeType::RemoveNode, old);
+            }
+            return;
+        }
         self.last_heard.insert(info.raft_id, self.now);
         let mut cc = ConfChange::default();
         cc.set_change_type(ConfChangeType::AddLearnerNode);
@@ -517,12 +533,20 @@ impl Group {
         }
         let mut promote = None;
         let mut evict = None;
+        // A new voter raises the quorum: only while every voter answers,
+        // or a dead one not evicted yet would count against it (a quick
+        // restart then a second failure would leave no majority).
+        let fresh = self.cfg.election_ticks as u64 * self.cfg.tick_ms;
+        let mut voters_answer = true;
         for m in self.seq.members() {
             let id = m.info.raft_id;
             if id == me {
                 continue;
             }
             let heard = *self.last_heard.entry(id).or_insert(now);
+            if m.voter && now > heard + fresh {
+                voters_answer = false;
+            }
             if now > heard + self.cfg.suspect_timeout_ms {
                 evict = Some(id);
             } else if !m.voter && m.state == MemberState::Synced {
@@ -533,7 +557,7 @@ impl Group {
             if self.conf_change_due() {
                 self.propose_change(ConfChangeType::RemoveNode, id);
             }
-        } else if let Some(id) = promote {
+        } else if let (Some(id), true) = (promote, voters_answer) {
             if self.conf_change_due() {
                 self.propose_change(ConfChangeType::AddNode, id);
             }
