@@ -96,3 +96,43 @@ fn the_whole_cluster_killed_at_once_comes_back_primary_by_itself() {
         format!("node3 sees {rows:?}")
     });
 }
+
+#[test]
+fn two_nodes_one_killed_come_back_primary_when_it_restarts() {
+    let mut cluster = Cluster::builder(2)
+        .provider(Provider::from_env())
+        .cluster_name("crash_two")
+        .provider_options("evs.suspect_timeout=PT3S")
+        .start()
+        .unwrap_or_else(|e| panic!("starting 2 nodes: {e}"));
+    cluster
+        .node(0)
+        .sql("CREATE DATABASE c; CREATE TABLE c.t (id INT PRIMARY KEY); INSERT INTO c.t VALUES (1)")
+        .or_logs(&cluster, "create");
+    let r = cluster.node_mut(1).kill();
+    r.or_logs(&cluster, "kill node2");
+    // One of two is no majority: node1 stops serving, as with Galera.
+    cluster
+        .node(0)
+        .wait_for_status("wsrep_cluster_status", "non-Primary", WAIT)
+        .or_logs(&cluster, "node1 non-primary");
+    // node2 comes back the systemd way; with node1 still up (non-primary),
+    // every member of the last primary component is there again.
+    let r = cluster.node_mut(1).start_recovered();
+    r.or_logs(&cluster, "restart node2");
+    for node in cluster.nodes() {
+        node.wait_for_status("wsrep_cluster_size", "2", WAIT)
+            .or_logs(&cluster, "two members");
+        node.wait_for_status("wsrep_cluster_status", "Primary", WAIT)
+            .or_logs(&cluster, "Primary again");
+    }
+    cluster
+        .node(1)
+        .sql("INSERT INTO c.t VALUES (2)")
+        .or_logs(&cluster, "write after the recovery");
+    let rows = multi_node::causal_rows(cluster.node(0), "SELECT COUNT(*) FROM c.t")
+        .or_logs(&cluster, "read");
+    check(&cluster, rows == vec![vec!["2".to_string()]], || {
+        format!("node1 sees {rows:?}")
+    });
+}

@@ -462,7 +462,8 @@ impl Provider {
             g.enqueue(crate::state::Event::Inconsistent(why));
             drop(g);
             self.notify();
-            return status::NODE_FAIL;
+            // Galera returns OK here too and leaves asynchronously; an
+            // error would only add a server warning to the same story.
         }
         status::OK
     }
@@ -519,10 +520,21 @@ impl Provider {
                 self.server
                     .apply_remote(ctx, r.ws.trx_id, seqno, wsflags, data, &meta);
             if !ok {
-                return Some(self.fail_session(
-                    ctx,
-                    &format!("failed to apply writeset {seqno}: node consistency compromised"),
-                ));
+                let g = self.lock();
+                let lost_vote = g
+                    .my_votes
+                    .get(&seqno)
+                    .is_some_and(|d| *d != 0 && g.vote_results.get(&seqno) != Some(d));
+                let why = if lost_vote {
+                    format!(
+                        "Inconsistency detected: Inconsistent by consensus on {}:{seqno}",
+                        g.history
+                    )
+                } else {
+                    format!("failed to apply writeset {seqno}: node consistency compromised")
+                };
+                drop(g);
+                return Some(self.fail_session(ctx, &why));
             }
             exit_loop = exit;
         }

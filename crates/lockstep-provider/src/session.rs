@@ -27,7 +27,8 @@ impl Provider {
         let address = match ClusterAddress::parse(url) {
             Ok(a) => a,
             Err(e) => {
-                error!("{e}");
+                // Galera's wording, which MariaDB's tests expect.
+                error!("Failed to open channel '{cluster_name}' at '{url}': {e}");
                 return status::NODE_FAIL;
             }
         };
@@ -152,6 +153,7 @@ impl Provider {
             join_timeout: self.join_timeout(),
             isolated: self.initially_isolated(),
             ignore_quorum: self.ignores_quorum(),
+            pc_recovery: self.pc_recovery(),
             recovery: None,
         }
     }
@@ -675,7 +677,7 @@ impl Provider {
                 break;
             }
             if !forced && started.elapsed() > LEAVE_TIMEOUT {
-                warn!("graceful leave did not complete in {LEAVE_TIMEOUT:?}; closing anyway");
+                info!("graceful leave did not complete in {LEAVE_TIMEOUT:?}; closing anyway");
                 g.enqueue(Event::Final);
                 g.isolating = false;
                 forced = true;

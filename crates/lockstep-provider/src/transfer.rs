@@ -151,9 +151,16 @@ impl Provider {
                     "the donor failed the state transfer (error {rcode}); restart the node to retry"
                 ));
             }
+            // Galera's wording (MariaDB's tests expect it).
             warn!(
-                "no donor available for a state transfer (wsrep_sst_donor='{}'); retrying",
-                g.donors
+                "Member {} requested state transfer from '{}' but it is impossible to select \
+                 State Transfer donor: Resource temporarily unavailable (retrying)",
+                self.node_name,
+                if g.donors.is_empty() {
+                    "*any*"
+                } else {
+                    &g.donors
+                }
             );
             let deadline = Instant::now() + NO_DONOR_RETRY;
             let _ = self.wait_until(g, Some(deadline), |s| s.conn != Conn::Open);
@@ -231,8 +238,8 @@ impl Provider {
         self.save_state(running);
         if by_ist {
             info!(
-                "IST: applying {writesets} writesets {}..={} from the group log (no data \
-                 copied); {queued} queued events in all",
+                "Receiving IST: applying {writesets} writesets {}..={} from the group log (no \
+                 data copied); {queued} queued events in all",
                 gtid.seqno + 1,
                 group_pos.seqno
             );

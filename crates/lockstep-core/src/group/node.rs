@@ -305,6 +305,11 @@ impl Group {
             self.tell_not_member(msg.from);
             return;
         }
+        if msg.to != self.me.raft_id {
+            // Meant for an earlier incarnation of this node (a peer sent it
+            // to this node's address): never let it into this Raft.
+            return;
+        }
         self.last_heard.insert(msg.from, self.now);
         // Errors are messages for another term or from unknown peers;
         // Raft's own rules make dropping them safe.

@@ -73,6 +73,8 @@ pub struct Setup {
     pub isolated: bool,
     /// `pc.ignore_sb` or `pc.ignore_quorum`.
     pub ignore_quorum: bool,
+    /// `pc.recovery`: a non-primary member votes too.
+    pub pc_recovery: bool,
     /// `pc.recovery`: this node's vote and the saved view's addresses.
     pub recovery: Option<(lockstep_core::group::recovery::Vote, Vec<String>)>,
 }
@@ -112,6 +114,8 @@ impl GroupChannel {
             me: setup.me.clone(),
             config: setup.config.clone(),
             ignore_quorum: setup.ignore_quorum,
+            pc_recovery: setup.pc_recovery,
+            last_view: None,
             group,
             transport,
             shared,
@@ -156,6 +160,9 @@ struct Worker {
     config: GroupConfig,
     /// `pc.ignore_sb` / `pc.ignore_quorum`: re-found alone on quorum loss.
     ignore_quorum: bool,
+    pc_recovery: bool,
+    /// The last primary view this node was in (for its recovery vote).
+    last_view: Option<lockstep_core::group::GroupView>,
     /// `pc.recovery` in progress (no primary component reached yet).
     recovery: Option<recovery::Recovery>,
     transport: Transport,
@@ -359,7 +366,9 @@ impl Worker {
             g.enqueue(crate::state::Event::NonPrimary);
         }
         let abandoned = g.abandon_pending();
+        let last_ordered = g.last_ordered;
         drop(g);
+        self.start_member_recovery(last_ordered);
         if abandoned > 0 {
             info!(
                 "{abandoned} local operations waiting for the total order fail with an error \
@@ -551,6 +560,13 @@ impl Worker {
             return;
         }
         let me = self.group.me().raft_id;
+        for d in &deliveries {
+            if let Delivery::View(v) = d {
+                if v.members.iter().any(|m| m.raft_id == me) {
+                    self.last_view = Some(v.clone());
+                }
+            }
+        }
         let mut g = self.shared.lock();
         for d in deliveries {
             deliver::deliver(&mut g, me, d);

@@ -57,8 +57,40 @@ impl Recovery {
 
 impl Worker {
     /// One step of the recovery: announce, decide, and found if chosen.
+    /// A member that lost the primary component takes part in
+    /// `pc.recovery` too: if every member of its last primary view turns
+    /// out to be restarting or cut off alike (nobody runs a primary
+    /// component any more), the most advanced one re-forms it. While some
+    /// member still runs one, nobody gets its vote and nothing happens.
+    pub(super) fn start_member_recovery(&mut self, last_ordered: i64) {
+        if !self.pc_recovery || self.recovery.is_some() {
+            return;
+        }
+        let Some(view) = &self.last_view else {
+            return;
+        };
+        let vote = Vote {
+            member: Uuid::from_bytes(self.me.uuid),
+            history: Uuid::from_bytes(view.history),
+            seqno: last_ordered,
+            view_seqno: view.seqno,
+            view: view
+                .members
+                .iter()
+                .map(|m| Uuid::from_bytes(m.uuid))
+                .collect(),
+        };
+        let addrs = view
+            .members
+            .iter()
+            .filter(|m| m.raft_id != self.me.raft_id)
+            .map(|m| m.peer_addr.clone())
+            .collect();
+        self.recovery = Some(Recovery::new(vote, addrs));
+    }
+
     pub(super) fn drive_recovery(&mut self) {
-        if self.group.is_member() {
+        if self.group.is_member() && self.group.has_leader() {
             if self.recovery.take().is_some() {
                 info!("pc.recovery: in a primary component again");
             }
@@ -109,6 +141,17 @@ impl Worker {
         let Some(r) = self.recovery.as_ref() else {
             return;
         };
+        if self.shared.lock().in_group {
+            // A non-primary member: what it has ordered is applied before
+            // the new view, as with pc.bootstrap.
+            self.bootstrap_here(
+                "pc.recovery: every member of the last primary component is back and this \
+                 node is the most advanced",
+                false,
+            );
+            self.recovery = None;
+            return;
+        }
         let vote = r.vote.clone();
         if vote.seqno < 0 {
             if r.last_log

@@ -34,6 +34,8 @@ pub struct Identity {
 struct Conn {
     id: u64,
     tx: Sender<Vec<u8>>,
+    /// The address the peer advertised in its hello.
+    addr: String,
 }
 
 #[derive(Default)]
@@ -172,6 +174,18 @@ impl Transport {
             }
         }
         if let Some(addr) = addr {
+            // The node at that address restarted under a new Raft id:
+            // deliver there anyway, so it can answer (a leader tells a
+            // former member that it is not one any more).
+            let same_place = t
+                .by_peer
+                .values()
+                .filter_map(|conns| conns.first())
+                .find(|c| c.addr == addr);
+            if let Some(c) = same_place {
+                let _ = c.tx.send(bytes);
+                return;
+            }
             self.dial_locked(&mut t, addr);
         }
     }
@@ -392,10 +406,11 @@ fn serve_connection(mut stream: TcpStream, ctx: &Ctx, conn_id: u64) -> Option<u6
         if ctx.stop.load(Ordering::Relaxed) || ctx.isolated.load(Ordering::SeqCst) {
             return None;
         }
-        t.by_peer
-            .entry(raft_id)
-            .or_default()
-            .push(Conn { id: conn_id, tx });
+        t.by_peer.entry(raft_id).or_default().push(Conn {
+            id: conn_id,
+            tx,
+            addr: peer_addr.clone(),
+        });
     }
     let _ = ctx.inputs.send(Input::PeerUp { raft_id, peer_addr });
     let writer = thread::Builder::new()
