@@ -32,6 +32,8 @@ pub struct Recovery {
     last_vote: Option<Instant>,
     last_log: Option<Instant>,
     last_decision: Option<Decision>,
+    /// Since when this node has been the one to found (see `drive_recovery`).
+    found_since: Option<Instant>,
 }
 
 impl Recovery {
@@ -43,6 +45,7 @@ impl Recovery {
             last_vote: None,
             last_log: None,
             last_decision: None,
+            found_since: None,
         }
     }
 
@@ -117,6 +120,9 @@ impl Worker {
             r.last_log = Some(Instant::now());
         }
         r.last_decision = Some(decision.clone());
+        if decision != Decision::Found {
+            r.found_since = None;
+        }
         match decision {
             Decision::Wait { missing } if due => {
                 let missing: Vec<String> = missing.iter().map(ToString::to_string).collect();
@@ -131,7 +137,18 @@ impl Worker {
                 "pc.recovery: member {founder} is the most advanced; joining the primary \
                  component it re-forms"
             ),
-            Decision::Found => self.found_again(),
+            Decision::Found => {
+                // A member whose old group has every member back gives Raft
+                // the time it needs to elect a leader there (a healed
+                // partition re-merges without a new component); only a
+                // group that cannot come back (a member restarted under a
+                // new identity) is re-formed.
+                let since = *r.found_since.get_or_insert_with(Instant::now);
+                let member = self.shared.lock().in_group;
+                if !member || since.elapsed() >= self.non_primary_after {
+                    self.found_again();
+                }
+            }
             _ => {}
         }
     }
