@@ -2,7 +2,8 @@
 //! a killed node restarted the systemd way (IST), the same node restarted
 //! with its state discarded (full SST), and a node cut off for 60 s
 //! (`gmcast.isolate`) from the moment the cut heals to Synced. A command,
-//! not a test: `make rejoin-bench [REJOIN_ARGS="--size-mb 1024"]`.
+//! not a test: `make rejoin-bench [REJOIN_ARGS="--size-mb 1024"]`, and
+//! `REJOIN_ARGS="--galera 1"` for the same steps on Galera.
 //!
 //! The data set is sysbench's `oltp` tables (about 230 bytes a row on
 //! disk with its index), loaded on the first node before the two others
@@ -48,8 +49,14 @@ fn main() {
     let cut_secs = arg("--cut-secs", 60);
     // ~230 bytes per row on disk; 8 tables.
     let rows = ((size_mb << 20) / 230 / 8).max(1000) as u32;
+    // `--galera 1`: the same steps with Galera, the reference.
+    let provider = if arg("--galera", 0) == 1 {
+        Provider::Galera
+    } else {
+        Provider::lockstep_default()
+    };
     let mut cluster = Cluster::builder(1)
-        .provider(Provider::lockstep_default())
+        .provider(provider)
         .cluster_name("rejoin_bench")
         .provider_options("evs.suspect_timeout=PT5S; gcache.size=256M")
         .start_timeout(WAIT)
