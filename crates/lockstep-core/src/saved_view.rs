@@ -195,6 +195,30 @@ mod tests {
         assert_eq!(v.members[0].addr, "");
     }
 
+    proptest::proptest! {
+        /// Any text (here: lines built from the file's own vocabulary)
+        /// parses or fails cleanly; what parses round-trips. The fuzz
+        /// target `saved_view` does the same with raw bytes.
+        #[test]
+        fn parse_never_panics_and_accepted_views_round_trip(
+            lines in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::string::string_regex("my_uuid: [0-9a-f-]{0,40}").unwrap(),
+                    proptest::string::string_regex("view_id: [0-9] [0-9a-f-]{36} -?[0-9]{1,3}").unwrap(),
+                    proptest::string::string_regex("member: (01010101-0101-0101-0101-010101010101|[0-9a-f-]{36}) [0-9]( [a-z0-9.:]{0,12})?").unwrap(),
+                    proptest::string::string_regex("[#a-z_]{0,8}:? ?[ -~]{0,20}").unwrap(),
+                ],
+                0..8,
+            )
+        ) {
+            let mut text = lines.join("\n");
+            text.insert_str(0, "my_uuid: 01010101-0101-0101-0101-010101010101\n");
+            if let Ok(v) = SavedView::parse(&text) {
+                proptest::prop_assert_eq!(SavedView::parse(&v.to_text()), Ok(v));
+            }
+        }
+    }
+
     #[test]
     fn malformed_files_are_clear_errors() {
         let good = sample().to_text();
