@@ -107,6 +107,7 @@ impl Provider {
         g.member_id = member_id;
         g.conn = Conn::Open;
         g.final_delivered = false;
+        g.ending = false;
         g.paused_at = None;
         g.in_group = false;
         g.isolating = false;
@@ -623,6 +624,16 @@ impl Provider {
     /// other applier. A failed callback here is the end of the session
     /// anyway (contract P15).
     fn end_session(&self, ctx: ThreadCtx) {
+        {
+            // Once per session: two appliers failing at the same moment
+            // must not both deliver a final view (the server crashes on
+            // the second).
+            let mut g = self.lock();
+            if g.final_delivered || g.ending {
+                return;
+            }
+            g.ending = true;
+        }
         self.server
             .view(ctx, &View::final_view(CAPABILITIES, self.proto_ver));
         let mut g = self.lock();

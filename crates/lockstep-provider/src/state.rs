@@ -163,6 +163,8 @@ pub struct Inner {
     /// Threads currently inside `recv()`.
     pub appliers: usize,
     pub final_delivered: bool,
+    /// The final view is being delivered (by one applier only).
+    pub ending: bool,
     /// Local transactions known to the provider, by trx id.
     pub trxs: HashMap<u64, TrxRecord>,
     /// Local TOI in progress, by connection id.
@@ -246,6 +248,7 @@ impl Inner {
             commit_stats: GateStats::default(),
             appliers: 0,
             final_delivered: false,
+            ending: false,
             trxs: HashMap::new(),
             toi: HashMap::new(),
             counters: Counters::default(),
