@@ -325,10 +325,12 @@ impl Provider {
         };
         if !saved.safe_to_bootstrap {
             error!(
-                "refusing to bootstrap cluster '{cluster_name}' from this node: it was not \
-                 the last to leave the cluster and may lack committed transactions. Bootstrap \
-                 from the most advanced node, or, if you are sure, set safe_to_bootstrap: 1 \
-                 in {}/grastate.dat",
+                "It may not be safe to bootstrap the cluster from this node. It was not the \
+                 last one to leave the cluster and may not contain all the updates. To force \
+                 cluster bootstrap with this node, edit the grastate.dat file manually and set \
+                 safe_to_bootstrap to 1 . (Lockstep: refusing to bootstrap cluster \
+                 '{cluster_name}'; bootstrap from the most advanced node, or set \
+                 safe_to_bootstrap: 1 in {}/grastate.dat if you are sure.)",
                 self.data_dir.display()
             );
             return None;
@@ -336,7 +338,7 @@ impl Provider {
         let g = self.lock();
         if g.history.is_nil() || g.last_committed() < 0 {
             if !g.history.is_nil() {
-                warn!(
+                info!(
                     "history {} has no known seqno (unclean shutdown?): starting a new \
                      history; the server resets its checkpoint",
                     g.history

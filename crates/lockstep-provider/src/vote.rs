@@ -95,9 +95,11 @@ impl Inner {
     /// one that applied while the others failed alike leaves from here.
     pub fn found_inconsistent(&mut self, seqno: i64) {
         if self.my_votes.get(&seqno) == Some(&0) {
+            // Galera's wording, which MariaDB's tests expect.
             let why = format!(
-                "Inconsistency detected: Inconsistent by consensus on {}:{seqno} (this node \
-                 applied it, the other members failed it alike)",
+                "Vote 0 (success) on {}:{seqno} is inconsistent with group. Leaving cluster. \
+                 (Inconsistency detected: this node applied it, the other members failed it \
+                 alike)",
                 self.history
             );
             self.enqueue(Event::Inconsistent(why));
