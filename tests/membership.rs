@@ -11,7 +11,7 @@ mod multi_node;
 use std::time::{Duration, Instant};
 
 use lockstep_testkit::{Cluster, Provider};
-use multi_node::{causal_rows, check, status, OrLogs};
+use multi_node::{causal_rows, check, grastate, status, OrLogs};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -35,11 +35,6 @@ fn wait_for_size(cluster: &Cluster, size: usize) {
             format!("{}: wsrep_cluster_status = {st}", node.name())
         });
     }
-}
-
-fn grastate(cluster: &Cluster, i: usize) -> String {
-    let path = cluster.node(i).datadir().join("grastate.dat");
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 #[test]

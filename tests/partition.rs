@@ -13,7 +13,7 @@ mod multi_node;
 use std::time::{Duration, Instant};
 
 use lockstep_testkit::{AckedLoad, Cluster, Node, Provider};
-use multi_node::{check, status, OrLogs};
+use multi_node::{check, log_count, status, OrLogs};
 
 const WAIT: Duration = Duration::from_secs(60);
 const PROGRESS: u64 = 150;
@@ -35,12 +35,6 @@ fn isolate(cluster: &Cluster, node: &Node, on: bool) {
         u8::from(on)
     ))
     .or_logs(cluster, "set gmcast.isolate");
-}
-
-fn log_count(node: &Node, what: &str) -> usize {
-    std::fs::read_to_string(node.error_log_path())
-        .map(|t| t.lines().filter(|l| l.contains(what)).count())
-        .unwrap_or(0)
 }
 
 #[test]

@@ -12,7 +12,7 @@ mod multi_node;
 use std::time::{Duration, Instant};
 
 use lockstep_testkit::{AckedLoad, Cluster, Node, Provider};
-use multi_node::{check, OrLogs};
+use multi_node::{check, grastate, log_count, OrLogs};
 
 const WAIT: Duration = Duration::from_secs(60);
 /// Inserts the load must acknowledge between two steps of a test.
@@ -29,13 +29,6 @@ fn start_with(name: &str, options: &str) -> Cluster {
         .provider_options(options)
         .start()
         .unwrap_or_else(|e| panic!("starting 3 Lockstep nodes: {e}"))
-}
-
-/// How many lines of the node's error log contain `what`.
-fn log_count(node: &Node, what: &str) -> usize {
-    std::fs::read_to_string(node.error_log_path())
-        .map(|t| t.lines().filter(|l| l.contains(what)).count())
-        .unwrap_or(0)
 }
 
 /// What a restart by IST leaves in the logs: one more "IST: applying" line
@@ -183,11 +176,6 @@ fn a_graceful_rolling_restart_needs_no_sst() {
             .or_logs(&cluster, "load after the restart");
     }
     finish(&cluster, load);
-}
-
-fn grastate(cluster: &Cluster, i: usize) -> String {
-    let path = cluster.node(i).datadir().join("grastate.dat");
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn grastate_seqno(cluster: &Cluster, i: usize) -> i64 {

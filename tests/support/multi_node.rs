@@ -91,3 +91,16 @@ pub fn one_row_table(cluster: &Cluster, db: &str) {
         fail(cluster, &format!("{db}.t on every node: {e}"));
     }
 }
+
+/// How many lines of the node's error log contain `what`.
+pub fn log_count(node: &Node, what: &str) -> usize {
+    std::fs::read_to_string(node.error_log_path())
+        .map(|t| t.lines().filter(|l| l.contains(what)).count())
+        .unwrap_or(0)
+}
+
+/// Node `i`'s grastate.dat (the test fails if it cannot be read).
+pub fn grastate(cluster: &Cluster, i: usize) -> String {
+    let path = cluster.node(i).datadir().join("grastate.dat");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}

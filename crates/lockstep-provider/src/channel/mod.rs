@@ -201,6 +201,8 @@ impl Worker {
                 break;
             }
             self.report_committed();
+            // Each loop, not only on deliveries: an applier may finish an
+            // asked-about seqno while nothing else is ordered.
             self.shared.lock().answer_votes();
             self.check_join_timeout();
             self.drive_recovery();
@@ -571,7 +573,6 @@ impl Worker {
         for d in deliveries {
             deliver::deliver(&mut g, me, d);
         }
-        g.answer_votes();
         let certifier = self.group.sequencer().certifier();
         g.cert_stats = certifier.stats();
         g.cert_index_size = certifier.index_size();
