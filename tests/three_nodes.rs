@@ -192,10 +192,11 @@ const CONFLICT_ROUNDS: [(usize, usize); 6] = [(0, 1), (1, 2), (2, 0), (1, 0), (2
 /// Transactions this node lost to a conflict: certification failures plus
 /// brute-force aborts (Galera counts a conflict in one or the other
 /// depending on whether the loser had reached commit).
-fn conflicts_lost(cluster: &Cluster, node: &Node) -> u64 {
+/// (`wsrep_local_cert_failures`, `wsrep_local_bf_aborts`) of `node`.
+fn conflicts_lost(cluster: &Cluster, node: &Node) -> (u64, u64) {
     let cert = status_u64(node, "wsrep_local_cert_failures").or_logs(cluster, "cert failures");
     let bf = status_u64(node, "wsrep_local_bf_aborts").or_logs(cluster, "bf aborts");
-    cert + bf
+    (cert, bf)
 }
 
 #[test]
@@ -275,11 +276,17 @@ fn conflict_round(c: &Cluster, sessions: &mut [Session], round: usize, a: usize,
     check(c, seen == value_a, || {
         format!("round {round}: {name_b}'s session reads {seen:?} after losing")
     });
-    let lost = conflicts_lost(c, c.node(b)) - lost_before;
-    check(c, lost == 1, || {
+    // The loser is counted once by each counter that saw it: a failed
+    // certification, a BF abort by the winner's applier, or both when the
+    // applier hits its row lock while it is already being certified (the
+    // server counts the abort, the provider the failed certification; Galera
+    // counts the same way). Never zero, never twice by one counter.
+    let (cert, bf) = conflicts_lost(c, c.node(b));
+    let (cert, bf) = (cert - lost_before.0, bf - lost_before.1);
+    check(c, cert <= 1 && bf <= 1 && cert + bf >= 1, || {
         format!(
-            "round {round}: {name_b} counted {lost} lost conflict(s) \
-             (wsrep_local_cert_failures + wsrep_local_bf_aborts), expected 1"
+            "round {round}: {name_b} counted {cert} failed certification(s) and {bf} BF \
+             abort(s) for its one lost conflict; expected each 0 or 1, at least one of them 1"
         )
     });
     eprintln!("round {round}: {name_a} committed, {name_b} got {ER_LOCK_DEADLOCK}");
