@@ -13,3 +13,4 @@ pub mod ordering;
 pub mod saved_state;
 pub mod saved_view;
 pub mod wire;
+pub mod writeset_cache;

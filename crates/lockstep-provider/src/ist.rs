@@ -104,6 +104,12 @@ impl IstBuffer {
         true
     }
 
+    /// The events come from a donor's cache of `history` rather than from
+    /// a log replay that starts with a view.
+    pub fn start_history(&mut self, history: Uuid) {
+        self.history = Some(history);
+    }
+
     /// A view replayed before the one that adds this node.
     pub fn view(&mut self, history: Uuid, seqno: i64) {
         self.history = Some(history);
@@ -154,6 +160,11 @@ impl IstBuffer {
             ));
         }
         Ok(())
+    }
+
+    /// The byte bound given at creation.
+    pub fn limit(&self) -> usize {
+        self.limit
     }
 
     /// Writesets held (for the log line).

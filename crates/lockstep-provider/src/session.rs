@@ -9,12 +9,13 @@ use crate::provider::{Provider, Wake, CAPABILITIES};
 use crate::server::{ThreadCtx, View};
 use crate::state::{Conn, Event, GroupLink};
 use crate::viewstate;
+use crate::writeset_cache::WritesetCache;
 use lockstep_core::address::ClusterAddress;
 use lockstep_core::group::recovery::Vote;
 use lockstep_core::group::{GroupConfig, MemberInfo};
 use lockstep_core::saved_view::{SavedMember, SavedView};
 use std::time::{Duration, Instant};
-use wsrep_abi::{status, Status, Uuid};
+use wsrep_abi::{status, Gtid, Status, Uuid};
 
 /// How long `disconnect` waits for an applier to take the final view
 /// before it warns that none is running.
@@ -114,6 +115,13 @@ impl Provider {
         g.want_sync = false;
         g.donating_to = None;
         g.start_joining(ist_limit);
+        if g.cache.is_none() {
+            let position = Gtid {
+                uuid: g.history,
+                seqno: g.last_committed(),
+            };
+            g.cache = self.open_writeset_cache(position);
+        }
         g.donating_bypass = false;
         g.donors = donors.to_string();
         g.proto_ver = self.proto_ver;
@@ -356,7 +364,7 @@ impl Provider {
 
     /// (listen address, address advertised to peers) from
     /// `gmcast.listen_addr`, `base_host` and `base_port`.
-    fn group_addresses(&self) -> (String, String) {
+    pub(crate) fn group_addresses(&self) -> (String, String) {
         let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
         let listen = o
             .get("gmcast.listen_addr")
@@ -375,6 +383,34 @@ impl Provider {
             host
         };
         (listen, format!("{host}:{port}"))
+    }
+
+    /// Opens the writeset cache (`gcache.*`); `None`, with a warning, if
+    /// it cannot be (the node runs on; joiners then need SST).
+    fn open_writeset_cache(&self, position: Gtid) -> Option<WritesetCache> {
+        let max_payload = self.max_payload();
+        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = std::path::PathBuf::from(o.get("gcache.dir").unwrap_or("."));
+        let dir = if dir.is_relative() {
+            self.data_dir.join(dir)
+        } else {
+            dir
+        };
+        let name = o.get("gcache.name").unwrap_or("galera.cache").to_string();
+        let size = o.size("gcache.size").unwrap_or(128 << 20);
+        let recover = o.bool("gcache.recover").unwrap_or(true);
+        drop(o);
+        match WritesetCache::open(&dir, &name, size, max_payload, recover, position) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                warn!(
+                    "writeset cache {}: {e}; running without one (joiners that need events \
+                     from this node will take a full SST)",
+                    dir.join(&name).display()
+                );
+                None
+            }
+        }
     }
 
     /// Raft timing from the Galera options people already set.
@@ -471,10 +507,14 @@ impl Provider {
                 seqno,
                 joiner,
                 ist_after,
+                ist_addr,
             } => {
-                match ist_after {
-                    Some(after) => self.donate_bypass(ctx, &request, after, joiner),
-                    None => self.donate(ctx, &request, seqno, joiner),
+                match (ist_after, ist_addr) {
+                    (Some(after), Some(addr)) => {
+                        self.donate_from_cache(ctx, &request, (seqno, joiner), after, &addr)
+                    }
+                    (Some(after), None) => self.donate_bypass(ctx, &request, after, joiner),
+                    (None, _) => self.donate(ctx, &request, seqno, joiner),
                 }
                 None
             }

@@ -8,11 +8,13 @@
 use crate::ist::IstBuffer;
 use crate::server::View;
 use crate::trx::TrxRecord;
+use crate::writeset_cache::WritesetCache;
 use lockstep_core::certification::{CertOutcome, CertStats};
 use lockstep_core::group::LocalState;
 use lockstep_core::group::{Action, Writeset};
 use lockstep_core::ordering::{GateStats, OrderError, QueueStats, Watermark};
 use lockstep_core::saved_state::SavedState;
+use lockstep_core::writeset_cache::{CachedEvent, CachedKind};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
@@ -49,6 +51,8 @@ pub enum Event {
         joiner: u64,
         /// IST: the joiner has everything after this seqno (bypass).
         ist_after: Option<i64>,
+        /// IST from this node's writeset cache to the joiner's receiver.
+        ist_addr: Option<String>,
     },
     /// This node is no longer in the primary component's view.
     Removed,
@@ -113,6 +117,9 @@ pub struct SstProgress {
     pub donor_rcode: Option<i32>,
     /// `sst_received` from the server.
     pub received: Option<(Gtid, i32)>,
+    /// IST from a donor's writeset cache: its events are in `ist` (the
+    /// writeset count), or why the stream failed.
+    pub cache_ist: Option<Result<usize, String>>,
 }
 
 /// Counters behind the `wsrep_%` status variables.
@@ -208,6 +215,12 @@ pub struct Inner {
     pub donating_bypass: bool,
     /// `wsrep_local_cached_downto - 1`, copied by the group thread.
     pub cached_after: Option<i64>,
+    /// The writeset cache on disk (`writeset_cache`); `None` before the
+    /// first connect or after a write error.
+    pub cache: Option<WritesetCache>,
+    /// The history of the group's views (`history` is this node's own
+    /// state's, which differs until a joiner has installed its state).
+    pub group_history: [u8; 16],
     /// Rejoining after a removal: the server is already connected.
     pub rejoining: bool,
     /// Local proposals whose callers were failed when the node lost the
@@ -276,11 +289,46 @@ impl Inner {
             ),
             donating_bypass: false,
             cached_after: None,
+            cache: None,
+            group_history: [0; 16],
             rejoining: false,
             abandoned: HashSet::new(),
             my_votes: BTreeMap::new(),
             votes_asked: BTreeSet::new(),
             vote_results: BTreeMap::new(),
+        }
+    }
+
+    /// Keeps an ordered event in the writeset cache.
+    pub fn cache_event(&mut self, seqno: i64, kind: CachedKind) {
+        let Some(cache) = self.cache.as_mut() else {
+            return;
+        };
+        let ev = CachedEvent {
+            history: self.group_history,
+            seqno,
+            kind,
+        };
+        if let Err(e) = cache.append(&ev) {
+            crate::writeset_cache::disable(&mut self.cache, &e);
+        }
+    }
+
+    /// Hands the cache's buffered records to the OS.
+    pub fn flush_cache(&mut self) {
+        if let Some(Err(e)) = self.cache.as_mut().map(WritesetCache::flush) {
+            crate::writeset_cache::disable(&mut self.cache, &e);
+        }
+    }
+
+    /// `wsrep_local_cached_downto`: the lowest seqno this node can serve
+    /// by IST, from its group log or its writeset cache.
+    pub fn cached_downto(&self) -> i64 {
+        let log = self.cached_after.map(|s| s + 1);
+        let disk = self.cache.as_ref().and_then(WritesetCache::first);
+        match (log, disk) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b).unwrap_or(-1),
         }
     }
 

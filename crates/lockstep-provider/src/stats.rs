@@ -63,10 +63,7 @@ impl Provider {
             ("local_recv_queue_min", Int(g.recv_queue.min(queued) as i64)),
             ("local_recv_queue_avg", Double(g.recv_queue.avg())),
             // The lowest seqno the group log can replay to a joiner (IST).
-            (
-                "local_cached_downto",
-                Int(g.cached_after.map_or(-1, |s| s + 1)),
-            ),
+            ("local_cached_downto", Int(g.cached_downto())),
             ("flow_control_paused_ns", Int(0)),
             ("flow_control_paused", Double(0.0)),
             ("flow_control_sent", Int(0)),

@@ -7,18 +7,21 @@
 //! transfer runs stay queued on the joiner and are applied afterwards,
 //! from the first seqno the transferred state does not contain.
 
+use crate::ist_transfer::{self, Expect, IstReceiver};
 use crate::log::{error, info, warn};
-use crate::provider::Provider;
+use crate::provider::{Provider, Shared};
 use crate::server::{ThreadCtx, View};
 use crate::state::{Conn, Event};
 use lockstep_core::group::Action;
+use lockstep_core::writeset_cache::StreamHeader;
 use std::time::{Duration, Instant};
-use wsrep_abi::{status, Gtid, Status};
+use wsrep_abi::{status, Gtid, Status, Uuid};
 
 /// Galera retries a state request without a donor every second.
 const NO_DONOR_RETRY: Duration = Duration::from_secs(1);
 const ECANCELED: i32 = 125;
 const EREMCHG: i32 = 78;
+const ENODATA: i32 = 61;
 
 impl Provider {
     /// The first view of a joining node (contract §3.3 "When").
@@ -76,11 +79,20 @@ impl Provider {
             let g = self.lock();
             (g.ist.covers(group_pos), g.ist.writesets())
         };
+        // Same history, behind: a donor's writeset cache may hold the gap
+        // the group log lacks (after a restart of the whole cluster, or a
+        // long absence).
+        let from_cache = ist.is_err() && local.uuid == group_pos.uuid && local.seqno >= 0;
         match &ist {
             Ok(()) => info!(
                 "state transfer required: group at {group_pos}, this node at {local}; \
                  IST possible: the group log holds every event after {local} \
                  ({missing} writesets)"
+            ),
+            Err(why) if from_cache => info!(
+                "state transfer required: group at {group_pos}, this node at {local}; \
+                 the group log cannot serve IST ({why}): asking for IST from a donor's \
+                 writeset cache (a full SST if its cache lacks events)"
             ),
             Err(why) => info!(
                 "state transfer required: group at {group_pos}, this node at {local}; \
@@ -93,7 +105,14 @@ impl Provider {
                 self.fail_session(ctx, "the server could not prepare for a state transfer"),
             );
         };
-        let ist_after = ist.is_ok().then_some(local.seqno);
+        let ist_after = (ist.is_ok() || from_cache).then_some(local.seqno);
+        if from_cache {
+            let received = match self.wait_for_cache_ist(&request, local, group_pos.seqno) {
+                Ok(r) => r,
+                Err(why) => return Some(self.fail_session(ctx, &why)),
+            };
+            return self.install_state(ctx, view, received);
+        }
         if request.is_empty() {
             // A live server (re-join after a partition) takes no SST: only
             // IST is possible, and it needs no donor (contract §3.3).
@@ -113,8 +132,74 @@ impl Provider {
         self.install_state(ctx, view, received)
     }
 
+    /// IST from a donor's writeset cache: listens on `ist.recv_addr`, asks
+    /// for a donor with that address, and waits for the stream and (with
+    /// a server that takes SST) for `sst_received`. The donor may do a
+    /// full SST instead; then no stream comes.
+    fn wait_for_cache_ist(
+        &self,
+        request: &[u8],
+        have: Gtid,
+        join_seqno: i64,
+    ) -> Result<Gtid, String> {
+        let (bind, advertise) = self.ist_addresses();
+        let expect = {
+            let g = self.lock();
+            Expect {
+                have,
+                joiner: g.raft_id(),
+                join_seqno,
+                limit: g.ist.limit(),
+                max_payload: self.max_payload(),
+            }
+        };
+        let shared = self.shared.clone();
+        let receiver = IstReceiver::start(&bind, expect, move |result| {
+            let mut g = shared.lock();
+            g.sst.cache_ist = Some(match result {
+                Ok(buffer) => {
+                    let n = buffer.writesets();
+                    g.ist = buffer;
+                    Ok(n)
+                }
+                Err(why) => Err(why),
+            });
+            drop(g);
+            shared.notify();
+        })?;
+        info!("IST receiver listening on {bind} (announced as {advertise})");
+        let result =
+            self.wait_for_state_with(request, Some(have.seqno), Some(advertise), join_seqno);
+        drop(receiver);
+        let received = result?;
+        if received.seqno >= join_seqno - 1 {
+            // A full SST: it holds everything before the join view.
+            self.lock().ist.clear();
+            return Ok(received);
+        }
+        match self.lock().sst.cache_ist.clone() {
+            Some(Ok(_)) => Ok(received),
+            Some(Err(why)) => Err(why),
+            None => Err("no IST stream arrived".into()),
+        }
+    }
+
     /// Asks the group for a donor and waits for `sst_received`.
     fn wait_for_state(&self, request: &[u8], ist_after: Option<i64>) -> Result<Gtid, String> {
+        self.wait_for_state_with(request, ist_after, None, i64::MAX)
+    }
+
+    /// [`Self::wait_for_state`]; with `ist_addr`, also waits for the cache
+    /// IST stream when the state received is before `join_seqno - 1`. An
+    /// empty `request` (a running server) waits for the stream only.
+    fn wait_for_state_with(
+        &self,
+        request: &[u8],
+        ist_after: Option<i64>,
+        ist_addr: Option<String>,
+        join_seqno: i64,
+    ) -> Result<Gtid, String> {
+        let stream_only = request.is_empty();
         loop {
             let mut g = self.lock();
             g.sst = Default::default();
@@ -126,17 +211,37 @@ impl Provider {
                     donors,
                     request: request.to_vec(),
                     ist_after,
+                    ist_addr: ist_addr.clone(),
                 },
                 false,
             );
+            let streaming = ist_addr.is_some();
             let (g, _) = self.wait_until(g, None, |s| {
-                s.sst.received.is_some()
+                let stream_done = s.sst.cache_ist.is_some();
+                let state_done = match s.sst.received {
+                    Some((gtid, rcode)) => {
+                        rcode != 0 || !streaming || gtid.seqno >= join_seqno - 1 || stream_done
+                    }
+                    None => false,
+                };
+                state_done
+                    || (stream_only && stream_done)
+                    || s.sst.cache_ist.as_ref().is_some_and(Result::is_err)
                     || s.sst.donor_rcode.is_some_and(|r| r != 0)
                     || s.sst.no_donor
                     || s.conn != Conn::Open
             });
             if g.conn != Conn::Open {
                 return Err("disconnected while waiting for a state transfer".into());
+            }
+            if let Some(Err(why)) = &g.sst.cache_ist {
+                return Err(why.clone());
+            }
+            if stream_only && g.sst.cache_ist.is_some() {
+                return Ok(ist_after.map_or(Gtid::UNDEFINED, |seqno| Gtid {
+                    uuid: g.history,
+                    seqno,
+                }));
             }
             if let Some((gtid, rcode)) = g.sst.received {
                 if rcode != 0 {
@@ -271,7 +376,7 @@ impl Provider {
         info!("donating state {state_id} to joiner {joiner:#x}");
         if !self.server.sst_donate(ctx, request, &state_id, false) {
             error!("the server could not start the state transfer to {joiner:#x}");
-            self.finish_donation(Gtid::UNDEFINED, -ECANCELED);
+            self.shared.finish_donation(Gtid::UNDEFINED, -ECANCELED);
         }
     }
 
@@ -294,8 +399,137 @@ impl Provider {
         info!("IST to joiner {joiner:#x}: it has the events after {state_id} from the log; releasing its SST script (bypass)");
         if !self.server.sst_donate(ctx, request, &state_id, true) {
             error!("the server could not start the bypass transfer to {joiner:#x}");
-            self.finish_donation(Gtid::UNDEFINED, -ECANCELED);
+            self.shared.finish_donation(Gtid::UNDEFINED, -ECANCELED);
         }
+    }
+
+    /// IST from this node's writeset cache (the joiner's log replay did
+    /// not reach back to its position `after`): stream the events after it
+    /// up to `seqno` to the joiner's receiver at `addr`, and release the
+    /// joiner's SST script in bypass mode. If the cache lacks some of
+    /// them, a full SST, or (a running joiner server, which takes no SST)
+    /// a failed transfer.
+    pub(crate) fn donate_from_cache(
+        &self,
+        ctx: ThreadCtx,
+        request: &[u8],
+        (seqno, joiner): (i64, u64),
+        after: i64,
+        addr: &str,
+    ) {
+        let mut g = self.lock();
+        if g.conn != Conn::Open {
+            return;
+        }
+        let history = Uuid::from_bytes(g.group_history);
+        let reader = match g.cache.as_mut() {
+            Some(cache) => cache.reader(history, after, seqno),
+            None => Err("this node keeps no writeset cache (disabled after an error)".into()),
+        };
+        let reader = match reader {
+            Ok(r) => r,
+            Err(why) if request.is_empty() => {
+                info!(
+                    "IST to joiner {joiner:#x} impossible ({why}), and its running server \
+                     cannot take a full SST"
+                );
+                g.donating_to = Some(joiner);
+                drop(g);
+                self.shared.finish_donation(Gtid::UNDEFINED, -ENODATA);
+                return;
+            }
+            Err(why) => {
+                drop(g);
+                info!("IST to joiner {joiner:#x} impossible ({why}): full SST instead");
+                self.donate(ctx, request, seqno, joiner);
+                return;
+            }
+        };
+        if let Err(state) = g.local.desync() {
+            warn!("cannot donate in state {}", state.comment());
+        }
+        g.donating_to = Some(joiner);
+        drop(g);
+        let header = StreamHeader {
+            history: *history.as_bytes(),
+            joiner,
+            after,
+            last: seqno,
+        };
+        info!(
+            "IST to joiner {joiner:#x}: sending seqnos {}..={seqno} from the writeset cache \
+             to {addr}",
+            after + 1
+        );
+        let shared = self.shared.clone();
+        let addr = addr.to_string();
+        let report = request.is_empty();
+        let spawned = std::thread::Builder::new()
+            .name("lockstep-ist-send".into())
+            .spawn(move || {
+                let result = ist_transfer::send(&addr, header, reader);
+                let rcode = match &result {
+                    Ok(n) => {
+                        info!("IST to joiner {joiner:#x} complete: {n} events sent");
+                        0
+                    }
+                    Err(why) => {
+                        warn!("IST to joiner {joiner:#x} failed: {why}");
+                        -ECANCELED
+                    }
+                };
+                // A running joiner has no SST script whose end reports it.
+                if report {
+                    let state_id = Gtid {
+                        uuid: Uuid::from_bytes(header.history),
+                        seqno: header.after,
+                    };
+                    shared.finish_donation(state_id, rcode);
+                }
+            });
+        if let Err(e) = spawned {
+            error!("cannot start the IST sender: {e}");
+            self.shared.finish_donation(Gtid::UNDEFINED, -ECANCELED);
+            return;
+        }
+        if report {
+            return;
+        }
+        let state_id = Gtid {
+            uuid: history,
+            seqno: after,
+        };
+        if !self.server.sst_donate(ctx, request, &state_id, true) {
+            error!("the server could not start the bypass transfer to {joiner:#x}");
+            self.shared.finish_donation(Gtid::UNDEFINED, -ECANCELED);
+        }
+    }
+
+    /// (bind, announced) addresses of this node's IST receiver:
+    /// `ist.recv_bind` / `ist.recv_addr`, by default the group address's
+    /// host with `base_port + 1` (Galera's defaults).
+    fn ist_addresses(&self) -> (String, String) {
+        let (_, group) = self.group_addresses();
+        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let port = o.int("base_port").unwrap_or(4567) + 1;
+        let host = group.rsplit_once(':').map_or(group.as_str(), |(h, _)| h);
+        let advertise = match o.get("ist.recv_addr") {
+            Some(a) if !a.trim().is_empty() => ist_transfer::socket_addr(a, port),
+            _ => format!("{host}:{port}"),
+        };
+        let bind = match o.get("ist.recv_bind") {
+            Some(b) if !b.trim().is_empty() => ist_transfer::socket_addr(b, port),
+            _ => advertise.clone(),
+        };
+        (bind, advertise)
+    }
+
+    /// The largest record payload read back from a cache or an IST
+    /// stream: `repl.max_ws_size` plus room for keys and headers.
+    pub(crate) fn max_payload(&self) -> usize {
+        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let max_ws = o.size("repl.max_ws_size").unwrap_or(i32::MAX as u64);
+        usize::try_from(max_ws.saturating_add(1 << 20)).unwrap_or(usize::MAX)
     }
 
     /// `sst_sent`: the donor's script finished.
@@ -303,11 +537,30 @@ impl Provider {
         if self.lock().donating_to.is_none() {
             return status::CONN_FAIL;
         }
-        self.finish_donation(state_id, rcode);
+        self.shared.finish_donation(state_id, rcode);
         status::OK
     }
 
-    fn finish_donation(&self, state_id: Gtid, rcode: i32) {
+    /// `sst_received`: the joiner's script finished and the server read
+    /// its position; wake the applier waiting in `join_view`.
+    pub fn sst_received(&self, state_id: Gtid, rcode: i32) -> Status {
+        let mut g = self.lock();
+        if g.conn != Conn::Open {
+            return status::CONN_FAIL;
+        }
+        info!("state received: {state_id} (code {rcode})");
+        g.sst.received = Some((state_id, rcode));
+        drop(g);
+        self.notify();
+        status::OK
+    }
+}
+
+impl Shared {
+    /// The donation ended: report it to the group (and resync unless it
+    /// was a bypass). Runs on the IST sender's thread too, which holds
+    /// only the shared state.
+    pub(crate) fn finish_donation(&self, state_id: Gtid, rcode: i32) {
         let mut g = self.lock();
         let Some(joiner) = g.donating_to.take() else {
             return;
@@ -344,19 +597,5 @@ impl Provider {
         }
         drop(g);
         self.notify();
-    }
-
-    /// `sst_received`: the joiner's script finished and the server read
-    /// its position; wake the applier waiting in `join_view`.
-    pub fn sst_received(&self, state_id: Gtid, rcode: i32) -> Status {
-        let mut g = self.lock();
-        if g.conn != Conn::Open {
-            return status::CONN_FAIL;
-        }
-        info!("state received: {state_id} (code {rcode})");
-        g.sst.received = Some((state_id, rcode));
-        drop(g);
-        self.notify();
-        status::OK
     }
 }

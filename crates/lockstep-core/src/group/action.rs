@@ -119,6 +119,12 @@ pub enum Action {
         /// only has to release the server's SST script (bypass) instead of
         /// copying data. `None`: a full SST.
         ist_after: Option<i64>,
+        /// With `ist_after`: the joiner's log replay does not reach back to
+        /// its position, so the donor must send the events after
+        /// `ist_after` from its writeset cache to this address (the
+        /// joiner's IST receiver), or do a full SST if its cache does not
+        /// hold them all.
+        ist_addr: Option<String>,
     },
     /// The donor finished (`sst_sent`), `rcode` 0 or a negative errno.
     StateTransferred {
@@ -178,6 +184,8 @@ const T_REMERGE: u8 = 9;
 /// request keeps its original tag and layout.
 const T_IST_REQUEST: u8 = 10;
 const T_VOTE: u8 = 11;
+/// A state request whose events must come from a donor's writeset cache.
+const T_CACHE_IST_REQUEST: u8 = 12;
 
 /// Smallest encoding of one proposal (origin, id, tag): bounds counts.
 const MIN_PROPOSAL: usize = 17;
@@ -192,14 +200,14 @@ pub(super) fn read_member(r: &mut Reader<'_>) -> Result<MemberInfo, DecodeError>
 }
 
 /// One key: u8 type, u32 part count, parts as byte strings.
-pub(super) fn write_key(w: &mut Writer, k: &Key) {
+pub(crate) fn write_key(w: &mut Writer, k: &Key) {
     w.u8(k.kind.to_wsrep() as u8).u32(k.parts.len() as u32);
     for p in &k.parts {
         w.bytes(p);
     }
 }
 
-pub(super) fn read_key(r: &mut Reader<'_>) -> Result<Key, DecodeError> {
+pub(crate) fn read_key(r: &mut Reader<'_>) -> Result<Key, DecodeError> {
     let kind = r.u8("key.type")?;
     let kind = KeyType::from_wsrep(i32::from(kind)).ok_or(DecodeError::Invalid {
         field: "key.type",
@@ -262,15 +270,8 @@ fn write_action(w: &mut Writer, a: &Action) {
             founder.write(w);
         }
         Action::Writeset(ws) => {
-            w.u8(T_WRITESET)
-                .uuid(&ws.source)
-                .u64(ws.trx_id)
-                .u64(ws.conn_id);
-            w.i64(ws.last_seen).u32(ws.flags).u32(ws.keys.len() as u32);
-            for k in &ws.keys {
-                write_key(w, k);
-            }
-            w.bytes(&ws.data);
+            w.u8(T_WRITESET);
+            write_writeset(w, ws);
         }
         Action::Committed {
             raft_id,
@@ -284,14 +285,19 @@ fn write_action(w: &mut Writer, a: &Action) {
             donors,
             request,
             ist_after,
+            ist_addr,
         } => {
-            let tag = match ist_after {
-                Some(_) => T_IST_REQUEST,
-                None => T_STATE_REQUEST,
+            let tag = match (ist_after, ist_addr) {
+                (Some(_), Some(_)) => T_CACHE_IST_REQUEST,
+                (Some(_), None) => T_IST_REQUEST,
+                (None, _) => T_STATE_REQUEST,
             };
             w.u8(tag).u64(*joiner).str(donors).bytes(request);
             if let Some(after) = ist_after {
                 w.i64(*after);
+                if let Some(addr) = ist_addr {
+                    w.str(addr);
+                }
             }
         }
         Action::StateTransferred {
@@ -339,12 +345,17 @@ fn read_action(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
             seqno: r.i64("committed.seqno")?,
             applied: r.u64("committed.applied")?,
         },
-        T_STATE_REQUEST | T_IST_REQUEST => Action::StateRequest {
+        T_STATE_REQUEST | T_IST_REQUEST | T_CACHE_IST_REQUEST => Action::StateRequest {
             joiner: r.u64("state_request.joiner")?,
             donors: r.string("state_request.donors")?,
             request: r.bytes("state_request.request")?.to_vec(),
-            ist_after: if tag == T_IST_REQUEST {
+            ist_after: if tag == T_STATE_REQUEST {
+                None
+            } else {
                 Some(r.i64("state_request.ist_after")?)
+            },
+            ist_addr: if tag == T_CACHE_IST_REQUEST {
+                Some(r.string("state_request.ist_addr")?)
             } else {
                 None
             },
@@ -383,7 +394,17 @@ fn read_action(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
     })
 }
 
-fn read_writeset(r: &mut Reader<'_>) -> Result<Writeset, DecodeError> {
+/// A writeset's fields (also the body of a writeset cache record).
+pub(crate) fn write_writeset(w: &mut Writer, ws: &Writeset) {
+    w.uuid(&ws.source).u64(ws.trx_id).u64(ws.conn_id);
+    w.i64(ws.last_seen).u32(ws.flags).u32(ws.keys.len() as u32);
+    for k in &ws.keys {
+        write_key(w, k);
+    }
+    w.bytes(&ws.data);
+}
+
+pub(crate) fn read_writeset(r: &mut Reader<'_>) -> Result<Writeset, DecodeError> {
     let source = r.uuid("ws.source")?;
     let trx_id = r.u64("ws.trx_id")?;
     let conn_id = r.u64("ws.conn_id")?;
@@ -451,12 +472,21 @@ pub(crate) mod tests {
                 donors: "node1,".into(),
                 request: b"rsync\x00127.0.0.1:4444/rsync_sst\x00".to_vec(),
                 ist_after: None,
+                ist_addr: None,
             },
             Action::StateRequest {
                 joiner: 4,
                 donors: String::new(),
                 request: b"rsync\x00127.0.0.1:4454/rsync_sst\x00".to_vec(),
                 ist_after: Some(48),
+                ist_addr: None,
+            },
+            Action::StateRequest {
+                joiner: 9,
+                donors: String::new(),
+                request: b"rsync".to_vec(),
+                ist_after: Some(48),
+                ist_addr: Some("127.0.0.1:4568".into()),
             },
             Action::StateTransferred {
                 donor: 1,

@@ -71,6 +71,9 @@ pub enum Delivery {
         request: Vec<u8>,
         seqno: Seqno,
         ist_after: Option<Seqno>,
+        /// With `ist_after`: send those events from the writeset cache to
+        /// this address (`Action::StateRequest`).
+        ist_addr: Option<String>,
     },
     /// No member can donate to `joiner` now; it should ask again.
     NoDonor {
@@ -388,8 +391,9 @@ impl Sequencer {
                 donors,
                 request,
                 ist_after,
+                ist_addr,
             } => {
-                self.state_request(joiner, &donors, request, ist_after, out);
+                self.state_request(joiner, &donors, request, (ist_after, ist_addr), out);
                 out.push(settled);
             }
             Action::StateTransferred {
@@ -525,7 +529,7 @@ impl Sequencer {
         joiner: u64,
         donors: &str,
         request: Vec<u8>,
-        ist_after: Option<Seqno>,
+        (ist_after, ist_addr): (Option<Seqno>, Option<String>),
         out: &mut Vec<Delivery>,
     ) {
         if self.member(joiner).map(|m| m.state) != Some(MemberState::Joiner) {
@@ -558,7 +562,9 @@ impl Sequencer {
                 // A bypass donation copies nothing: the donor keeps
                 // serving (Galera desyncs it for the IST sender; here the
                 // events already reached the joiner through the log).
-                if ist_after.is_none() {
+                // Sending from the cache, or falling back to a full SST
+                // when the cache lacks events, makes it a donor.
+                if ist_after.is_none() || ist_addr.is_some() {
                     self.set_state(donor, MemberState::Donor, out);
                 }
                 out.push(Delivery::Donate {
@@ -567,6 +573,7 @@ impl Sequencer {
                     request,
                     seqno: self.last_seqno,
                     ist_after,
+                    ist_addr,
                 });
             }
             None => out.push(Delivery::NoDonor { joiner }),

@@ -193,12 +193,12 @@ pub const TABLE: &[Spec] = &[
     o("evs.user_send_window",          Fixed("2"),                   Int,      Dynamic).check(POSITIVE),
     o("evs.version",                   Fixed("1"),                   Int,      Static).check(Check::Range(0, 1)),
     o("evs.view_forget_timeout",       Fixed("P1D"),                 Duration, Dynamic),
-    o("gcache.dir",                    Derived,                      Str,      Static),
+    o("gcache.dir",                    Derived,                      Str,      Static).honoured(),
     o("gcache.keep_pages_size",        Fixed("0"),                   Size,     Dynamic),
     o("gcache.mem_size",               Fixed("0"),                   Size,     Dynamic),   // deprecated
-    o("gcache.name",                   Fixed("galera.cache"),        Str,      Static),
+    o("gcache.name",                   Fixed("galera.cache"),        Str,      Static).honoured(),
     o("gcache.page_size",              Fixed("128M"),                Size,     Dynamic),
-    o("gcache.recover",                Fixed("yes"),                 Bool,     Static),
+    o("gcache.recover",                Fixed("yes"),                 Bool,     Static).honoured(),
     o("gcache.size",                   Fixed("128M"),                Size,     Static).honoured(),
     o("gcomm.thread_prio",             Fixed(""),                    Str,      Static),    // e.g. "rr:2"
     o("gcs.fc_debug",                  Fixed("0"),                   Int,      Dynamic).check(NON_NEG),
@@ -226,8 +226,8 @@ pub const TABLE: &[Spec] = &[
     o("gmcast.time_wait",              Fixed("PT5S"),                Duration, Static),
     o("gmcast.version",                Fixed("0"),                   Int,      Static),
     o("ist.keep_keys",                 Unset,                        Bool,     Dynamic),   // hidden
-    o("ist.recv_addr",                 Unset,                        Str,      Static),    // provider derives it when unset
-    o("ist.recv_bind",                 Unset,                        Str,      Static),
+    o("ist.recv_addr",                 Unset,                        Str,      Static).honoured(),    // provider derives it when unset
+    o("ist.recv_bind",                 Unset,                        Str,      Static).honoured(),
     o("lockstep.raft_tick",            Fixed("PT0.05S"),              Duration, Static).honoured(),
     o("lockstep.secret",               Unset,                        Str,      Static).not_printed(),
     o("pc.announce_timeout",           Fixed("PT3S"),                Duration, Static),

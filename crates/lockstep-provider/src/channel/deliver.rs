@@ -8,6 +8,7 @@ use crate::provider::CAPABILITIES;
 use crate::server::{Member, View};
 use crate::state::{Conn, Event, Inner, RemoteWs, Resolution};
 use lockstep_core::group::{Delivery, GroupView, MemberState};
+use lockstep_core::writeset_cache::CachedKind;
 use wsrep_abi::{view_status, Gtid, Uuid};
 
 /// The wsrep view of a group view, from `me`'s side. Members are listed
@@ -52,6 +53,15 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
             outcome,
         } => {
             g.last_ordered = seqno;
+            if g.in_group {
+                g.cache_event(
+                    seqno,
+                    CachedKind::Writeset {
+                        ws: ws.clone(),
+                        outcome: outcome.clone(),
+                    },
+                );
+            }
             let abandoned = origin == me && g.abandoned.remove(&proposal);
             if origin == me && !abandoned {
                 if let Some(w) = g.waiting.get_mut(&proposal) {
@@ -76,12 +86,14 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
             request,
             seqno,
             ist_after,
+            ist_addr,
         } if donor == me && g.in_group => {
             g.enqueue(Event::Donate {
                 request,
                 seqno,
                 joiner,
                 ist_after,
+                ist_addr,
             });
         }
         Delivery::NoDonor { joiner } if joiner == me => g.sst.no_donor = true,
@@ -126,6 +138,8 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
             return;
         }
         g.in_group = true;
+        g.group_history = v.history;
+        g.cache_event(v.seqno, CachedKind::View);
         if std::mem::take(&mut g.rejoining) {
             // The server's session never ended: no new connected_cb.
             g.non_primary = false;
@@ -143,6 +157,8 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
         return;
     }
     if included {
+        g.group_history = v.history;
+        g.cache_event(v.seqno, CachedKind::View);
         g.enqueue(Event::PrimaryView(mine));
         if g.non_primary {
             // Back in the primary component with every event in between

@@ -577,6 +577,7 @@ impl Worker {
         g.cert_stats = certifier.stats();
         g.cert_index_size = certifier.index_size();
         g.cached_after = self.group.cached_after();
+        g.flush_cache();
         drop(g);
         self.shared.notify();
     }

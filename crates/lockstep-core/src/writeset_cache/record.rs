@@ -1,0 +1,419 @@
+//! One cached event: a writeset with its certification outcome, or the
+//! seqno of a view. The frame:
+//!
+//! ```text
+//! offset  size  field
+//!      0     4  payload length n, little endian, <= the reader's bound
+//!      4     4  CRC-32 (IEEE) of the payload, little endian
+//!      8     n  payload:
+//!                 u8    kind: 1 writeset, 2 view, 3 end of an IST stream
+//!                 [16]  history UUID
+//!                 i64   seqno
+//!                 writeset only:
+//!                   u8  outcome: 0 pass (then i64 depends_on),
+//!                                1 fail (then the reason, below)
+//!                   the writeset's fields as in a log entry (`action`)
+//! ```
+//!
+//! A failure reason is a u8 tag and its fields: 1 conflict (key, u8 key
+//! type of the earlier reference, i64 seqno), 2 too old (i64, i64),
+//! 3 interval too long (i64, i64, u64), 4 invalid last_seen (i64, i64).
+
+use crate::certification::{CertFailure, CertOutcome, KeyType};
+use crate::group::action::{read_key, read_writeset, write_key, write_writeset};
+use crate::group::Writeset;
+use crate::wire::codec::{DecodeError, Reader, Writer};
+use std::fmt;
+use std::sync::Arc;
+
+/// Length and checksum before each payload.
+pub const RECORD_HEADER_LEN: usize = 8;
+
+const K_WRITESET: u8 = 1;
+const K_VIEW: u8 = 2;
+const K_END: u8 = 3;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CachedKind {
+    /// A writeset (or TOI statement) and how certification decided it.
+    Writeset {
+        ws: Arc<Writeset>,
+        outcome: CertOutcome,
+    },
+    /// A view took this seqno.
+    View,
+    /// The last record of an IST stream (`seqno` = the stream's last).
+    End,
+}
+
+/// An ordered event at `seqno` of `history`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachedEvent {
+    pub history: [u8; 16],
+    pub seqno: i64,
+    pub kind: CachedKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordError {
+    TooLarge { len: usize, max: usize },
+    Checksum { stored: u32, computed: u32 },
+    Decode(DecodeError),
+}
+
+impl fmt::Display for RecordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecordError::TooLarge { len, max } => {
+                write!(f, "record of {len} bytes exceeds the limit of {max}")
+            }
+            RecordError::Checksum { stored, computed } => write!(
+                f,
+                "record checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
+            ),
+            RecordError::Decode(e) => write!(f, "malformed record: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RecordError {}
+
+impl From<DecodeError> for RecordError {
+    fn from(e: DecodeError) -> Self {
+        RecordError::Decode(e)
+    }
+}
+
+/// What [`decode_record`] found at the start of the buffer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decoded {
+    /// A whole record, and the bytes it took.
+    Record(CachedEvent, usize),
+    /// The buffer ends inside a record that needs this many bytes in all.
+    NeedMore(usize),
+}
+
+/// Appends `ev`'s frame to `out`.
+pub fn encode_record(ev: &CachedEvent, out: &mut Vec<u8>) {
+    let mut w = Writer::new();
+    match &ev.kind {
+        CachedKind::Writeset { ws, outcome } => {
+            w.u8(K_WRITESET).uuid(&ev.history).i64(ev.seqno);
+            write_outcome(&mut w, outcome);
+            write_writeset(&mut w, ws);
+        }
+        CachedKind::View => {
+            w.u8(K_VIEW).uuid(&ev.history).i64(ev.seqno);
+        }
+        CachedKind::End => {
+            w.u8(K_END).uuid(&ev.history).i64(ev.seqno);
+        }
+    }
+    let payload = w.finish();
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+}
+
+/// Decodes the record at the start of `buf`, refusing payloads over
+/// `max_payload` bytes before waiting for them.
+pub fn decode_record(buf: &[u8], max_payload: usize) -> Result<Decoded, RecordError> {
+    if buf.len() < RECORD_HEADER_LEN {
+        return Ok(Decoded::NeedMore(RECORD_HEADER_LEN));
+    }
+    let len = u32::from_le_bytes(buf[0..4].try_into().expect("4 bytes")) as usize;
+    if len > max_payload {
+        return Err(RecordError::TooLarge {
+            len,
+            max: max_payload,
+        });
+    }
+    let total = RECORD_HEADER_LEN + len;
+    if buf.len() < total {
+        return Ok(Decoded::NeedMore(total));
+    }
+    let stored = u32::from_le_bytes(buf[4..8].try_into().expect("4 bytes"));
+    let payload = &buf[RECORD_HEADER_LEN..total];
+    let computed = crc32fast::hash(payload);
+    if stored != computed {
+        return Err(RecordError::Checksum { stored, computed });
+    }
+    let mut r = Reader::new(payload);
+    let kind = r.u8("record.kind")?;
+    let history = r.uuid("record.history")?;
+    let seqno = r.i64("record.seqno")?;
+    let kind = match kind {
+        K_WRITESET => {
+            let outcome = read_outcome(&mut r)?;
+            let ws = Arc::new(read_writeset(&mut r)?);
+            CachedKind::Writeset { ws, outcome }
+        }
+        K_VIEW => CachedKind::View,
+        K_END => CachedKind::End,
+        other => {
+            return Err(RecordError::Decode(DecodeError::Invalid {
+                field: "record.kind",
+                value: u64::from(other),
+            }))
+        }
+    };
+    r.end()?;
+    Ok(Decoded::Record(
+        CachedEvent {
+            history,
+            seqno,
+            kind,
+        },
+        total,
+    ))
+}
+
+fn write_outcome(w: &mut Writer, outcome: &CertOutcome) {
+    match outcome {
+        CertOutcome::Pass { depends_on } => {
+            w.u8(0).i64(*depends_on);
+        }
+        CertOutcome::Fail { reason } => {
+            w.u8(1);
+            match reason {
+                CertFailure::Conflict {
+                    key,
+                    earlier,
+                    with_seqno,
+                } => {
+                    w.u8(1);
+                    write_key(w, key);
+                    w.u8(earlier.to_wsrep() as u8).i64(*with_seqno);
+                }
+                CertFailure::TooOld {
+                    last_seen,
+                    initial_position,
+                } => {
+                    w.u8(2).i64(*last_seen).i64(*initial_position);
+                }
+                CertFailure::IntervalTooLong {
+                    seqno,
+                    last_seen,
+                    max_length,
+                } => {
+                    w.u8(3).i64(*seqno).i64(*last_seen).u64(*max_length);
+                }
+                CertFailure::InvalidLastSeen { seqno, last_seen } => {
+                    w.u8(4).i64(*seqno).i64(*last_seen);
+                }
+            }
+        }
+    }
+}
+
+fn read_outcome(r: &mut Reader<'_>) -> Result<CertOutcome, DecodeError> {
+    match r.u8("record.outcome")? {
+        0 => Ok(CertOutcome::Pass {
+            depends_on: r.i64("record.depends_on")?,
+        }),
+        1 => {
+            let reason = match r.u8("record.failure")? {
+                1 => {
+                    let key = read_key(r)?;
+                    let t = r.u8("record.earlier")?;
+                    let earlier =
+                        KeyType::from_wsrep(i32::from(t)).ok_or(DecodeError::Invalid {
+                            field: "record.earlier",
+                            value: u64::from(t),
+                        })?;
+                    CertFailure::Conflict {
+                        key,
+                        earlier,
+                        with_seqno: r.i64("record.with_seqno")?,
+                    }
+                }
+                2 => CertFailure::TooOld {
+                    last_seen: r.i64("record.last_seen")?,
+                    initial_position: r.i64("record.initial_position")?,
+                },
+                3 => CertFailure::IntervalTooLong {
+                    seqno: r.i64("record.seqno")?,
+                    last_seen: r.i64("record.last_seen")?,
+                    max_length: r.u64("record.max_length")?,
+                },
+                4 => CertFailure::InvalidLastSeen {
+                    seqno: r.i64("record.seqno")?,
+                    last_seen: r.i64("record.last_seen")?,
+                },
+                other => {
+                    return Err(DecodeError::Invalid {
+                        field: "record.failure",
+                        value: u64::from(other),
+                    })
+                }
+            };
+            Ok(CertOutcome::Fail { reason })
+        }
+        other => Err(DecodeError::Invalid {
+            field: "record.outcome",
+            value: u64::from(other),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::certification::Key;
+    use proptest::prelude::*;
+
+    const H: [u8; 16] = [3; 16];
+
+    fn writeset(data: Vec<u8>) -> Arc<Writeset> {
+        Arc::new(Writeset {
+            source: [1; 16],
+            trx_id: 7,
+            conn_id: 9,
+            last_seen: 4,
+            flags: 3,
+            keys: vec![Key {
+                parts: vec![b"db".to_vec(), b"t".to_vec(), vec![0, 1]],
+                kind: KeyType::Update,
+            }],
+            data,
+        })
+    }
+
+    fn samples() -> Vec<CachedEvent> {
+        let fail = |reason| CachedEvent {
+            history: H,
+            seqno: 6,
+            kind: CachedKind::Writeset {
+                ws: writeset(vec![]),
+                outcome: CertOutcome::Fail { reason },
+            },
+        };
+        vec![
+            CachedEvent {
+                history: H,
+                seqno: 5,
+                kind: CachedKind::Writeset {
+                    ws: writeset(b"row image".to_vec()),
+                    outcome: CertOutcome::Pass { depends_on: 3 },
+                },
+            },
+            fail(CertFailure::Conflict {
+                key: Key {
+                    parts: vec![b"k".to_vec()],
+                    kind: KeyType::Exclusive,
+                },
+                earlier: KeyType::Reference,
+                with_seqno: 5,
+            }),
+            fail(CertFailure::TooOld {
+                last_seen: 1,
+                initial_position: 2,
+            }),
+            fail(CertFailure::IntervalTooLong {
+                seqno: 9,
+                last_seen: 1,
+                max_length: 4,
+            }),
+            fail(CertFailure::InvalidLastSeen {
+                seqno: 6,
+                last_seen: 6,
+            }),
+            CachedEvent {
+                history: H,
+                seqno: 7,
+                kind: CachedKind::View,
+            },
+            CachedEvent {
+                history: H,
+                seqno: 7,
+                kind: CachedKind::End,
+            },
+        ]
+    }
+
+    #[test]
+    fn every_kind_round_trips_and_records_follow_each_other() {
+        let mut buf = Vec::new();
+        for ev in samples() {
+            encode_record(&ev, &mut buf);
+        }
+        let mut at = 0;
+        for ev in samples() {
+            match decode_record(&buf[at..], 1 << 20) {
+                Ok(Decoded::Record(got, used)) => {
+                    assert_eq!(got, ev);
+                    at += used;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(at, buf.len());
+    }
+
+    #[test]
+    fn a_partial_record_asks_for_the_rest() {
+        let mut buf = Vec::new();
+        encode_record(&samples()[0], &mut buf);
+        assert_eq!(
+            decode_record(&buf[..3], 1 << 20),
+            Ok(Decoded::NeedMore(RECORD_HEADER_LEN))
+        );
+        assert_eq!(
+            decode_record(&buf[..buf.len() - 1], 1 << 20),
+            Ok(Decoded::NeedMore(buf.len()))
+        );
+    }
+
+    #[test]
+    fn a_flipped_bit_or_an_oversized_length_is_refused() {
+        let mut buf = Vec::new();
+        encode_record(&samples()[0], &mut buf);
+        let mut bad = buf.clone();
+        bad[20] ^= 0x10;
+        assert!(matches!(
+            decode_record(&bad, 1 << 20),
+            Err(RecordError::Checksum { .. })
+        ));
+        // The bound is checked before waiting for the payload.
+        assert!(matches!(
+            decode_record(&buf[..RECORD_HEADER_LEN], 8),
+            Err(RecordError::TooLarge { max: 8, .. })
+        ));
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = decode_record(&bytes, 1 << 16);
+        }
+
+        #[test]
+        fn a_checksummed_payload_of_garbage_is_an_error_not_a_panic(
+            payload in proptest::collection::vec(any::<u8>(), 0..128)
+        ) {
+            let mut buf = (payload.len() as u32).to_le_bytes().to_vec();
+            buf.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+            buf.extend_from_slice(&payload);
+            let _ = decode_record(&buf, 1 << 16);
+        }
+
+        #[test]
+        fn writesets_of_any_content_round_trip(
+            seqno in 0i64..1 << 40,
+            depends in -1i64..100,
+            data in proptest::collection::vec(any::<u8>(), 0..512),
+        ) {
+            let ev = CachedEvent {
+                history: H,
+                seqno,
+                kind: CachedKind::Writeset {
+                    ws: writeset(data),
+                    outcome: CertOutcome::Pass { depends_on: depends },
+                },
+            };
+            let mut buf = Vec::new();
+            encode_record(&ev, &mut buf);
+            prop_assert_eq!(decode_record(&buf, 1 << 20), Ok(Decoded::Record(ev, buf.len())));
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! IST from a donor's writeset cache, over one TCP connection from the
+//! donor to the joiner's `ist.recv_addr` (Galera's IST port, `base_port +
+//! 1` by default). Used when the group log the joiner replayed does not
+//! reach back to its position (`ist.rs` covers the other case).
+//!
+//! The donor sends a stream header, the records `after + 1 ..= last` and
+//! an end record (`lockstep_core::writeset_cache`); the joiner checks the
+//! header is addressed to it, checks every record, keeps the events before
+//! its join view in an [`IstBuffer`], and answers one byte when it has
+//! them all. Every read and write has a deadline; the joiner's wait for
+//! the donor's connection ends when the transfer is settled otherwise
+//! (full SST, session closed).
+
+use crate::ist::IstBuffer;
+use crate::log::{info, warn};
+use crate::state::RemoteWs;
+use crate::writeset_cache::{read_record, CacheReader};
+use lockstep_core::writeset_cache::{
+    decode_stream_header, encode_record, encode_stream_header, CachedEvent, CachedKind,
+    StreamHeader, STREAM_HEADER_LEN,
+};
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use wsrep_abi::{Gtid, Uuid};
+
+/// Connecting to the joiner.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Any one read or write on the stream.
+const IO_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often the joiner's accept loop looks at its stop flag.
+const ACCEPT_POLL: Duration = Duration::from_millis(50);
+const ACK: u8 = b'K';
+
+/// `host:port` from an `ist.recv_addr`-style value (`tcp://host:port`,
+/// `host`, `host:port`, `[v6]:port`), with `port` when none is given.
+pub fn socket_addr(value: &str, port: i64) -> String {
+    let v = value
+        .trim()
+        .trim_start_matches("tcp://")
+        .trim_start_matches("ssl://")
+        .trim_end_matches('/');
+    let has_port = match v.rfind(']') {
+        Some(close) => v[close..].contains(':'),
+        None => v.matches(':').count() == 1,
+    };
+    if has_port {
+        v.to_string()
+    } else if v.contains(':') && !v.starts_with('[') {
+        format!("[{v}]:{port}")
+    } else {
+        format!("{v}:{port}")
+    }
+}
+
+/// Donor side: sends `events` (`header.after + 1 ..= header.last`) to
+/// `addr`. Returns the number of events sent.
+pub fn send(addr: &str, header: StreamHeader, events: CacheReader) -> Result<u64, String> {
+    let target = addr
+        .to_socket_addrs()
+        .map_err(|e| format!("IST address {addr}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("IST address {addr} resolves to nothing"))?;
+    let stream = TcpStream::connect_timeout(&target, CONNECT_TIMEOUT)
+        .map_err(|e| format!("connecting to the joiner's IST receiver at {addr}: {e}"))?;
+    stream
+        .set_write_timeout(Some(IO_TIMEOUT))
+        .and_then(|()| stream.set_read_timeout(Some(IO_TIMEOUT)))
+        .and_then(|()| stream.set_nodelay(true))
+        .map_err(|e| e.to_string())?;
+    let mut w = BufWriter::with_capacity(1 << 20, &stream);
+    w.write_all(&encode_stream_header(&header))
+        .map_err(|e| format!("sending the IST header: {e}"))?;
+    let mut buf = Vec::new();
+    let mut sent = 0u64;
+    for ev in events {
+        let ev = ev?;
+        buf.clear();
+        encode_record(&ev, &mut buf);
+        w.write_all(&buf)
+            .map_err(|e| format!("sending seqno {}: {e}", ev.seqno))?;
+        sent += 1;
+    }
+    let end = CachedEvent {
+        history: header.history,
+        seqno: header.last,
+        kind: CachedKind::End,
+    };
+    buf.clear();
+    encode_record(&end, &mut buf);
+    w.write_all(&buf)
+        .and_then(|()| w.flush())
+        .map_err(|e| format!("finishing the IST stream: {e}"))?;
+    drop(w);
+    let mut ack = [0u8; 1];
+    (&stream)
+        .read_exact(&mut ack)
+        .map_err(|e| format!("waiting for the joiner's acknowledgement: {e}"))?;
+    if ack[0] != ACK {
+        return Err(format!("the joiner answered {:#04x}", ack[0]));
+    }
+    Ok(sent)
+}
+
+/// What the joiner expects of the stream.
+#[derive(Clone, Copy)]
+pub struct Expect {
+    pub have: Gtid,
+    pub joiner: u64,
+    /// The seqno of the view that added the joiner: events from it on
+    /// reach the joiner through the group.
+    pub join_seqno: i64,
+    /// Bytes the joiner buffers at most (`IstBuffer`).
+    pub limit: usize,
+    pub max_payload: usize,
+}
+
+/// Joiner side: a listener that takes one IST stream.
+pub struct IstReceiver {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl IstReceiver {
+    /// Listens on `bind`; `done` gets the filled buffer or why it failed.
+    /// Nothing is reported if the receiver is stopped before a donor
+    /// connects (the transfer was settled otherwise).
+    pub fn start(
+        bind: &str,
+        expect: Expect,
+        done: impl FnOnce(Result<IstBuffer, String>) + Send + 'static,
+    ) -> Result<IstReceiver, String> {
+        let listener = TcpListener::bind(bind)
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
+            .map_err(|e| format!("IST receiver cannot listen on {bind}: {e}"))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("lockstep-ist".into())
+            .spawn(move || {
+                if let Some(result) = accept_stream(&listener, &flag, expect) {
+                    done(result);
+                }
+            })
+            .map_err(|e| format!("starting the IST receiver: {e}"))?;
+        Ok(IstReceiver {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for IstReceiver {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Waits for the donor; a connection that is not a valid stream for this
+/// joiner is logged and dropped, and the wait goes on.
+fn accept_stream(
+    listener: &TcpListener,
+    stop: &AtomicBool,
+    expect: Expect,
+) -> Option<Result<IstBuffer, String>> {
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return None;
+        }
+        match listener.accept() {
+            Ok((stream, peer)) => match receive(stream, expect) {
+                Err(Refused(why)) => {
+                    warn!("IST connection from {peer} refused: {why}");
+                }
+                Ok(buffer) => return Some(Ok(buffer)),
+                Err(Failed(why)) => return Some(Err(format!("IST from {peer} failed: {why}"))),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(ACCEPT_POLL);
+            }
+            Err(e) => return Some(Err(format!("IST receiver: {e}"))),
+        }
+    }
+}
+
+/// Not a stream for this joiner (keep waiting) or a broken one (give up).
+enum ReceiveError {
+    Refused(String),
+    Failed(String),
+}
+use ReceiveError::{Failed, Refused};
+
+fn receive(stream: TcpStream, expect: Expect) -> Result<IstBuffer, ReceiveError> {
+    stream
+        .set_nonblocking(false)
+        .and_then(|()| stream.set_read_timeout(Some(IO_TIMEOUT)))
+        .and_then(|()| stream.set_write_timeout(Some(IO_TIMEOUT)))
+        .map_err(|e| Refused(e.to_string()))?;
+    let mut r = BufReader::with_capacity(1 << 20, &stream);
+    let mut head = [0u8; STREAM_HEADER_LEN];
+    r.read_exact(&mut head)
+        .map_err(|e| Refused(format!("no header: {e}")))?;
+    let h = decode_stream_header(&head).map_err(|e| Refused(e.to_string()))?;
+    if h.joiner != expect.joiner
+        || Uuid::from_bytes(h.history) != expect.have.uuid
+        || h.after != expect.have.seqno
+    {
+        return Err(Refused(format!(
+            "it is for joiner {:#x} at {}:{}, this is {:#x} at {}",
+            h.joiner,
+            Uuid::from_bytes(h.history),
+            h.after,
+            expect.joiner,
+            expect.have
+        )));
+    }
+    if h.last + 1 < expect.join_seqno {
+        return Err(Failed(format!(
+            "it ends at seqno {}, before the join view {}",
+            h.last, expect.join_seqno
+        )));
+    }
+    let mut buffer = IstBuffer::new(expect.have, expect.limit);
+    buffer.start_history(expect.have.uuid);
+    let mut buf = Vec::new();
+    let mut next = h.after + 1;
+    loop {
+        let ev = match read_record(&mut r, &mut buf, expect.max_payload) {
+            Ok(Some(ev)) => ev,
+            Ok(None) => return Err(Failed(format!("the stream ended before seqno {next}"))),
+            Err(e) => return Err(Failed(e)),
+        };
+        if ev.history != h.history {
+            return Err(Failed(format!(
+                "seqno {} belongs to another history",
+                ev.seqno
+            )));
+        }
+        let kind = match ev.kind {
+            CachedKind::End => {
+                if ev.seqno != h.last || next != h.last + 1 {
+                    return Err(Failed(format!(
+                        "the stream ended at {} after seqno {}; it announced {}",
+                        ev.seqno,
+                        next - 1,
+                        h.last
+                    )));
+                }
+                break;
+            }
+            kind => kind,
+        };
+        if ev.seqno != next {
+            return Err(Failed(format!(
+                "seqno {} where {next} was expected",
+                ev.seqno
+            )));
+        }
+        next += 1;
+        if ev.seqno >= expect.join_seqno {
+            continue;
+        }
+        match kind {
+            CachedKind::View => buffer.view(expect.have.uuid, ev.seqno),
+            CachedKind::Writeset { ws, outcome } => buffer.writeset(RemoteWs {
+                seqno: ev.seqno,
+                ws,
+                outcome,
+            }),
+            CachedKind::End => {}
+        }
+    }
+    let join = Gtid {
+        uuid: expect.have.uuid,
+        seqno: expect.join_seqno,
+    };
+    buffer.covers(join).map_err(Failed)?;
+    (&stream)
+        .write_all(&[ACK])
+        .map_err(|e| Failed(format!("acknowledging: {e}")))?;
+    info!(
+        "IST stream received: {} writesets {}..={} from the donor's writeset cache",
+        buffer.writesets(),
+        h.after + 1,
+        expect.join_seqno - 1
+    );
+    Ok(buffer)
+}

@@ -1,0 +1,606 @@
+//! The writeset cache on disk (Galera's gcache, `gcache.*` options): every
+//! event this node ordered, so that a joiner whose gap the group log no
+//! longer covers (after a whole-cluster restart, or a long absence) can
+//! catch up by IST from this node instead of taking a full SST.
+//!
+//! Two files in `gcache.dir`: `<gcache.name>` is appended to, and when it
+//! passes half of `gcache.size` it becomes `<gcache.name>.1` (replacing the
+//! older one) and a new file starts. So the cache holds between half of
+//! `gcache.size` and all of it (plus one record), newest events kept.
+//! Format: `lockstep_core::writeset_cache`, `docs/formats.md`.
+//!
+//! Invariant: the records form one gap-free run of seqnos on one history,
+//! and every one of them is in this node's committed state or was ordered
+//! by the group this node is a member of (final either way). An event
+//! that does not extend the run (another history, a jump after an SST)
+//! starts the cache over. At start, `gcache.recover=yes` keeps what the
+//! files hold up to the node's own position (events ordered but not
+//! committed before a crash may be ordered differently by the re-formed
+//! cluster, so they go); `no` starts empty.
+//!
+//! Writes are buffered and flushed once per group-thread batch, not
+//! fsynced (as Galera): after a power loss the cache may end early, which
+//! only shortens what it can serve. A write error disables the cache with
+//! a warning; the node keeps running (joiners then need SST).
+
+use crate::log::{info, warn};
+use lockstep_core::writeset_cache::{
+    decode_file_header, decode_record, encode_file_header, encode_record, CachedEvent, Decoded,
+    FILE_HEADER_LEN, RECORD_HEADER_LEN,
+};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use wsrep_abi::{Gtid, Uuid};
+
+/// Buffer in front of the current file: one write(2) per batch of small
+/// writesets.
+const WRITE_BUFFER: usize = 1 << 20;
+
+/// Seqnos held by one file (first, last), on `history`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    history: [u8; 16],
+    first: i64,
+    last: i64,
+}
+
+pub struct WritesetCache {
+    current_path: PathBuf,
+    previous_path: PathBuf,
+    /// Rotate the current file past this many bytes (half of gcache.size).
+    rotate_at: u64,
+    /// Largest record payload read back (`repl.max_ws_size` and slack).
+    max_payload: usize,
+    writer: Option<BufWriter<File>>,
+    current_bytes: u64,
+    current: Option<Run>,
+    previous: Option<Run>,
+    scratch: Vec<u8>,
+}
+
+/// What reading one file found.
+struct Scan {
+    run: Option<Run>,
+    /// Bytes to keep: the header and the good records up to the cut.
+    keep: u64,
+    /// Why the scan stopped early, if it did.
+    stopped: Option<String>,
+}
+
+/// Reads one record from `r` into `buf`: `None` at a clean end of input.
+pub fn read_record(
+    r: &mut impl Read,
+    buf: &mut Vec<u8>,
+    max_payload: usize,
+) -> Result<Option<CachedEvent>, String> {
+    buf.clear();
+    buf.resize(RECORD_HEADER_LEN, 0);
+    match r.read(&mut buf[..1]) {
+        Ok(0) => return Ok(None),
+        Ok(_) => {}
+        Err(e) => return Err(e.to_string()),
+    }
+    r.read_exact(&mut buf[1..])
+        .map_err(|e| format!("record header: {e}"))?;
+    loop {
+        match decode_record(buf, max_payload).map_err(|e| e.to_string())? {
+            Decoded::Record(ev, _) => return Ok(Some(ev)),
+            Decoded::NeedMore(total) => {
+                // Grows with the bytes that actually arrive: a length
+                // claimed by a damaged file or a hostile peer costs no
+                // memory until the data is there.
+                let need = total - buf.len();
+                let got = r
+                    .take(need as u64)
+                    .read_to_end(buf)
+                    .map_err(|e| format!("record of {total} bytes: {e}"))?;
+                if got < need {
+                    return Err(format!("record of {total} bytes truncated"));
+                }
+            }
+        }
+    }
+}
+
+fn scan(path: &Path, keep_upto: Gtid, max_payload: usize) -> io::Result<Scan> {
+    let mut r = BufReader::new(File::open(path)?);
+    let mut header = [0u8; FILE_HEADER_LEN];
+    if let Err(e) = r.read_exact(&mut header) {
+        return Ok(Scan {
+            run: None,
+            keep: 0,
+            stopped: Some(format!("no header ({e})")),
+        });
+    }
+    if let Err(e) = decode_file_header(&header) {
+        return Ok(Scan {
+            run: None,
+            keep: 0,
+            stopped: Some(e.to_string()),
+        });
+    }
+    let history = *keep_upto.uuid.as_bytes();
+    let mut scan = Scan {
+        run: None,
+        keep: FILE_HEADER_LEN as u64,
+        stopped: None,
+    };
+    let mut buf = Vec::new();
+    loop {
+        let ev = match read_record(&mut r, &mut buf, max_payload) {
+            Ok(Some(ev)) => ev,
+            Ok(None) => break,
+            Err(e) => {
+                scan.stopped = Some(format!("damaged record ({e}): the rest is dropped"));
+                break;
+            }
+        };
+        let next = scan.run.map_or(ev.seqno, |run| run.last + 1);
+        if ev.history != history || ev.seqno > keep_upto.seqno || ev.seqno != next {
+            break;
+        }
+        scan.keep += buf.len() as u64;
+        match &mut scan.run {
+            Some(run) => run.last = ev.seqno,
+            None => {
+                scan.run = Some(Run {
+                    history,
+                    first: ev.seqno,
+                    last: ev.seqno,
+                })
+            }
+        }
+    }
+    Ok(scan)
+}
+
+impl WritesetCache {
+    /// Opens the cache in `dir` for a node at `position`. `size` is
+    /// `gcache.size`; `recover` is `gcache.recover`.
+    pub fn open(
+        dir: &Path,
+        name: &str,
+        size: u64,
+        max_payload: usize,
+        recover: bool,
+        position: Gtid,
+    ) -> io::Result<WritesetCache> {
+        let current_path = dir.join(name);
+        let previous_path = dir.join(format!("{name}.1"));
+        let mut cache = WritesetCache {
+            current_path,
+            previous_path,
+            rotate_at: (size / 2).max(1 << 16),
+            max_payload,
+            writer: None,
+            current_bytes: 0,
+            current: None,
+            previous: None,
+            scratch: Vec::new(),
+        };
+        let known = !position.uuid.is_nil() && position.seqno >= 0;
+        if recover && known {
+            cache.recover(position)?;
+        } else {
+            cache.start_over()?;
+        }
+        Ok(cache)
+    }
+
+    fn recover(&mut self, position: Gtid) -> io::Result<()> {
+        let mut scans = Vec::new();
+        for path in [&self.previous_path, &self.current_path] {
+            let s = if path.exists() {
+                scan(path, position, self.max_payload)?
+            } else {
+                Scan {
+                    run: None,
+                    keep: 0,
+                    stopped: None,
+                }
+            };
+            if let Some(why) = &s.stopped {
+                info!("writeset cache {}: {why}", path.display());
+            }
+            scans.push(s);
+        }
+        let (p, c) = (&scans[0], &scans[1]);
+        let truncate = |path: &Path, keep: u64| -> io::Result<()> {
+            OpenOptions::new().write(true).open(path)?.set_len(keep)
+        };
+        match (p.run, c.run) {
+            (Some(pr), Some(cr)) if pr.last + 1 == cr.first => {
+                truncate(&self.previous_path, p.keep)?;
+                truncate(&self.current_path, c.keep)?;
+                self.previous = Some(pr);
+                self.current = Some(cr);
+            }
+            (_, Some(cr)) => {
+                let _ = fs::remove_file(&self.previous_path);
+                truncate(&self.current_path, c.keep)?;
+                self.current = Some(cr);
+            }
+            (Some(pr), None) => {
+                // Only the older file reaches the position: it becomes the
+                // current one and is appended to.
+                truncate(&self.previous_path, p.keep)?;
+                fs::rename(&self.previous_path, &self.current_path)?;
+                self.current = Some(pr);
+            }
+            (None, None) => return self.start_over(),
+        }
+        self.open_current_for_append()?;
+        info!(
+            "writeset cache recovered: {} (gcache.recover=yes, position {position})",
+            self.describe()
+        );
+        Ok(())
+    }
+
+    fn start_over(&mut self) -> io::Result<()> {
+        self.writer = None;
+        let _ = fs::remove_file(&self.previous_path);
+        self.previous = None;
+        self.current = None;
+        self.create_current()
+    }
+
+    fn create_current(&mut self) -> io::Result<()> {
+        let mut f = File::create(&self.current_path)?;
+        f.write_all(&encode_file_header())?;
+        self.current_bytes = FILE_HEADER_LEN as u64;
+        self.writer = Some(BufWriter::with_capacity(WRITE_BUFFER, f));
+        Ok(())
+    }
+
+    /// Appends to the current file (recovered, so it has a header).
+    fn open_current_for_append(&mut self) -> io::Result<()> {
+        let mut f = OpenOptions::new().write(true).open(&self.current_path)?;
+        self.current_bytes = f.seek(SeekFrom::End(0))?;
+        self.writer = Some(BufWriter::with_capacity(WRITE_BUFFER, f));
+        Ok(())
+    }
+
+    /// The lowest seqno held (`wsrep_local_cached_downto`), if any.
+    pub fn first(&self) -> Option<i64> {
+        self.previous.or(self.current).map(|r| r.first)
+    }
+
+    /// Whether every event `after + 1 ..= last` of `history` is here.
+    pub fn covers(&self, history: Uuid, after: i64, last: i64) -> bool {
+        let (Some(first), Some(run)) = (self.first(), self.current) else {
+            return false;
+        };
+        run.history == *history.as_bytes() && first <= after + 1 && run.last >= last
+    }
+
+    /// Appends an ordered event; one that does not extend the run starts
+    /// the cache over.
+    pub fn append(&mut self, ev: &CachedEvent) -> io::Result<()> {
+        let extends = self
+            .current
+            .is_some_and(|r| r.history == ev.history && r.last + 1 == ev.seqno);
+        if !extends && self.current.is_some() {
+            self.start_over()?;
+        }
+        self.scratch.clear();
+        encode_record(ev, &mut self.scratch);
+        let Some(w) = self.writer.as_mut() else {
+            return Err(io::Error::other("the cache file is not open"));
+        };
+        w.write_all(&self.scratch)?;
+        self.current_bytes += self.scratch.len() as u64;
+        match &mut self.current {
+            Some(run) => run.last = ev.seqno,
+            None => {
+                self.current = Some(Run {
+                    history: ev.history,
+                    first: ev.seqno,
+                    last: ev.seqno,
+                })
+            }
+        }
+        if self.current_bytes >= self.rotate_at {
+            self.rotate()?;
+        }
+        Ok(())
+    }
+
+    fn rotate(&mut self) -> io::Result<()> {
+        self.flush()?;
+        self.writer = None;
+        fs::rename(&self.current_path, &self.previous_path)?;
+        self.previous = self.current.take();
+        self.create_current()
+    }
+
+    /// Hands buffered records to the OS (once per group-thread batch).
+    pub fn flush(&mut self) -> io::Result<()> {
+        match &mut self.writer {
+            Some(w) => w.flush(),
+            None => Ok(()),
+        }
+    }
+
+    /// The events `after + 1 ..= last` of `history`, read from files opened
+    /// now (a rotation after this call does not disturb the reader).
+    pub fn reader(&mut self, history: Uuid, after: i64, last: i64) -> Result<CacheReader, String> {
+        if !self.covers(history, after, last) {
+            return Err(format!(
+                "the writeset cache holds {}, not every event after {after} up to {last}",
+                self.describe()
+            ));
+        }
+        self.flush()
+            .map_err(|e| format!("flushing the cache: {e}"))?;
+        let mut files = Vec::new();
+        let previous_needed = self.previous.is_some_and(|p| p.last > after);
+        let current_needed = self.current.is_some_and(|c| c.first <= last);
+        for (needed, path) in [
+            (previous_needed, &self.previous_path),
+            (current_needed, &self.current_path),
+        ] {
+            if !needed {
+                continue;
+            }
+            let mut f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            f.seek(SeekFrom::Start(FILE_HEADER_LEN as u64))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            files.push(BufReader::new(f));
+        }
+        Ok(CacheReader {
+            files,
+            history: *history.as_bytes(),
+            next: after + 1,
+            last,
+            max_payload: self.max_payload,
+            buf: Vec::new(),
+        })
+    }
+
+    /// For log lines: the range held.
+    pub fn describe(&self) -> String {
+        match (self.first(), self.current) {
+            (Some(first), Some(run)) => format!(
+                "seqnos {first}..={} of {}",
+                run.last,
+                Uuid::from_bytes(run.history)
+            ),
+            _ => "no events".into(),
+        }
+    }
+}
+
+/// Events read back in order, checked for history and continuity.
+pub struct CacheReader {
+    files: Vec<BufReader<File>>,
+    history: [u8; 16],
+    next: i64,
+    last: i64,
+    max_payload: usize,
+    buf: Vec<u8>,
+}
+
+impl Iterator for CacheReader {
+    type Item = Result<CachedEvent, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.next <= self.last {
+            let file = self.files.first_mut()?;
+            let ev = match read_record(file, &mut self.buf, self.max_payload) {
+                Ok(Some(ev)) => ev,
+                Ok(None) => {
+                    self.files.remove(0);
+                    continue;
+                }
+                Err(e) => return Some(Err(e)),
+            };
+            if ev.seqno < self.next {
+                continue;
+            }
+            if ev.history != self.history || ev.seqno != self.next {
+                return Some(Err(format!(
+                    "the cache has seqno {} of {} where {} of {} was expected",
+                    ev.seqno,
+                    Uuid::from_bytes(ev.history),
+                    self.next,
+                    Uuid::from_bytes(self.history)
+                )));
+            }
+            self.next += 1;
+            return Some(Ok(ev));
+        }
+        None
+    }
+}
+
+/// Logs and drops a cache that cannot be written (disk full, permissions).
+pub fn disable(cache: &mut Option<WritesetCache>, e: &io::Error) {
+    if cache.take().is_some() {
+        warn!(
+            "writeset cache disabled after a write error ({e}); joiners that need events \
+             from this node will take a full SST"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockstep_core::certification::CertOutcome;
+    use lockstep_core::group::Writeset;
+    use lockstep_core::writeset_cache::CachedKind;
+    use std::sync::Arc;
+
+    const H: [u8; 16] = [4; 16];
+    const MAX: usize = 1 << 20;
+
+    fn ev(seqno: i64, data: usize) -> CachedEvent {
+        CachedEvent {
+            history: H,
+            seqno,
+            kind: if seqno % 10 == 0 {
+                CachedKind::View
+            } else {
+                CachedKind::Writeset {
+                    ws: Arc::new(Writeset {
+                        source: [1; 16],
+                        trx_id: seqno as u64,
+                        conn_id: 1,
+                        last_seen: seqno - 1,
+                        flags: 3,
+                        keys: vec![],
+                        data: vec![seqno as u8; data],
+                    }),
+                    outcome: CertOutcome::Pass {
+                        depends_on: seqno - 1,
+                    },
+                }
+            },
+        }
+    }
+
+    fn at(seqno: i64) -> Gtid {
+        Gtid {
+            uuid: Uuid::from_bytes(H),
+            seqno,
+        }
+    }
+
+    fn open(dir: &Path, size: u64, recover: bool, position: Gtid) -> WritesetCache {
+        WritesetCache::open(dir, "galera.cache", size, MAX, recover, position).expect("open")
+    }
+
+    fn read(c: &mut WritesetCache, after: i64, last: i64) -> Vec<i64> {
+        c.reader(Uuid::from_bytes(H), after, last)
+            .expect("covered")
+            .map(|e| e.expect("readable").seqno)
+            .collect()
+    }
+
+    #[test]
+    fn events_read_back_in_order_across_a_rotation_and_old_ones_go() {
+        let dir = tempfile::tempdir().unwrap();
+        // 64 KiB files: ~30 records of 2 KiB each.
+        let mut c = open(dir.path(), 128 << 10, true, at(0));
+        for s in 1..=40 {
+            c.append(&ev(s, 2048)).unwrap();
+        }
+        assert_eq!(c.first(), Some(1), "one rotation keeps everything");
+        assert_eq!(read(&mut c, 5, 40), (6..=40).collect::<Vec<_>>());
+        for s in 41..=200 {
+            c.append(&ev(s, 2048)).unwrap();
+        }
+        let first = c.first().unwrap();
+        assert!(
+            first > 100 && first < 200,
+            "the oldest events went: {first}"
+        );
+        assert!(!c.covers(Uuid::from_bytes(H), first - 2, 200));
+        assert!(c.reader(Uuid::from_bytes(H), first - 2, 200).is_err());
+        assert_eq!(read(&mut c, first - 1, 200).len() as i64, 200 - first + 1);
+        let on_disk: u64 = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().len())
+            .sum();
+        assert!(
+            on_disk <= (128 << 10) + 4096,
+            "bounded by gcache.size: {on_disk}"
+        );
+    }
+
+    #[test]
+    fn a_gap_or_another_history_starts_the_cache_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open(dir.path(), 1 << 20, true, at(0));
+        for s in 1..=5 {
+            c.append(&ev(s, 10)).unwrap();
+        }
+        c.append(&ev(9, 10)).unwrap();
+        assert_eq!(c.first(), Some(9));
+        let mut other = ev(10, 10);
+        other.history = [8; 16];
+        c.append(&other).unwrap();
+        assert!(!c.covers(Uuid::from_bytes(H), 8, 9));
+        assert!(c.covers(Uuid::from_bytes([8; 16]), 9, 10));
+    }
+
+    #[test]
+    fn recovery_keeps_events_up_to_the_position_and_survives_a_torn_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open(dir.path(), 1 << 20, true, at(0));
+        for s in 1..=30 {
+            c.append(&ev(s, 100)).unwrap();
+        }
+        c.flush().unwrap();
+        drop(c);
+        // Ordered past the committed position 25 before the crash: gone.
+        let mut c = open(dir.path(), 1 << 20, true, at(25));
+        assert_eq!(
+            c.describe(),
+            format!("seqnos 1..=25 of {}", Uuid::from_bytes(H))
+        );
+        assert_eq!(read(&mut c, 20, 25), vec![21, 22, 23, 24, 25]);
+        // It appends after what it kept.
+        c.append(&ev(26, 100)).unwrap();
+        c.flush().unwrap();
+        drop(c);
+        // A torn last record (power loss mid-write).
+        let path = dir.path().join("galera.cache");
+        let len = fs::metadata(&path).unwrap().len();
+        OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(len - 7)
+            .unwrap();
+        let mut c = open(dir.path(), 1 << 20, true, at(40));
+        assert!(c.covers(Uuid::from_bytes(H), 0, 25));
+        assert!(!c.covers(Uuid::from_bytes(H), 0, 26));
+        assert_eq!(read(&mut c, 23, 25), vec![24, 25]);
+    }
+
+    #[test]
+    fn a_corrupt_record_ends_what_is_recovered() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open(dir.path(), 1 << 20, true, at(0));
+        for s in 1..=10 {
+            c.append(&ev(s, 100)).unwrap();
+        }
+        c.flush().unwrap();
+        drop(c);
+        let path = dir.path().join("galera.cache");
+        let mut bytes = fs::read(&path).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0xff;
+        fs::write(&path, bytes).unwrap();
+        let c = open(dir.path(), 1 << 20, true, at(10));
+        let last = c.current.unwrap().last;
+        assert!((1..10).contains(&last), "kept up to the damage: {last}");
+        assert_eq!(c.first(), Some(1));
+    }
+
+    #[test]
+    fn recover_no_or_an_unknown_position_or_a_foreign_file_starts_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open(dir.path(), 1 << 20, true, at(0));
+        for s in 1..=5 {
+            c.append(&ev(s, 10)).unwrap();
+        }
+        c.flush().unwrap();
+        drop(c);
+        assert_eq!(open(dir.path(), 1 << 20, false, at(5)).first(), None);
+        let unknown = Gtid {
+            uuid: Uuid::NIL,
+            seqno: -1,
+        };
+        assert_eq!(open(dir.path(), 1 << 20, true, unknown).first(), None);
+        // Galera's own galera.cache (another format) is replaced.
+        fs::write(dir.path().join("galera.cache"), b"GALERA-RINGBUFFER").unwrap();
+        let mut c = open(dir.path(), 1 << 20, true, at(5));
+        assert_eq!(c.first(), None);
+        c.append(&ev(6, 10)).unwrap();
+        assert_eq!(read(&mut c, 5, 6), vec![6]);
+    }
+}
