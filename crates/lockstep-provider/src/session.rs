@@ -113,7 +113,7 @@ impl Provider {
         g.in_group = false;
         g.isolating = false;
         g.want_sync = false;
-        g.donating_to = None;
+        g.donations.clear();
         g.start_joining(ist_limit);
         if g.cache.is_none() {
             let position = Gtid {
@@ -122,7 +122,6 @@ impl Provider {
             };
             g.cache = self.open_writeset_cache(position);
         }
-        g.donating_bypass = false;
         g.donors = donors.to_string();
         g.proto_ver = self.proto_ver;
         g.group = Some(GroupLink {

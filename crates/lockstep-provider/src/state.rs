@@ -109,6 +109,18 @@ pub enum Resolution {
     Dropped,
 }
 
+/// A transfer this node donates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Donation {
+    pub joiner: u64,
+    /// The seqno of the state handed to the server's script, which
+    /// `sst_sent` reports back (the only way to tell scripts apart).
+    pub seqno: i64,
+    /// Whether it desynced this node (SST, cache IST); a bypass for an IST
+    /// from the log does not.
+    pub desynced: bool,
+}
+
 /// A joiner's state transfer in progress.
 #[derive(Debug, Default, Clone)]
 pub struct SstProgress {
@@ -192,8 +204,10 @@ pub struct Inner {
     pub donors: String,
     /// Announce "synced" to the group once the queue drains.
     pub want_sync: bool,
-    /// The joiner this node donates to.
-    pub donating_to: Option<u64>,
+    /// Transfers this node is donating. Several at once: an SST script
+    /// or a cache IST for one joiner, bypass scripts for others. Bound:
+    /// one per joiner the group sent here, at most the group's size.
+    pub donations: Vec<Donation>,
     /// `pause()` is in effect: seqnos above this wait for `resume()`, and
     /// nothing new is ordered locally.
     pub paused_at: Option<i64>,
@@ -211,8 +225,6 @@ pub struct Inner {
     pub last_view_members: usize,
     /// Events replayed before this node's join view that it lacks (IST).
     pub ist: IstBuffer,
-    /// Donating in bypass mode (IST): the node stays Synced.
-    pub donating_bypass: bool,
     /// `wsrep_local_cached_downto - 1`, copied by the group thread.
     pub cached_after: Option<i64>,
     /// The writeset cache on disk (`writeset_cache`); `None` before the
@@ -273,7 +285,7 @@ impl Inner {
             sst: SstProgress::default(),
             donors: String::new(),
             want_sync: false,
-            donating_to: None,
+            donations: Vec::new(),
             paused_at: None,
             members: Vec::new(),
             proto_ver: 4,
@@ -287,7 +299,6 @@ impl Inner {
                 },
                 0,
             ),
-            donating_bypass: false,
             cached_after: None,
             cache: None,
             group_history: [0; 16],
@@ -311,6 +322,23 @@ impl Inner {
         };
         if let Err(e) = cache.append(&ev) {
             crate::writeset_cache::disable(&mut self.cache, &e);
+        }
+    }
+
+    /// An event replayed from the group log before this node's join view:
+    /// kept only if it continues the cache (it fills the gap between the
+    /// node's position and its join view); anything else leaves the cache
+    /// as it is, so a node whose gap the log cannot fill keeps its old
+    /// events until its join view starts the cache over.
+    pub fn cache_replayed(&mut self, seqno: i64, kind: CachedKind) {
+        let history = self.group_history;
+        if history != [0; 16]
+            && self
+                .cache
+                .as_ref()
+                .is_some_and(|c| c.extends(history, seqno))
+        {
+            self.cache_event(seqno, kind);
         }
     }
 
@@ -396,6 +424,8 @@ impl Inner {
             seqno: self.last_committed(),
         };
         self.ist = IstBuffer::new(have, ist_limit);
+        // Set again by the first view this session replays or delivers.
+        self.group_history = [0; 16];
     }
 
     /// Fails every local operation still waiting for its place in the

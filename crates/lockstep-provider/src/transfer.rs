@@ -11,7 +11,7 @@ use crate::ist_transfer::{self, Expect, IstReceiver};
 use crate::log::{error, info, warn};
 use crate::provider::{Provider, Shared};
 use crate::server::{ThreadCtx, View};
-use crate::state::{Conn, Event};
+use crate::state::{Conn, Donation, Event};
 use lockstep_core::group::Action;
 use lockstep_core::writeset_cache::StreamHeader;
 use std::time::{Duration, Instant};
@@ -339,11 +339,16 @@ impl Provider {
         g.want_sync = true;
         let queued = g.events.len();
         let running = g.running_state();
+        let source = if g.sst.cache_ist.is_some() {
+            "the donor's writeset cache"
+        } else {
+            "the group log"
+        };
         drop(g);
         self.save_state(running);
         if by_ist {
             info!(
-                "Receiving IST: applying {writesets} writesets {}..={} from the group log (no \
+                "Receiving IST: applying {writesets} writesets {}..={} from {source} (no \
                  data copied); {queued} queued events in all",
                 gtid.seqno + 1,
                 group_pos.seqno
@@ -367,16 +372,21 @@ impl Provider {
         if let Err(state) = g.local.desync() {
             warn!("cannot donate in state {}", state.comment());
         }
-        g.donating_to = Some(joiner);
         let state_id = Gtid {
             uuid: g.history,
             seqno: g.last_committed(),
         };
+        g.donations.push(Donation {
+            joiner,
+            seqno: state_id.seqno,
+            desynced: true,
+        });
         drop(g);
         info!("donating state {state_id} to joiner {joiner:#x}");
         if !self.server.sst_donate(ctx, request, &state_id, false) {
             error!("the server could not start the state transfer to {joiner:#x}");
-            self.shared.finish_donation(Gtid::UNDEFINED, -ECANCELED);
+            self.shared
+                .finish_donation(Some(joiner), Gtid::UNDEFINED, -ECANCELED);
         }
     }
 
@@ -389,8 +399,11 @@ impl Provider {
         if g.conn != Conn::Open {
             return;
         }
-        g.donating_to = Some(joiner);
-        g.donating_bypass = true;
+        g.donations.push(Donation {
+            joiner,
+            seqno: after,
+            desynced: false,
+        });
         let state_id = Gtid {
             uuid: g.history,
             seqno: after,
@@ -399,7 +412,8 @@ impl Provider {
         info!("IST to joiner {joiner:#x}: it has the events after {state_id} from the log; releasing its SST script (bypass)");
         if !self.server.sst_donate(ctx, request, &state_id, true) {
             error!("the server could not start the bypass transfer to {joiner:#x}");
-            self.shared.finish_donation(Gtid::UNDEFINED, -ECANCELED);
+            self.shared
+                .finish_donation(Some(joiner), Gtid::UNDEFINED, -ECANCELED);
         }
     }
 
@@ -433,9 +447,14 @@ impl Provider {
                     "IST to joiner {joiner:#x} impossible ({why}), and its running server \
                      cannot take a full SST"
                 );
-                g.donating_to = Some(joiner);
+                g.donations.push(Donation {
+                    joiner,
+                    seqno: after,
+                    desynced: false,
+                });
                 drop(g);
-                self.shared.finish_donation(Gtid::UNDEFINED, -ENODATA);
+                self.shared
+                    .finish_donation(Some(joiner), Gtid::UNDEFINED, -ENODATA);
                 return;
             }
             Err(why) => {
@@ -448,7 +467,11 @@ impl Provider {
         if let Err(state) = g.local.desync() {
             warn!("cannot donate in state {}", state.comment());
         }
-        g.donating_to = Some(joiner);
+        g.donations.push(Donation {
+            joiner,
+            seqno: after,
+            desynced: true,
+        });
         drop(g);
         let header = StreamHeader {
             history: *history.as_bytes(),
@@ -484,12 +507,13 @@ impl Provider {
                         uuid: Uuid::from_bytes(header.history),
                         seqno: header.after,
                     };
-                    shared.finish_donation(state_id, rcode);
+                    shared.finish_donation(Some(joiner), state_id, rcode);
                 }
             });
         if let Err(e) = spawned {
             error!("cannot start the IST sender: {e}");
-            self.shared.finish_donation(Gtid::UNDEFINED, -ECANCELED);
+            self.shared
+                .finish_donation(Some(joiner), Gtid::UNDEFINED, -ECANCELED);
             return;
         }
         if report {
@@ -501,7 +525,8 @@ impl Provider {
         };
         if !self.server.sst_donate(ctx, request, &state_id, true) {
             error!("the server could not start the bypass transfer to {joiner:#x}");
-            self.shared.finish_donation(Gtid::UNDEFINED, -ECANCELED);
+            self.shared
+                .finish_donation(Some(joiner), Gtid::UNDEFINED, -ECANCELED);
         }
     }
 
@@ -534,10 +559,10 @@ impl Provider {
 
     /// `sst_sent`: the donor's script finished.
     pub fn sst_sent(&self, state_id: Gtid, rcode: i32) -> Status {
-        if self.lock().donating_to.is_none() {
+        if self.lock().donations.is_empty() {
             return status::CONN_FAIL;
         }
-        self.shared.finish_donation(state_id, rcode);
+        self.shared.finish_donation(None, state_id, rcode);
         status::OK
     }
 
@@ -560,9 +585,23 @@ impl Shared {
     /// The donation ended: report it to the group (and resync unless it
     /// was a bypass). Runs on the IST sender's thread too, which holds
     /// only the shared state.
-    pub(crate) fn finish_donation(&self, state_id: Gtid, rcode: i32) {
+    /// `joiner`: which one, when known; `sst_sent` is not told, so its
+    /// script is found by the seqno it reports (the oldest if none
+    /// matches).
+    pub(crate) fn finish_donation(&self, joiner: Option<u64>, state_id: Gtid, rcode: i32) {
         let mut g = self.lock();
-        let Some(joiner) = g.donating_to.take() else {
+        let found = match joiner {
+            Some(j) => g.donations.iter().position(|d| d.joiner == j),
+            None => g
+                .donations
+                .iter()
+                .position(|d| d.seqno == state_id.seqno)
+                .or((!g.donations.is_empty()).then_some(0)),
+        };
+        let Some(Donation {
+            joiner, desynced, ..
+        }) = found.map(|i| g.donations.remove(i))
+        else {
             return;
         };
         let rcode = if rcode == 0 && state_id.uuid != g.history {
@@ -583,7 +622,7 @@ impl Shared {
             },
             false,
         );
-        if std::mem::take(&mut g.donating_bypass) {
+        if !desynced {
             // Never desynced: nothing to announce.
             drop(g);
             self.notify();

@@ -275,13 +275,16 @@ impl WritesetCache {
         run.history == *history.as_bytes() && first <= after + 1 && run.last >= last
     }
 
+    /// Whether `seqno` of `history` is the next event of the run.
+    pub fn extends(&self, history: [u8; 16], seqno: i64) -> bool {
+        self.current
+            .is_some_and(|r| r.history == history && r.last + 1 == seqno)
+    }
+
     /// Appends an ordered event; one that does not extend the run starts
     /// the cache over.
     pub fn append(&mut self, ev: &CachedEvent) -> io::Result<()> {
-        let extends = self
-            .current
-            .is_some_and(|r| r.history == ev.history && r.last + 1 == ev.seqno);
-        if !extends && self.current.is_some() {
+        if !self.extends(ev.history, ev.seqno) && self.current.is_some() {
             self.start_over()?;
         }
         self.scratch.clear();

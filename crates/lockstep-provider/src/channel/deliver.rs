@@ -76,6 +76,13 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                 }
                 g.enqueue(Event::Apply(RemoteWs { seqno, ws, outcome }));
             } else {
+                g.cache_replayed(
+                    seqno,
+                    CachedKind::Writeset {
+                        ws: ws.clone(),
+                        outcome: outcome.clone(),
+                    },
+                );
                 g.ist.writeset(RemoteWs { seqno, ws, outcome });
             }
         }
@@ -134,6 +141,8 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
     if !g.in_group {
         if !included {
             // Still replaying the log from before this node joined.
+            g.group_history = v.history;
+            g.cache_replayed(v.seqno, CachedKind::View);
             g.ist.view(Uuid::from_bytes(v.history), v.seqno);
             return;
         }
