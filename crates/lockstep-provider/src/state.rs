@@ -132,6 +132,10 @@ pub struct SstProgress {
     /// IST from a donor's writeset cache: its events are in `ist` (the
     /// writeset count), or why the stream failed.
     pub cache_ist: Option<Result<usize, String>>,
+    /// The donor the group chose for this node.
+    pub donor: Option<u64>,
+    /// The donor left the group before the transfer ended.
+    pub donor_left: bool,
 }
 
 /// Counters behind the `wsrep_%` status variables.

@@ -82,17 +82,20 @@ struct Node {
     store: MemoryStore,
     recorder: Box<Recorder>,
     applier: Option<std::thread::JoinHandle<i32>>,
+    /// The data directory (writeset cache, saved view).
+    _dir: tempfile::TempDir,
 }
 
 impl Node {
     fn start() -> Node {
         let recorder = Box::<Recorder>::default();
         let store = MemoryStore::default();
+        let dir = tempfile::tempdir().expect("a temporary data directory");
         let cfg = InitConfig {
             node_name: "n1".into(),
             node_address: "127.0.0.1:0".into(),
             node_incoming: "127.0.0.1:3306".into(),
-            data_dir: ".".into(),
+            data_dir: dir.path().into(),
             options: String::new(),
             proto_ver: 4,
             state_id: None,
@@ -107,7 +110,7 @@ impl Node {
             },
         };
         // Port 0: each test node listens on an ephemeral group port.
-        let options = Options::new("127.0.0.1:0", ".");
+        let options = Options::new("127.0.0.1:0", &dir.path().to_string_lossy());
         let p = Arc::new(Provider::with_store(cfg, options, Box::new(store.clone())).unwrap());
         assert_eq!(p.connect("test", "gcomm://", "", true), status::OK);
         let pa = p.clone();
@@ -117,6 +120,7 @@ impl Node {
             store,
             recorder,
             applier: Some(applier),
+            _dir: dir,
         };
         node.wait_for(|n| n.p.lock().local.state().comment() == "Synced");
         node

@@ -228,11 +228,19 @@ impl Provider {
                     || (stream_only && stream_done)
                     || s.sst.cache_ist.as_ref().is_some_and(Result::is_err)
                     || s.sst.donor_rcode.is_some_and(|r| r != 0)
+                    || s.sst.donor_left
                     || s.sst.no_donor
                     || s.conn != Conn::Open
             });
             if g.conn != Conn::Open {
                 return Err("disconnected while waiting for a state transfer".into());
+            }
+            if g.sst.donor_left {
+                return Err(
+                    "the donor left the cluster before the state transfer ended; restart the \
+                     node to retry with another donor"
+                        .into(),
+                );
             }
             if let Some(Err(why)) = &g.sst.cache_ist {
                 return Err(why.clone());

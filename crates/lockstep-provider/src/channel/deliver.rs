@@ -103,6 +103,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                 ist_addr,
             });
         }
+        Delivery::Donate { donor, joiner, .. } if joiner == me => g.sst.donor = Some(donor),
         Delivery::NoDonor { joiner } if joiner == me => g.sst.no_donor = true,
         Delivery::Transferred { joiner, rcode, .. } if joiner == me => {
             g.sst.donor_rcode = Some(rcode);
@@ -166,6 +167,13 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
         return;
     }
     if included {
+        if let Some(donor) = g.sst.donor {
+            let waiting = g.sst.received.is_none() && g.sst.donor_rcode.is_none();
+            if waiting && !v.members.iter().any(|m| m.raft_id == donor) {
+                // Nothing else would end the joiner's wait: fail it.
+                g.sst.donor_left = true;
+            }
+        }
         g.group_history = v.history;
         g.cache_event(v.seqno, CachedKind::View);
         g.enqueue(Event::PrimaryView(mine));
