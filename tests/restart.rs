@@ -246,14 +246,10 @@ fn a_stale_bootstrap_does_not_lose_the_advanced_nodes_commits() {
         format!("node1's grastate.dat says {after} after the refusal, {advanced} before")
     });
 
-    // The right way round: bootstrap the advanced node; the stale one,
-    // whose own bootstrap forked the history, is re-provisioned (its
-    // grastate.dat deleted, so it takes a full SST) and gets everything.
-    // Lockstep does not detect that fork by itself yet: the same history
-    // UUID and a seqno not above the new cluster's look like a prefix.
+    // The right way round: bootstrap the advanced node.
     let r = cluster.node_mut(2).stop();
     r.or_logs(&cluster, "stop the stale bootstrap");
-    let _ = std::fs::remove_file(cluster.node(2).datadir().join("grastate.dat"));
+    let forked = grastate_seqno(&cluster, 2);
     let r = cluster
         .node_mut(0)
         .start_with_args(&["--wsrep-new-cluster"]);
@@ -261,6 +257,32 @@ fn a_stale_bootstrap_does_not_lose_the_advanced_nodes_commits() {
     check(&cluster, count_rows(&cluster, 0) == "20", || {
         "the advanced node lost rows".into()
     });
+    // The stale node's own bootstrap forked the history: its view at the
+    // seqno after `stale` is not the cluster's event there, though the
+    // UUID is the same and its seqno below the cluster's. It must not get
+    // IST on top of that (it would skip the cluster's writeset at that
+    // seqno): it refuses to join, naming the fork, its data untouched.
+    let r = cluster.node_mut(2).spawn(&[]);
+    r.or_logs(&cluster, "start the forked node");
+    let t0 = Instant::now();
+    while cluster.node(2).is_running() && t0.elapsed() < WAIT {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    check(&cluster, !cluster.node(2).is_running(), || {
+        "the forked node joined the cluster".into()
+    });
+    check(
+        &cluster,
+        log_count(cluster.node(2), "history has forked from the cluster's") == 1,
+        || "node3's log does not name the fork".into(),
+    );
+    let after = grastate_seqno(&cluster, 2);
+    check(&cluster, after == forked, || {
+        format!("node3's grastate.dat says {after} after the refusal, {forked} before")
+    });
+    // Re-provisioned as the message says (grastate.dat deleted: a full
+    // SST), it gets everything.
+    let _ = std::fs::remove_file(cluster.node(2).datadir().join("grastate.dat"));
     let r = cluster.node_mut(2).start();
     r.or_logs(&cluster, "the stale node joins");
     check(&cluster, count_rows(&cluster, 2) == "20", || {

@@ -111,10 +111,10 @@ impl IstBuffer {
     }
 
     /// A view replayed before the one that adds this node.
-    pub fn view(&mut self, history: Uuid, seqno: i64) {
+    pub fn view(&mut self, history: Uuid, seqno: i64, members: u32) {
         self.history = Some(history);
         if self.take_place(seqno) {
-            self.events.push_back(Event::PastView(seqno));
+            self.events.push_back(Event::PastView(seqno, members));
         }
     }
 
@@ -240,24 +240,24 @@ mod tests {
     #[test]
     fn a_replay_from_before_the_position_serves_every_missing_event() {
         let mut b = IstBuffer::new(at(5), 1 << 20);
-        b.view(H, 1);
+        b.view(H, 1, 0);
         for s in 2..=7 {
             b.writeset(ws(s, 10));
         }
-        b.view(H, 8);
+        b.view(H, 8, 0);
         b.writeset(ws(9, 10));
         assert_eq!(b.covers(at(10)), Ok(()));
         assert_eq!(b.writesets(), 3);
         let events = b.take_after(5).expect("covered");
         assert_eq!(seqnos(&events), vec![6, 7, 8, 9]);
-        assert!(matches!(events[2], Event::PastView(8)));
+        assert!(matches!(events[2], Event::PastView(8, 0)));
     }
 
     #[test]
     fn a_log_that_starts_after_the_position_is_a_gap() {
         let mut b = IstBuffer::new(at(5), 1 << 20);
         // Restored from a snapshot whose last view is 3 and last seqno 8.
-        b.view(H, 3);
+        b.view(H, 3, 0);
         b.writeset(ws(9, 10));
         let err = b.covers(at(10)).expect_err("gap");
         assert!(err.contains("starts at seqno 9"), "{err}");
@@ -267,7 +267,7 @@ mod tests {
     #[test]
     fn another_history_or_no_position_means_sst() {
         let mut b = IstBuffer::new(at(5), 1 << 20);
-        b.view(Uuid::from_bytes([9; 16]), 1);
+        b.view(Uuid::from_bytes([9; 16]), 1, 0);
         b.writeset(ws(6, 1));
         assert!(b.covers(at(7)).unwrap_err().contains("history"));
 
@@ -284,7 +284,7 @@ mod tests {
     #[test]
     fn a_node_ahead_of_the_group_is_told_so() {
         let mut b = IstBuffer::new(at(20), 1 << 20);
-        b.view(H, 1);
+        b.view(H, 1, 0);
         let err = b.covers(at(15)).unwrap_err();
         assert!(err.contains("ahead of the group"), "{err}");
     }
@@ -292,7 +292,7 @@ mod tests {
     #[test]
     fn the_buffer_gives_up_past_its_limit_and_frees_what_it_held() {
         let mut b = IstBuffer::new(at(0), 1000);
-        b.view(H, 1);
+        b.view(H, 1, 0);
         for s in 2..=20 {
             b.writeset(ws(s, 100));
         }
@@ -304,14 +304,14 @@ mod tests {
     #[test]
     fn a_received_state_inside_the_window_skips_what_it_contains() {
         let mut b = IstBuffer::new(at(5), 1 << 20);
-        b.view(H, 1);
+        b.view(H, 1, 0);
         for s in 6..=9 {
             b.writeset(ws(s, 1));
         }
         let events = b.take_after(7).expect("inside the window");
         assert_eq!(seqnos(&events), vec![8, 9]);
         let mut b = IstBuffer::new(at(5), 1 << 20);
-        b.view(H, 1);
+        b.view(H, 1, 0);
         b.writeset(ws(6, 1));
         let err = b.take_after(4).err().expect("before the window");
         assert!(err.contains("before this node's 5"), "{err}");

@@ -16,8 +16,8 @@ use crate::log::{info, warn};
 use crate::state::RemoteWs;
 use crate::writeset_cache::{read_record, CacheReader};
 use lockstep_core::writeset_cache::{
-    decode_stream_header, encode_record, encode_stream_header, CachedEvent, CachedKind,
-    StreamHeader, STREAM_HEADER_LEN,
+    decode_stream_header, encode_record, encode_stream_header, event_digest, CachedEvent,
+    CachedKind, StreamHeader, STREAM_HEADER_LEN,
 };
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
@@ -56,9 +56,15 @@ pub fn socket_addr(value: &str, port: i64) -> String {
     }
 }
 
-/// Donor side: sends `events` (`header.after + 1 ..= header.last`) to
-/// `addr`. Returns the number of events sent.
-pub fn send(addr: &str, header: StreamHeader, events: CacheReader) -> Result<u64, String> {
+/// Donor side: sends `events` (`header.after + 1 ..= header.last`, and
+/// first the joiner's `check` seqno if asked) to `addr`. Returns the
+/// number of events sent.
+pub fn send(
+    addr: &str,
+    header: StreamHeader,
+    check: &[i64],
+    events: CacheReader,
+) -> Result<u64, String> {
     let target = addr
         .to_socket_addrs()
         .map_err(|e| format!("IST address {addr}: {e}"))?
@@ -78,6 +84,9 @@ pub fn send(addr: &str, header: StreamHeader, events: CacheReader) -> Result<u64
     let mut sent = 0u64;
     for ev in events {
         let ev = ev?;
+        if ev.seqno <= header.after && !check.contains(&ev.seqno) {
+            continue;
+        }
         buf.clear();
         encode_record(&ev, &mut buf);
         w.write_all(&buf)
@@ -106,7 +115,7 @@ pub fn send(addr: &str, header: StreamHeader, events: CacheReader) -> Result<u64
 }
 
 /// What the joiner expects of the stream.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Expect {
     pub have: Gtid,
     pub joiner: u64,
@@ -116,6 +125,9 @@ pub struct Expect {
     /// Bytes the joiner buffers at most (`IstBuffer`).
     pub limit: usize,
     pub max_payload: usize,
+    /// The joiner's own newest writeset at or before its position (seqno,
+    /// `event_digest`): the donor's record for it must match.
+    pub check: Vec<(i64, u32)>,
 }
 
 /// Joiner side: a listener that takes one IST stream.
@@ -141,7 +153,12 @@ impl IstReceiver {
         let thread = std::thread::Builder::new()
             .name("lockstep-ist".into())
             .spawn(move || {
-                if let Some(result) = accept_stream(&listener, &flag, expect) {
+                // A bug must not leave the joiner waiting for a report.
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    accept_stream(&listener, &flag, expect)
+                }))
+                .unwrap_or_else(|_| Some(Err("the IST receiver panicked (a bug)".into())));
+                if let Some(result) = result {
                     done(result);
                 }
             })
@@ -174,7 +191,7 @@ fn accept_stream(
             return None;
         }
         match listener.accept() {
-            Ok((stream, peer)) => match receive(stream, expect) {
+            Ok((stream, peer)) => match receive(stream, &expect) {
                 Err(Refused(why)) => {
                     warn!("IST connection from {peer} refused: {why}");
                 }
@@ -196,7 +213,7 @@ enum ReceiveError {
 }
 use ReceiveError::{Failed, Refused};
 
-fn receive(stream: TcpStream, expect: Expect) -> Result<IstBuffer, ReceiveError> {
+fn receive(stream: TcpStream, expect: &Expect) -> Result<IstBuffer, ReceiveError> {
     stream
         .set_nonblocking(false)
         .and_then(|()| stream.set_read_timeout(Some(IO_TIMEOUT)))
@@ -242,6 +259,8 @@ fn receive(stream: TcpStream, expect: Expect) -> Result<IstBuffer, ReceiveError>
                 ev.seqno
             )));
         }
+        // Only the check record, which precedes the events proper.
+        let digest = (ev.seqno <= h.after).then(|| event_digest(&ev));
         let kind = match ev.kind {
             CachedKind::End => {
                 if ev.seqno != h.last || next != h.last + 1 {
@@ -256,6 +275,21 @@ fn receive(stream: TcpStream, expect: Expect) -> Result<IstBuffer, ReceiveError>
             }
             kind => kind,
         };
+        if ev.seqno <= h.after {
+            // The check record, before the events proper.
+            let theirs = digest.unwrap_or_default();
+            match expect.check.iter().find(|(at, _)| *at == ev.seqno) {
+                Some((_, own)) if *own == theirs => continue,
+                Some((at, own)) => {
+                    return Err(Failed(format!(
+                        "history fork: the donor's event at seqno {at} of {} is not the one \
+                         this node committed there (digests {theirs:#010x} and {own:#010x})",
+                        expect.have.uuid
+                    )))
+                }
+                _ => return Err(Failed(format!("unexpected seqno {}", ev.seqno))),
+            }
+        }
         if ev.seqno != next {
             return Err(Failed(format!(
                 "seqno {} where {next} was expected",
@@ -267,7 +301,7 @@ fn receive(stream: TcpStream, expect: Expect) -> Result<IstBuffer, ReceiveError>
             continue;
         }
         match kind {
-            CachedKind::View => buffer.view(expect.have.uuid, ev.seqno),
+            CachedKind::View { members } => buffer.view(expect.have.uuid, ev.seqno, members),
             CachedKind::Writeset { ws, outcome } => buffer.writeset(RemoteWs {
                 seqno: ev.seqno,
                 ws,

@@ -114,7 +114,6 @@ impl Provider {
         g.isolating = false;
         g.want_sync = false;
         g.donations.clear();
-        g.start_joining(ist_limit);
         if g.cache.is_none() {
             let position = Gtid {
                 uuid: g.history,
@@ -122,6 +121,8 @@ impl Provider {
             };
             g.cache = self.open_writeset_cache(position);
         }
+        // After the cache is open: it supplies the fork check points.
+        g.start_joining(ist_limit);
         g.donors = donors.to_string();
         g.proto_ver = self.proto_ver;
         g.group = Some(GroupLink {
@@ -506,18 +507,18 @@ impl Provider {
                 seqno,
                 joiner,
                 ist_after,
-                ist_addr,
+                from_cache,
             } => {
-                match (ist_after, ist_addr) {
-                    (Some(after), Some(addr)) => {
-                        self.donate_from_cache(ctx, &request, (seqno, joiner), after, &addr)
+                match (ist_after, from_cache) {
+                    (Some(after), Some(c)) => {
+                        self.donate_from_cache(ctx, &request, (seqno, joiner), after, &c)
                     }
                     (Some(after), None) => self.donate_bypass(ctx, &request, after, joiner),
                     (None, _) => self.donate(ctx, &request, seqno, joiner),
                 }
                 None
             }
-            Event::PastView(seqno) => self.pass_past_view(ctx, seqno),
+            Event::PastView(seqno, _) => self.pass_past_view(ctx, seqno),
             Event::Rejoin => self.rejoin(ctx),
             Event::Inconsistent(why) => Some(self.fail_session(ctx, &why)),
             Event::Synced => {

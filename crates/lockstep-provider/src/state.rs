@@ -10,11 +10,11 @@ use crate::server::View;
 use crate::trx::TrxRecord;
 use crate::writeset_cache::WritesetCache;
 use lockstep_core::certification::{CertOutcome, CertStats};
-use lockstep_core::group::LocalState;
 use lockstep_core::group::{Action, Writeset};
+use lockstep_core::group::{CacheIst, LocalState};
 use lockstep_core::ordering::{GateStats, OrderError, QueueStats, Watermark};
 use lockstep_core::saved_state::SavedState;
-use lockstep_core::writeset_cache::{CachedEvent, CachedKind};
+use lockstep_core::writeset_cache::{event_digest, membership_digest, CachedEvent, CachedKind};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
@@ -41,7 +41,7 @@ pub enum Event {
     PrimaryView(View),
     /// A view from before this node joined, replayed by IST: its seqno
     /// passes the gates; the server only sees the view that added it.
-    PastView(i64),
+    PastView(i64, u32),
     /// A writeset from another member.
     Apply(RemoteWs),
     /// This node was chosen to donate its state.
@@ -52,7 +52,7 @@ pub enum Event {
         /// IST: the joiner has everything after this seqno (bypass).
         ist_after: Option<i64>,
         /// IST from this node's writeset cache to the joiner's receiver.
-        ist_addr: Option<String>,
+        from_cache: Option<CacheIst>,
     },
     /// This node is no longer in the primary component's view.
     Removed,
@@ -80,7 +80,7 @@ impl Event {
         match self {
             Event::Apply(ws) => Some(ws.seqno),
             Event::PrimaryView(v) => Some(v.state_id.seqno),
-            Event::PastView(seqno) => Some(*seqno),
+            Event::PastView(seqno, _) => Some(*seqno),
             _ => None,
         }
     }
@@ -107,6 +107,13 @@ pub enum Resolution {
     },
     /// Not ordered (the node left the group first).
     Dropped,
+}
+
+/// The cache record kind of a wsrep view (`membership_digest`).
+pub fn view_kind(v: &View) -> CachedKind {
+    CachedKind::View {
+        members: membership_digest(v.conf_id, v.members.iter().map(|m| *m.id.as_bytes())),
+    }
 }
 
 /// A transfer this node donates.
@@ -237,6 +244,14 @@ pub struct Inner {
     /// The history of the group's views (`history` is this node's own
     /// state's, which differs until a joiner has installed its state).
     pub group_history: [u8; 16],
+    /// The newest writeset at or before this node's position in its
+    /// writeset cache (seqno, `event_digest`), taken when a session
+    /// starts: the group's event at that seqno must be the same one.
+    pub fork_check: Vec<(i64, u32)>,
+    /// The group's history differs from this node's at the same UUID.
+    pub fork: Option<String>,
+    /// Ordered events go to the writeset cache (`cache_catch_up`).
+    pub cache_live: bool,
     /// Rejoining after a removal: the server is already connected.
     pub rejoining: bool,
     /// Local proposals whose callers were failed when the node lost the
@@ -306,6 +321,9 @@ impl Inner {
             cached_after: None,
             cache: None,
             group_history: [0; 16],
+            fork_check: Vec::new(),
+            fork: None,
+            cache_live: false,
             rejoining: false,
             abandoned: HashSet::new(),
             my_votes: BTreeMap::new(),
@@ -316,6 +334,9 @@ impl Inner {
 
     /// Keeps an ordered event in the writeset cache.
     pub fn cache_event(&mut self, seqno: i64, kind: CachedKind) {
+        if !self.cache_live {
+            return;
+        }
         let Some(cache) = self.cache.as_mut() else {
             return;
         };
@@ -329,20 +350,61 @@ impl Inner {
         }
     }
 
-    /// An event replayed from the group log before this node's join view:
-    /// kept only if it continues the cache (it fills the gap between the
-    /// node's position and its join view); anything else leaves the cache
-    /// as it is, so a node whose gap the log cannot fill keeps its old
-    /// events until its join view starts the cache over.
-    pub fn cache_replayed(&mut self, seqno: i64, kind: CachedKind) {
-        let history = self.group_history;
-        if history != [0; 16]
-            && self
-                .cache
-                .as_ref()
-                .is_some_and(|c| c.extends(history, seqno))
-        {
+    /// This node's state is the group's (joined, or founded): from here
+    /// on ordered events go to the writeset cache, starting with `view`
+    /// (the join view, when the server got it directly) and what is queued
+    /// for the appliers (IST events, the join view, events ordered since).
+    /// Before that, nothing is cached: a joiner that refuses to join (a
+    /// fork, a node ahead) must not take the group's events for its own.
+    pub fn cache_catch_up(&mut self, view: Option<&View>) {
+        self.cache_live = true;
+        if let Some(v) = view {
+            self.cache_event(v.state_id.seqno, view_kind(v));
+        }
+        let queued: Vec<(i64, CachedKind)> = self
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Apply(ws) => Some((
+                    ws.seqno,
+                    CachedKind::Writeset {
+                        ws: ws.ws.clone(),
+                        outcome: ws.outcome.clone(),
+                    },
+                )),
+                Event::PastView(seqno, members) => {
+                    Some((*seqno, CachedKind::View { members: *members }))
+                }
+                Event::PrimaryView(v) => Some((v.state_id.seqno, view_kind(v))),
+                _ => None,
+            })
+            .collect();
+        for (seqno, kind) in queued {
             self.cache_event(seqno, kind);
+        }
+    }
+
+    /// Compares a replayed writeset with this node's own event at the same
+    /// seqno (`fork_check`).
+    pub fn check_fork(&mut self, seqno: i64, kind: &CachedKind) {
+        let Some(i) = self.fork_check.iter().position(|(at, _)| *at == seqno) else {
+            return;
+        };
+        if self.group_history != *self.history.as_bytes() {
+            return;
+        }
+        let (_, own) = self.fork_check.remove(i);
+        let theirs = event_digest(&CachedEvent {
+            history: self.group_history,
+            seqno,
+            kind: kind.clone(),
+        });
+        if theirs != own {
+            self.fork = Some(format!(
+                "the group's event at seqno {seqno} of history {} is not the one this node \
+                 committed there (digests {theirs:#010x} and {own:#010x})",
+                self.history
+            ));
         }
     }
 
@@ -430,6 +492,13 @@ impl Inner {
         self.ist = IstBuffer::new(have, ist_limit);
         // Set again by the first view this session replays or delivers.
         self.group_history = [0; 16];
+        self.fork = None;
+        self.cache_live = false;
+        self.fork_check = self
+            .cache
+            .as_ref()
+            .map(|c| c.check_points(have.uuid, have.seqno))
+            .unwrap_or_default();
     }
 
     /// Fails every local operation still waiting for its place in the

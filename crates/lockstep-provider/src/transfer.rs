@@ -12,7 +12,7 @@ use crate::log::{error, info, warn};
 use crate::provider::{Provider, Shared};
 use crate::server::{ThreadCtx, View};
 use crate::state::{Conn, Donation, Event};
-use lockstep_core::group::Action;
+use lockstep_core::group::{Action, CacheIst};
 use lockstep_core::writeset_cache::StreamHeader;
 use std::time::{Duration, Instant};
 use wsrep_abi::{status, Gtid, Status, Uuid};
@@ -38,6 +38,10 @@ impl Provider {
                 local,
             )
         };
+        let fork = self.lock().fork.take();
+        if let Some(fork) = fork {
+            return Some(self.refuse_forked(ctx, local, group_pos, &fork));
+        }
         if local.uuid == group_pos.uuid && local.seqno >= group_pos.seqno {
             // Safe bootstrap: this node has commits (seqno >= the view that
             // adds it) the cluster does not. Neither an SST over them nor
@@ -60,10 +64,12 @@ impl Provider {
             info!(
                 "joining at {group_pos} with the state already here ({local}): no transfer needed"
             );
+            let cached = view.clone();
             if let Some(rc) = self.deliver_primary_view(ctx, view) {
                 return Some(rc);
             }
             let mut g = self.lock();
+            g.cache_catch_up(Some(&cached));
             let raft_id = g.raft_id();
             g.propose(
                 Action::Joined {
@@ -77,7 +83,19 @@ impl Provider {
         }
         let (ist, missing) = {
             let g = self.lock();
-            (g.ist.covers(group_pos), g.ist.writesets())
+            let ist = g.ist.covers(group_pos).and_then(|()| {
+                // Check points the replay did not reach: the log cannot
+                // show this node's history is a prefix of the group's; a
+                // donor's cache can (it sends its records for them).
+                match g.fork_check.first() {
+                    None => Ok(()),
+                    Some((seqno, _)) => Err(format!(
+                        "the group log starts after seqno {seqno}, where this node checks \
+                         that it has the group's history"
+                    )),
+                }
+            });
+            (ist, g.ist.writesets())
         };
         // Same history, behind: a donor's writeset cache may hold the gap
         // the group log lacks (after a restart of the whole cluster, or a
@@ -109,7 +127,14 @@ impl Provider {
         if from_cache {
             let received = match self.wait_for_cache_ist(&request, local, group_pos.seqno) {
                 Ok(r) => r,
-                Err(why) => return Some(self.fail_session(ctx, &why)),
+                Err(why) => {
+                    // (A `let`: the guard must be gone before refusing.)
+                    let fork = self.lock().fork.take();
+                    if let Some(fork) = fork {
+                        return Some(self.refuse_forked(ctx, local, group_pos, &fork));
+                    }
+                    return Some(self.fail_session(ctx, &why));
+                }
             };
             return self.install_state(ctx, view, received);
         }
@@ -151,7 +176,12 @@ impl Provider {
                 join_seqno,
                 limit: g.ist.limit(),
                 max_payload: self.max_payload(),
+                check: g.fork_check.clone(),
             }
+        };
+        let from_cache = CacheIst {
+            addr: advertise.clone(),
+            check: expect.check.clone(),
         };
         let shared = self.shared.clone();
         let receiver = IstReceiver::start(&bind, expect, move |result| {
@@ -162,14 +192,19 @@ impl Provider {
                     g.ist = buffer;
                     Ok(n)
                 }
-                Err(why) => Err(why),
+                Err(why) => {
+                    if why.contains("history fork") {
+                        g.fork = Some(why.clone());
+                    }
+                    Err(why)
+                }
             });
             drop(g);
             shared.notify();
         })?;
         info!("IST receiver listening on {bind} (announced as {advertise})");
         let result =
-            self.wait_for_state_with(request, Some(have.seqno), Some(advertise), join_seqno);
+            self.wait_for_state_with(request, Some(have.seqno), Some(from_cache), join_seqno);
         drop(receiver);
         let received = result?;
         if received.seqno >= join_seqno - 1 {
@@ -177,11 +212,30 @@ impl Provider {
             self.lock().ist.clear();
             return Ok(received);
         }
-        match self.lock().sst.cache_ist.clone() {
+        let streamed = self.lock().sst.cache_ist.clone();
+        match streamed {
             Some(Ok(_)) => Ok(received),
             Some(Err(why)) => Err(why),
             None => Err("no IST stream arrived".into()),
         }
+    }
+
+    /// Safe bootstrap: the group's history and this node's share a UUID but
+    /// not their events (a cluster bootstrapped from a stale node, with
+    /// `safe_to_bootstrap` forced). Neither IST on top of different events
+    /// nor an SST over this node's commits is acceptable: refuse, keeping
+    /// the real position in grastate.dat.
+    fn refuse_forked(&self, ctx: ThreadCtx, local: Gtid, group_pos: Gtid, detail: &str) -> Status {
+        let why = format!(
+            "this node's history has forked from the cluster's: {detail}. This node is at \
+             {local}, the cluster at {group_pos}. Refusing to join so this node's commits are \
+             not overwritten. If the cluster's data is the right one, delete {}/grastate.dat \
+             and restart this node (full SST); if this node's is, bootstrap the cluster from it",
+            self.data_dir.display()
+        );
+        let position = self.lock().saved_state(local.seqno);
+        self.save_state(position);
+        self.fail_session(ctx, &why)
     }
 
     /// Asks the group for a donor and waits for `sst_received`.
@@ -189,14 +243,14 @@ impl Provider {
         self.wait_for_state_with(request, ist_after, None, i64::MAX)
     }
 
-    /// [`Self::wait_for_state`]; with `ist_addr`, also waits for the cache
+    /// [`Self::wait_for_state`]; with `from_cache`, also waits for the cache
     /// IST stream when the state received is before `join_seqno - 1`. An
     /// empty `request` (a running server) waits for the stream only.
     fn wait_for_state_with(
         &self,
         request: &[u8],
         ist_after: Option<i64>,
-        ist_addr: Option<String>,
+        from_cache: Option<CacheIst>,
         join_seqno: i64,
     ) -> Result<Gtid, String> {
         let stream_only = request.is_empty();
@@ -211,11 +265,11 @@ impl Provider {
                     donors,
                     request: request.to_vec(),
                     ist_after,
-                    ist_addr: ist_addr.clone(),
+                    from_cache: from_cache.clone(),
                 },
                 false,
             );
-            let streaming = ist_addr.is_some();
+            let streaming = from_cache.is_some();
             let (g, _) = self.wait_until(g, None, |s| {
                 let stream_done = s.sst.cache_ist.is_some();
                 let state_done = match s.sst.received {
@@ -336,6 +390,7 @@ impl Provider {
             g.view = Some(view);
         }
         g.local.joined();
+        g.cache_catch_up(None);
         let raft_id = g.raft_id();
         g.propose(
             Action::Joined {
@@ -437,18 +492,36 @@ impl Provider {
         request: &[u8],
         (seqno, joiner): (i64, u64),
         after: i64,
-        addr: &str,
+        from_cache: &CacheIst,
     ) {
+        let addr = from_cache.addr.as_str();
+        // The joiner's check point (a writeset at or before `after`) is
+        // sent first, so the joiner can compare it with its own.
+        let check: Vec<i64> = from_cache
+            .check
+            .iter()
+            .map(|(s, _)| *s)
+            .filter(|s| *s <= after)
+            .collect();
+        let first = check.iter().min().map_or(after, |s| s - 1);
         let mut g = self.lock();
         if g.conn != Conn::Open {
             return;
         }
         let history = Uuid::from_bytes(g.group_history);
         let reader = match g.cache.as_mut() {
-            Some(cache) => cache.reader(history, after, seqno),
+            Some(cache) => match cache.reader(history, first, seqno) {
+                Ok(r) => Ok((r, check)),
+                // The cache reaches back to the gap but not to the check
+                // point: IST without the check.
+                Err(_) if !check.is_empty() => {
+                    cache.reader(history, after, seqno).map(|r| (r, Vec::new()))
+                }
+                Err(e) => Err(e),
+            },
             None => Err("this node keeps no writeset cache (disabled after an error)".into()),
         };
-        let reader = match reader {
+        let (reader, check) = match reader {
             Ok(r) => r,
             Err(why) if request.is_empty() => {
                 info!(
@@ -498,7 +571,11 @@ impl Provider {
         let spawned = std::thread::Builder::new()
             .name("lockstep-ist-send".into())
             .spawn(move || {
-                let result = ist_transfer::send(&addr, header, reader);
+                // A bug must not leave the donation open forever.
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    ist_transfer::send(&addr, header, &check, reader)
+                }))
+                .unwrap_or_else(|_| Err("the IST sender panicked (a bug)".into()));
                 let rcode = match &result {
                     Ok(n) => {
                         info!("IST to joiner {joiner:#x} complete: {n} events sent");

@@ -25,8 +25,8 @@
 
 use crate::log::{info, warn};
 use lockstep_core::writeset_cache::{
-    decode_file_header, decode_record, encode_file_header, encode_record, CachedEvent, Decoded,
-    FILE_HEADER_LEN, RECORD_HEADER_LEN,
+    decode_file_header, decode_record, encode_file_header, encode_record, event_digest,
+    CachedEvent, CachedKind, Decoded, FILE_HEADER_LEN, RECORD_HEADER_LEN,
 };
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -56,12 +56,18 @@ pub struct WritesetCache {
     current_bytes: u64,
     current: Option<Run>,
     previous: Option<Run>,
+    /// The newest writeset held: (seqno, `event_digest`).
+    last_writeset: Option<(i64, u32)>,
+    /// The newest event held: (seqno, `event_digest`).
+    last_event: Option<(i64, u32)>,
     scratch: Vec<u8>,
 }
 
 /// What reading one file found.
 struct Scan {
     run: Option<Run>,
+    last_writeset: Option<(i64, u32)>,
+    last_event: Option<(i64, u32)>,
     /// Bytes to keep: the header and the good records up to the cut.
     keep: u64,
     /// Why the scan stopped early, if it did.
@@ -109,6 +115,8 @@ fn scan(path: &Path, keep_upto: Gtid, max_payload: usize) -> io::Result<Scan> {
     if let Err(e) = r.read_exact(&mut header) {
         return Ok(Scan {
             run: None,
+            last_writeset: None,
+            last_event: None,
             keep: 0,
             stopped: Some(format!("no header ({e})")),
         });
@@ -116,6 +124,8 @@ fn scan(path: &Path, keep_upto: Gtid, max_payload: usize) -> io::Result<Scan> {
     if let Err(e) = decode_file_header(&header) {
         return Ok(Scan {
             run: None,
+            last_writeset: None,
+            last_event: None,
             keep: 0,
             stopped: Some(e.to_string()),
         });
@@ -123,6 +133,8 @@ fn scan(path: &Path, keep_upto: Gtid, max_payload: usize) -> io::Result<Scan> {
     let history = *keep_upto.uuid.as_bytes();
     let mut scan = Scan {
         run: None,
+        last_writeset: None,
+        last_event: None,
         keep: FILE_HEADER_LEN as u64,
         stopped: None,
     };
@@ -141,6 +153,11 @@ fn scan(path: &Path, keep_upto: Gtid, max_payload: usize) -> io::Result<Scan> {
             break;
         }
         scan.keep += buf.len() as u64;
+        let digest = event_digest(&ev);
+        scan.last_event = Some((ev.seqno, digest));
+        if let CachedKind::Writeset { .. } = ev.kind {
+            scan.last_writeset = Some((ev.seqno, digest));
+        }
         match &mut scan.run {
             Some(run) => run.last = ev.seqno,
             None => {
@@ -177,6 +194,8 @@ impl WritesetCache {
             current_bytes: 0,
             current: None,
             previous: None,
+            last_writeset: None,
+            last_event: None,
             scratch: Vec::new(),
         };
         let known = !position.uuid.is_nil() && position.seqno >= 0;
@@ -196,6 +215,8 @@ impl WritesetCache {
             } else {
                 Scan {
                     run: None,
+                    last_writeset: None,
+                    last_event: None,
                     keep: 0,
                     stopped: None,
                 }
@@ -215,11 +236,15 @@ impl WritesetCache {
                 truncate(&self.current_path, c.keep)?;
                 self.previous = Some(pr);
                 self.current = Some(cr);
+                self.last_writeset = c.last_writeset.or(p.last_writeset);
+                self.last_event = c.last_event;
             }
             (_, Some(cr)) => {
                 let _ = fs::remove_file(&self.previous_path);
                 truncate(&self.current_path, c.keep)?;
                 self.current = Some(cr);
+                self.last_writeset = c.last_writeset;
+                self.last_event = c.last_event;
             }
             (Some(pr), None) => {
                 // Only the older file reaches the position: it becomes the
@@ -227,6 +252,8 @@ impl WritesetCache {
                 truncate(&self.previous_path, p.keep)?;
                 fs::rename(&self.previous_path, &self.current_path)?;
                 self.current = Some(pr);
+                self.last_writeset = p.last_writeset;
+                self.last_event = p.last_event;
             }
             (None, None) => return self.start_over(),
         }
@@ -243,6 +270,8 @@ impl WritesetCache {
         let _ = fs::remove_file(&self.previous_path);
         self.previous = None;
         self.current = None;
+        self.last_writeset = None;
+        self.last_event = None;
         self.create_current()
     }
 
@@ -260,6 +289,25 @@ impl WritesetCache {
         self.current_bytes = f.seek(SeekFrom::End(0))?;
         self.writer = Some(BufWriter::with_capacity(WRITE_BUFFER, f));
         Ok(())
+    }
+
+    /// Check points at or before `seqno` of `history`: the newest event
+    /// and the newest writeset held, as (seqno, `event_digest`), when they
+    /// are not past `seqno` (a running node's cache may hold events it has
+    /// not committed yet).
+    pub fn check_points(&self, history: Uuid, seqno: i64) -> Vec<(i64, u32)> {
+        let mut points = Vec::new();
+        if self
+            .current
+            .is_some_and(|r| r.history == *history.as_bytes())
+        {
+            for (at, digest) in [self.last_event, self.last_writeset].into_iter().flatten() {
+                if at <= seqno && !points.iter().any(|(s, _)| *s == at) {
+                    points.push((at, digest));
+                }
+            }
+        }
+        points
     }
 
     /// The lowest seqno held (`wsrep_local_cached_downto`), if any.
@@ -294,6 +342,11 @@ impl WritesetCache {
         };
         w.write_all(&self.scratch)?;
         self.current_bytes += self.scratch.len() as u64;
+        let digest = event_digest(ev);
+        self.last_event = Some((ev.seqno, digest));
+        if let CachedKind::Writeset { .. } = ev.kind {
+            self.last_writeset = Some((ev.seqno, digest));
+        }
         match &mut self.current {
             Some(run) => run.last = ev.seqno,
             None => {
@@ -444,7 +497,7 @@ mod tests {
             history: H,
             seqno,
             kind: if seqno % 10 == 0 {
-                CachedKind::View
+                CachedKind::View { members: 0 }
             } else {
                 CachedKind::Writeset {
                     ws: Arc::new(Writeset {

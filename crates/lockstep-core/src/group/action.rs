@@ -121,10 +121,9 @@ pub enum Action {
         ist_after: Option<i64>,
         /// With `ist_after`: the joiner's log replay does not reach back to
         /// its position, so the donor must send the events after
-        /// `ist_after` from its writeset cache to this address (the
-        /// joiner's IST receiver), or do a full SST if its cache does not
-        /// hold them all.
-        ist_addr: Option<String>,
+        /// `ist_after` from its writeset cache, or do a full SST if its
+        /// cache does not hold them all.
+        from_cache: Option<CacheIst>,
     },
     /// The donor finished (`sst_sent`), `rcode` 0 or a negative errno.
     StateTransferred {
@@ -170,6 +169,23 @@ pub struct Proposal {
     pub id: u64,
     pub action: Action,
 }
+
+/// IST from a donor's writeset cache (`Action::StateRequest`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheIst {
+    /// The joiner's IST receiver (`ist.recv_addr`).
+    pub addr: String,
+    /// Check points from the joiner's own cache, at or before its
+    /// position (seqno, `writeset_cache::event_digest`; at most
+    /// [`MAX_CHECK_POINTS`]): the donor sends its records for those seqnos
+    /// first, so the joiner can tell a fork of the history with the same
+    /// UUID from a prefix of it.
+    pub check: Vec<(i64, u32)>,
+}
+
+/// Bound on [`CacheIst::check`] (the joiner sends its last event and its
+/// last writeset).
+pub const MAX_CHECK_POINTS: usize = 2;
 
 const T_GENESIS: u8 = 1;
 const T_WRITESET: u8 = 2;
@@ -285,9 +301,9 @@ fn write_action(w: &mut Writer, a: &Action) {
             donors,
             request,
             ist_after,
-            ist_addr,
+            from_cache,
         } => {
-            let tag = match (ist_after, ist_addr) {
+            let tag = match (ist_after, from_cache) {
                 (Some(_), Some(_)) => T_CACHE_IST_REQUEST,
                 (Some(_), None) => T_IST_REQUEST,
                 (None, _) => T_STATE_REQUEST,
@@ -295,8 +311,11 @@ fn write_action(w: &mut Writer, a: &Action) {
             w.u8(tag).u64(*joiner).str(donors).bytes(request);
             if let Some(after) = ist_after {
                 w.i64(*after);
-                if let Some(addr) = ist_addr {
-                    w.str(addr);
+                if let Some(c) = from_cache {
+                    w.str(&c.addr).u8(c.check.len() as u8);
+                    for (seqno, digest) in &c.check {
+                        w.i64(*seqno).u32(*digest);
+                    }
                 }
             }
         }
@@ -354,8 +373,23 @@ fn read_action(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
             } else {
                 Some(r.i64("state_request.ist_after")?)
             },
-            ist_addr: if tag == T_CACHE_IST_REQUEST {
-                Some(r.string("state_request.ist_addr")?)
+            from_cache: if tag == T_CACHE_IST_REQUEST {
+                let addr = r.string("state_request.ist_addr")?;
+                let n = r.u8("state_request.checks")?;
+                if usize::from(n) > MAX_CHECK_POINTS {
+                    return Err(DecodeError::Invalid {
+                        field: "state_request.checks",
+                        value: u64::from(n),
+                    });
+                }
+                let mut check = Vec::with_capacity(usize::from(n));
+                for _ in 0..n {
+                    check.push((
+                        r.i64("state_request.check_seqno")?,
+                        r.u32("state_request.check_digest")?,
+                    ));
+                }
+                Some(CacheIst { addr, check })
             } else {
                 None
             },
@@ -472,21 +506,24 @@ pub(crate) mod tests {
                 donors: "node1,".into(),
                 request: b"rsync\x00127.0.0.1:4444/rsync_sst\x00".to_vec(),
                 ist_after: None,
-                ist_addr: None,
+                from_cache: None,
             },
             Action::StateRequest {
                 joiner: 4,
                 donors: String::new(),
                 request: b"rsync\x00127.0.0.1:4454/rsync_sst\x00".to_vec(),
                 ist_after: Some(48),
-                ist_addr: None,
+                from_cache: None,
             },
             Action::StateRequest {
                 joiner: 9,
                 donors: String::new(),
                 request: b"rsync".to_vec(),
                 ist_after: Some(48),
-                ist_addr: Some("127.0.0.1:4568".into()),
+                from_cache: Some(CacheIst {
+                    addr: "127.0.0.1:4568".into(),
+                    check: vec![(40, 0xdead_beef), (47, 7)],
+                }),
             },
             Action::StateTransferred {
                 donor: 1,

@@ -20,7 +20,7 @@ pub mod sequencer;
 mod snapshot;
 pub mod vote;
 
-pub use action::{Action, MemberInfo, Proposal, Writeset};
+pub use action::{Action, CacheIst, MemberInfo, Proposal, Writeset};
 pub use member_state::{LocalState, MemberState, Notify};
 pub use node::{Group, GroupConfig, Output};
 pub use sequencer::{Delivery, GroupView, Member, Membership, Sequencer, SequencerError};

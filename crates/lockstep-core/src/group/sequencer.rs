@@ -5,7 +5,7 @@
 //! node's own identity, so a joiner replaying the log arrives at exactly
 //! the state everyone else has.
 
-use super::action::{Action, MemberInfo, Proposal, Writeset};
+use super::action::{Action, CacheIst, MemberInfo, Proposal, Writeset};
 use super::member_state::MemberState;
 use super::vote::{VoteEvent, Votes};
 use crate::certification::{CertError, CertOutcome, CertRequest, Certifier, Seqno};
@@ -71,9 +71,9 @@ pub enum Delivery {
         request: Vec<u8>,
         seqno: Seqno,
         ist_after: Option<Seqno>,
-        /// With `ist_after`: send those events from the writeset cache to
-        /// this address (`Action::StateRequest`).
-        ist_addr: Option<String>,
+        /// With `ist_after`: send those events from the writeset cache
+        /// (`Action::StateRequest`).
+        from_cache: Option<CacheIst>,
     },
     /// No member can donate to `joiner` now; it should ask again.
     NoDonor {
@@ -391,9 +391,9 @@ impl Sequencer {
                 donors,
                 request,
                 ist_after,
-                ist_addr,
+                from_cache,
             } => {
-                self.state_request(joiner, &donors, request, (ist_after, ist_addr), out);
+                self.state_request(joiner, &donors, request, (ist_after, from_cache), out);
                 out.push(settled);
             }
             Action::StateTransferred {
@@ -529,7 +529,7 @@ impl Sequencer {
         joiner: u64,
         donors: &str,
         request: Vec<u8>,
-        (ist_after, ist_addr): (Option<Seqno>, Option<String>),
+        (ist_after, from_cache): (Option<Seqno>, Option<CacheIst>),
         out: &mut Vec<Delivery>,
     ) {
         if self.member(joiner).map(|m| m.state) != Some(MemberState::Joiner) {
@@ -564,7 +564,7 @@ impl Sequencer {
                 // events already reached the joiner through the log).
                 // Sending from the cache, or falling back to a full SST
                 // when the cache lacks events, makes it a donor.
-                if ist_after.is_none() || ist_addr.is_some() {
+                if ist_after.is_none() || from_cache.is_some() {
                     self.set_state(donor, MemberState::Donor, out);
                 }
                 out.push(Delivery::Donate {
@@ -573,7 +573,7 @@ impl Sequencer {
                     request,
                     seqno: self.last_seqno,
                     ist_after,
-                    ist_addr,
+                    from_cache,
                 });
             }
             None => out.push(Delivery::NoDonor { joiner }),

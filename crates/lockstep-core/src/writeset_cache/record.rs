@@ -9,6 +9,7 @@
 //!                 u8    kind: 1 writeset, 2 view, 3 end of an IST stream
 //!                 [16]  history UUID
 //!                 i64   seqno
+//!                 view only: u32 membership digest (below)
 //!                 writeset only:
 //!                   u8  outcome: 0 pass (then i64 depends_on),
 //!                                1 fail (then the reason, below)
@@ -40,8 +41,9 @@ pub enum CachedKind {
         ws: Arc<Writeset>,
         outcome: CertOutcome,
     },
-    /// A view took this seqno.
-    View,
+    /// A view took this seqno; `members` is its [`membership_digest`],
+    /// so the same seqno on two forks of one history tells them apart.
+    View { members: u32 },
     /// The last record of an IST stream (`seqno` = the stream's last).
     End,
 }
@@ -102,8 +104,8 @@ pub fn encode_record(ev: &CachedEvent, out: &mut Vec<u8>) {
             write_outcome(&mut w, outcome);
             write_writeset(&mut w, ws);
         }
-        CachedKind::View => {
-            w.u8(K_VIEW).uuid(&ev.history).i64(ev.seqno);
+        CachedKind::View { members } => {
+            w.u8(K_VIEW).uuid(&ev.history).i64(ev.seqno).u32(*members);
         }
         CachedKind::End => {
             w.u8(K_END).uuid(&ev.history).i64(ev.seqno);
@@ -113,6 +115,42 @@ pub fn encode_record(ev: &CachedEvent, out: &mut Vec<u8>) {
     out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     out.extend_from_slice(&payload);
+}
+
+/// CRC-32 of a view's `conf_id` (i64) and its member UUIDs in ascending
+/// order: the same on every node for the same view.
+pub fn membership_digest(conf_id: i64, members: impl Iterator<Item = [u8; 16]>) -> u32 {
+    let mut uuids: Vec<[u8; 16]> = members.collect();
+    uuids.sort_unstable();
+    let mut h = crc32fast::Hasher::new();
+    h.update(&conf_id.to_le_bytes());
+    for u in &uuids {
+        h.update(u);
+    }
+    h.finalize()
+}
+
+/// A digest of what makes `ev` this event and not another: history,
+/// seqno, kind, whether it passed certification and the writeset itself.
+/// Equal on every node that ordered the same event; it leaves out the
+/// dependency and failure details, which depend on how far back a node's
+/// certification index reaches. Tells two histories with one UUID apart.
+pub fn event_digest(ev: &CachedEvent) -> u32 {
+    let mut w = Writer::new();
+    w.uuid(&ev.history).i64(ev.seqno);
+    match &ev.kind {
+        CachedKind::Writeset { ws, outcome } => {
+            w.u8(K_WRITESET).u8(u8::from(outcome.is_pass()));
+            write_writeset(&mut w, ws);
+        }
+        CachedKind::View { members } => {
+            w.u8(K_VIEW).u32(*members);
+        }
+        CachedKind::End => {
+            w.u8(K_END);
+        }
+    }
+    crc32fast::hash(&w.finish())
 }
 
 /// Decodes the record at the start of `buf`, refusing payloads over
@@ -148,7 +186,9 @@ pub fn decode_record(buf: &[u8], max_payload: usize) -> Result<Decoded, RecordEr
             let ws = Arc::new(read_writeset(&mut r)?);
             CachedKind::Writeset { ws, outcome }
         }
-        K_VIEW => CachedKind::View,
+        K_VIEW => CachedKind::View {
+            members: r.u32("record.members")?,
+        },
         K_END => CachedKind::End,
         other => {
             return Err(RecordError::Decode(DecodeError::Invalid {
@@ -321,7 +361,7 @@ mod tests {
             CachedEvent {
                 history: H,
                 seqno: 7,
-                kind: CachedKind::View,
+                kind: CachedKind::View { members: 0x1234 },
             },
             CachedEvent {
                 history: H,

@@ -1365,7 +1365,7 @@ impl Sim {
                     donors: String::new(),
                     request: b"sim-sst".to_vec(),
                     ist_after: None,
-                    ist_addr: None,
+                    from_cache: None,
                 },
             );
         }

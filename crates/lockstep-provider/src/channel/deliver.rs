@@ -8,7 +8,7 @@ use crate::provider::CAPABILITIES;
 use crate::server::{Member, View};
 use crate::state::{Conn, Event, Inner, RemoteWs, Resolution};
 use lockstep_core::group::{Delivery, GroupView, MemberState};
-use lockstep_core::writeset_cache::CachedKind;
+use lockstep_core::writeset_cache::{membership_digest, CachedKind};
 use wsrep_abi::{view_status, Gtid, Uuid};
 
 /// The wsrep view of a group view, from `me`'s side. Members are listed
@@ -53,7 +53,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
             outcome,
         } => {
             g.last_ordered = seqno;
-            if g.in_group {
+            if g.in_group && g.cache_live {
                 g.cache_event(
                     seqno,
                     CachedKind::Writeset {
@@ -76,13 +76,13 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                 }
                 g.enqueue(Event::Apply(RemoteWs { seqno, ws, outcome }));
             } else {
-                g.cache_replayed(
-                    seqno,
-                    CachedKind::Writeset {
+                if !g.fork_check.is_empty() {
+                    let kind = CachedKind::Writeset {
                         ws: ws.clone(),
                         outcome: outcome.clone(),
-                    },
-                );
+                    };
+                    g.check_fork(seqno, &kind);
+                }
                 g.ist.writeset(RemoteWs { seqno, ws, outcome });
             }
         }
@@ -93,14 +93,14 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
             request,
             seqno,
             ist_after,
-            ist_addr,
+            from_cache,
         } if donor == me && g.in_group => {
             g.enqueue(Event::Donate {
                 request,
                 seqno,
                 joiner,
                 ist_after,
-                ist_addr,
+                from_cache,
             });
         }
         Delivery::Donate { donor, joiner, .. } if joiner == me => g.sst.donor = Some(donor),
@@ -136,6 +136,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
 
 fn view(g: &mut Inner, me: u64, v: GroupView) {
     g.last_ordered = v.seqno;
+    let members = membership_digest(v.conf_id, v.members.iter().map(|m| m.uuid));
     let mine = wsrep_view(&v, me, g.proto_ver);
     let included = mine.my_idx >= 0;
     g.members = v.members.clone();
@@ -143,13 +144,12 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
         if !included {
             // Still replaying the log from before this node joined.
             g.group_history = v.history;
-            g.cache_replayed(v.seqno, CachedKind::View);
-            g.ist.view(Uuid::from_bytes(v.history), v.seqno);
+            g.check_fork(v.seqno, &CachedKind::View { members });
+            g.ist.view(Uuid::from_bytes(v.history), v.seqno, members);
             return;
         }
         g.in_group = true;
         g.group_history = v.history;
-        g.cache_event(v.seqno, CachedKind::View);
         if std::mem::take(&mut g.rejoining) {
             // The server's session never ended: no new connected_cb.
             g.non_primary = false;
@@ -158,6 +158,11 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
         }
         g.enqueue(Event::Connected(mine.clone()));
         let founder = v.conf_id == 1 && v.members.len() == 1;
+        if founder {
+            // Its state is the group's: the cache continues from it.
+            g.cache_live = true;
+            g.cache_event(v.seqno, CachedKind::View { members });
+        }
         if founder {
             g.enqueue(Event::PrimaryView(mine));
             g.enqueue(Event::Synced);
@@ -175,7 +180,7 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
             }
         }
         g.group_history = v.history;
-        g.cache_event(v.seqno, CachedKind::View);
+        g.cache_event(v.seqno, CachedKind::View { members });
         g.enqueue(Event::PrimaryView(mine));
         if g.non_primary {
             // Back in the primary component with every event in between
