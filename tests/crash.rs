@@ -224,19 +224,31 @@ fn a_node_behind_at_the_crash_catches_up_by_ist_from_a_writeset_cache() {
         log_count(node3, "state transfer complete at") == sst_before,
         || "node3 took a full SST".into(),
     );
+    // node1 or node2, whichever the group chose (the other one may have
+    // taken IST too: the re-formed group's log starts after its position,
+    // so its history is checked against a donor's cache).
     let sent =
         log_count(cluster.node(0), "events sent") + log_count(cluster.node(1), "events sent");
-    check(&cluster, sent == 1, || {
-        format!("expected one IST sender to report completion, found {sent}")
+    check(&cluster, sent >= 1, || {
+        "no IST sender reported completion".to_string()
     });
-    let downto = status(cluster.node(0), "wsrep_local_cached_downto").or_logs(&cluster, "status");
+    let downto = (0..2)
+        .map(|i| {
+            status(cluster.node(i), "wsrep_local_cached_downto")
+                .or_logs(&cluster, "status")
+                .parse::<i64>()
+                .unwrap_or(-1)
+        })
+        .filter(|d| *d > 0)
+        .min();
     check(
         &cluster,
-        downto
-            .parse::<i64>()
-            .is_ok_and(|d| d > 0 && d <= seqno(&positions[2]) + 1),
+        downto.is_some_and(|d| d <= seqno(&positions[2]) + 1),
         || {
-            format!("node1's wsrep_local_cached_downto is {downto}; its cache should reach back to node3's position")
+            format!(
+                "wsrep_local_cached_downto of node1/node2: {downto:?}; a cache should reach \
+                 back to node3's position"
+            )
         },
     );
     let checked = cluster
