@@ -256,3 +256,66 @@ fn a_node_behind_at_the_crash_catches_up_by_ist_from_a_writeset_cache() {
         .or_logs(&cluster, "acknowledged rows after the crash");
     eprintln!("{checked} acknowledged rows on every node; nodes identical");
 }
+
+/// Weighted quorum (`pc.weight`, Galera's way to keep a two-node cluster
+/// up): with node1 at weight 2 of 3, node1 alone is the primary component
+/// when node2 dies; set back to 1, losing either node leaves no majority.
+#[test]
+fn two_nodes_the_heavier_one_stays_primary_when_the_other_dies() {
+    let mut cluster = Cluster::builder(2)
+        .provider(Provider::from_env())
+        .cluster_name("weight_two")
+        .provider_options("evs.suspect_timeout=PT3S")
+        .start()
+        .unwrap_or_else(|e| panic!("starting 2 nodes: {e}"));
+    let n1 = cluster.node(0);
+    n1.sql("SET GLOBAL wsrep_provider_options='pc.weight=2'")
+        .or_logs(&cluster, "pc.weight=2 on node1");
+    n1.sql("CREATE DATABASE w; CREATE TABLE w.t (id INT PRIMARY KEY); INSERT INTO w.t VALUES (1)")
+        .or_logs(&cluster, "create");
+    // The weight travels through the group (Galera's status shows it),
+    // then the leader makes node1 the only voter.
+    n1.wait_for_status("wsrep_cluster_weight", "3", WAIT)
+        .or_logs(&cluster, "wsrep_cluster_weight 3");
+    std::thread::sleep(Duration::from_secs(1));
+    let r = cluster.node_mut(1).kill();
+    r.or_logs(&cluster, "kill -9 node2");
+    let n1 = cluster.node(0);
+    n1.wait_for_status("wsrep_cluster_size", "1", WAIT)
+        .or_logs(&cluster, "node2 removed");
+    let st = status(n1, "wsrep_cluster_status").or_logs(&cluster, "status");
+    check(&cluster, st == "Primary", || {
+        format!("node1 (weight 2 of 3) is {st} after node2 died")
+    });
+    n1.sql("INSERT INTO w.t VALUES (2)")
+        .or_logs(&cluster, "node1 takes writes alone");
+
+    let r = cluster.node_mut(1).start_recovered();
+    r.or_logs(&cluster, "restart node2");
+    for node in cluster.nodes() {
+        node.wait_for_status("wsrep_cluster_size", "2", WAIT)
+            .or_logs(&cluster, "two members again");
+    }
+    let rows = multi_node::causal_rows(cluster.node(1), "SELECT COUNT(*) FROM w.t")
+        .or_logs(&cluster, "read on node2");
+    check(&cluster, rows == vec![vec!["2".to_string()]], || {
+        format!("node2 sees {rows:?}")
+    });
+
+    // Equal weights again: one of two is no majority.
+    cluster
+        .node(0)
+        .sql("SET GLOBAL wsrep_provider_options='pc.weight=1'")
+        .or_logs(&cluster, "pc.weight=1 on node1");
+    cluster
+        .node(0)
+        .wait_for_status("wsrep_cluster_weight", "2", WAIT)
+        .or_logs(&cluster, "wsrep_cluster_weight 2");
+    std::thread::sleep(Duration::from_secs(1));
+    let r = cluster.node_mut(1).kill();
+    r.or_logs(&cluster, "kill -9 node2 again");
+    cluster
+        .node(0)
+        .wait_for_status("wsrep_cluster_status", "non-Primary", WAIT)
+        .or_logs(&cluster, "node1 non-primary with equal weights");
+}

@@ -318,6 +318,7 @@ impl Provider {
                 _ => return,
             },
             "pc.ignore_sb" | "pc.ignore_quorum" => Input::IgnoreQuorum(self.ignores_quorum()),
+            "pc.weight" => Input::Weight(self.pc_weight()),
             _ => return,
         };
         if let Some(link) = &self.lock().group {
@@ -332,6 +333,15 @@ impl Provider {
         ["pc.ignore_sb", "pc.ignore_quorum"]
             .iter()
             .any(|k| o.bool(k).unwrap_or(false))
+    }
+
+    /// `pc.weight` (0..=255, Galera's range; 1 by default).
+    pub fn pc_weight(&self) -> u32 {
+        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        o.int("pc.weight")
+            .ok()
+            .and_then(|w| u32::try_from(w).ok())
+            .unwrap_or(1)
     }
 
     /// The option values hot paths read, without parsing text.

@@ -162,6 +162,7 @@ impl Provider {
             join_timeout: self.join_timeout(),
             isolated: self.initially_isolated(),
             ignore_quorum: self.ignores_quorum(),
+            weight: self.pc_weight(),
             pc_recovery: self.pc_recovery(),
             recovery: None,
         }

@@ -241,6 +241,9 @@ pub struct Inner {
     /// The writeset cache on disk (`writeset_cache`); `None` before the
     /// first connect or after a write error.
     pub cache: Option<WritesetCache>,
+    /// The primary component's total `pc.weight` (`wsrep_cluster_weight`),
+    /// copied by the group thread.
+    pub cluster_weight: i64,
     /// The history of the group's views (`history` is this node's own
     /// state's, which differs until a joiner has installed its state).
     pub group_history: [u8; 16],
@@ -320,6 +323,7 @@ impl Inner {
             ),
             cached_after: None,
             cache: None,
+            cluster_weight: 0,
             group_history: [0; 16],
             fork_check: Vec::new(),
             fork: None,

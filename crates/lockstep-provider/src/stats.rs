@@ -31,7 +31,6 @@ impl Provider {
                     .join(",")
             })
             .unwrap_or_default();
-        let members = g.view.as_ref().map_or(0, |v| v.members.len() as i64);
         let cert = g.cert_stats.since(&g.cert_stats_base);
         let queued = g.events.len();
         let member_id = if g.conn == Conn::Closed {
@@ -88,7 +87,7 @@ impl Provider {
             ("incoming_addresses", Str(incoming)),
             (
                 "cluster_weight",
-                Str(if primary { members } else { 0 }.to_string()),
+                Str(if primary { g.cluster_weight } else { 0 }.to_string()),
             ),
             ("desync_count", Str(g.local.desync_count().to_string())),
             ("evs_delayed", Str(String::new())),

@@ -8,7 +8,8 @@ use crate::certification::{Key, KeyType};
 use crate::wire::codec::{DecodeError, Reader, Writer};
 
 /// Version byte at the start of every batch and member description.
-pub const ACTION_VERSION: u8 = 1;
+/// 2: members carry a quorum weight (`Action::Weight`, snapshots).
+pub const ACTION_VERSION: u8 = 2;
 
 /// A cluster member as the group knows it: what goes into the wsrep view
 /// (`uuid`, `name`, `incoming`) and how peers reach it (`peer_addr`).
@@ -159,6 +160,12 @@ pub enum Action {
         seqno: i64,
         digest: u64,
     },
+    /// A member's `pc.weight` (weighted quorum): the leader derives the
+    /// Raft voters from the members' weights.
+    Weight {
+        raft_id: u64,
+        weight: u32,
+    },
 }
 
 /// An action stamped with its origin and the origin's proposal number,
@@ -202,6 +209,7 @@ const T_IST_REQUEST: u8 = 10;
 const T_VOTE: u8 = 11;
 /// A state request whose events must come from a donor's writeset cache.
 const T_CACHE_IST_REQUEST: u8 = 12;
+const T_WEIGHT: u8 = 13;
 
 /// Smallest encoding of one proposal (origin, id, tag): bounds counts.
 const MIN_PROPOSAL: usize = 17;
@@ -347,6 +355,9 @@ fn write_action(w: &mut Writer, a: &Action) {
         } => {
             w.u8(T_VOTE).u64(*raft_id).i64(*seqno).u64(*digest);
         }
+        Action::Weight { raft_id, weight } => {
+            w.u8(T_WEIGHT).u64(*raft_id).u32(*weight);
+        }
     }
 }
 
@@ -418,6 +429,10 @@ fn read_action(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
             raft_id: r.u64("vote.raft_id")?,
             seqno: r.i64("vote.seqno")?,
             digest: r.u64("vote.digest")?,
+        },
+        T_WEIGHT => Action::Weight {
+            raft_id: r.u64("weight.raft_id")?,
+            weight: r.u32("weight.weight")?,
         },
         other => {
             return Err(DecodeError::Invalid {
@@ -543,6 +558,10 @@ pub(crate) mod tests {
                 digest: 0xfeed,
             },
             Action::Remerge { raft_id: 2 },
+            Action::Weight {
+                raft_id: 2,
+                weight: 3,
+            },
         ];
         actions
             .into_iter()

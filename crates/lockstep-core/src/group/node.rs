@@ -536,7 +536,9 @@ impl Group {
             self.lead_term = self.raw.raft.term;
             self.last_heard.clear();
         }
+        let wanted = wanted_voters(self.seq.members());
         let mut promote = None;
+        let mut demote = None;
         let mut evict = None;
         // A new voter raises the quorum: only while every voter answers,
         // or a dead one not evicted yet would count against it (a quick
@@ -554,8 +556,10 @@ impl Group {
             }
             if now > heard + self.cfg.suspect_timeout_ms {
                 evict = Some(id);
-            } else if !m.voter && m.state == MemberState::Synced {
+            } else if !m.voter && m.state == MemberState::Synced && wanted.contains(&id) {
                 promote = Some(id);
+            } else if m.voter && !wanted.contains(&id) {
+                demote = Some(id);
             }
         }
         if let Some(id) = evict {
@@ -565,6 +569,25 @@ impl Group {
         } else if let (Some(id), true) = (promote, voters_answer) {
             if self.conf_change_due() {
                 self.propose_change(ConfChangeType::AddNode, id);
+            }
+        } else if let Some(id) = demote {
+            // After the promotions: the quorum never loses a wanted voter.
+            if self.conf_change_due() {
+                self.propose_change(ConfChangeType::AddLearnerNode, id);
+            }
+        } else if !wanted.contains(&me) {
+            // The leader itself should not vote: hand over to a wanted
+            // voter, which then demotes this node.
+            let successor = self
+                .seq
+                .members()
+                .iter()
+                .find(|m| m.voter && wanted.contains(&m.info.raft_id))
+                .map(|m| m.info.raft_id);
+            if let Some(to) = successor {
+                if self.conf_change_due() {
+                    self.raw.transfer_leader(to);
+                }
             }
         }
     }
@@ -868,6 +891,11 @@ impl Group {
             )
         })?;
         let change = match cc.get_change_type() {
+            // A learner added again, without a description: a voter
+            // demoted by the weighted quorum.
+            ConfChangeType::AddLearnerNode if cc.context.is_empty() => {
+                Membership::Demote(cc.node_id)
+            }
             ConfChangeType::AddLearnerNode => {
                 let info = MemberInfo::decode(&cc.context)
                     .map_err(|e| format!("member description at log entry {}: {e}", entry.index))?;
@@ -950,6 +978,46 @@ struct SnapshotSend {
     waiting: bool,
 }
 
+/// The members that should vote, from their `pc.weight` (Galera's
+/// weighted quorum: a component is primary when it holds more than half
+/// of the total weight). Raft counts voters, not weights, so:
+/// - a member with more than half of the total weight is the only voter:
+///   any component with it is primary, any without it is not, exactly as
+///   with Galera;
+/// - otherwise every member with a weight above 0 votes (exact when the
+///   non-zero weights are equal; other mixes are approximated by counting
+///   members);
+/// - a member with weight 0 never votes (it never counts towards quorum).
+///
+/// Only members that vote already or are synced can be wanted (a joiner
+/// is promoted once synced). If no member would vote, the current voters
+/// stay.
+pub fn wanted_voters(members: &[super::sequencer::Member]) -> Vec<u64> {
+    let total: u64 = members.iter().map(|m| u64::from(m.weight)).sum();
+    let eligible = |m: &&super::sequencer::Member| m.voter || m.state == MemberState::Synced;
+    let dominant = members
+        .iter()
+        .filter(eligible)
+        .find(|m| u64::from(m.weight) * 2 > total);
+    let wanted: Vec<u64> = match dominant {
+        Some(d) => vec![d.info.raft_id],
+        None => members
+            .iter()
+            .filter(|m| m.weight > 0)
+            .map(|m| m.info.raft_id)
+            .collect(),
+    };
+    if wanted.is_empty() {
+        members
+            .iter()
+            .filter(|m| m.voter)
+            .map(|m| m.info.raft_id)
+            .collect()
+    } else {
+        wanted
+    }
+}
+
 /// Raft's configuration as the sequencer has it: the members, voters or
 /// learners (every configuration change goes through the sequencer, so the
 /// two agree; a node that started from a snapshot may also have itself as
@@ -971,5 +1039,88 @@ fn proposal_size(p: &Proposal) -> usize {
         Action::Writeset(ws) => ws.size() + 64,
         Action::StateRequest { request, .. } => request.len() + 64,
         _ => 64,
+    }
+}
+
+#[cfg(test)]
+mod weight_tests {
+    use super::wanted_voters;
+    use crate::group::action::tests::member;
+    use crate::group::sequencer::Member;
+    use crate::group::MemberState;
+    use proptest::prelude::*;
+
+    fn m(id: u64, weight: u32, voter: bool, state: MemberState) -> Member {
+        Member {
+            info: member(id),
+            state,
+            voter,
+            weight,
+        }
+    }
+
+    fn synced(id: u64, weight: u32) -> Member {
+        m(id, weight, true, MemberState::Synced)
+    }
+
+    #[test]
+    fn equal_weights_make_everyone_a_voter() {
+        let ms = [synced(1, 1), synced(2, 1), synced(3, 1)];
+        assert_eq!(wanted_voters(&ms), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn a_member_with_more_than_half_of_the_weight_votes_alone() {
+        // galera_shutdown_nonprim: pc.weight=2 on node1 of two.
+        let ms = [synced(1, 2), synced(2, 1)];
+        assert_eq!(wanted_voters(&ms), vec![1]);
+        // Exactly half is not more than half.
+        let ms = [synced(1, 2), synced(2, 1), synced(3, 1)];
+        assert_eq!(wanted_voters(&ms), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn weight_zero_never_votes_and_a_joiner_cannot_dominate_yet() {
+        let ms = [synced(1, 1), synced(2, 0), synced(3, 1)];
+        assert_eq!(wanted_voters(&ms), vec![1, 3]);
+        let ms = [synced(1, 1), m(2, 5, false, MemberState::Joiner)];
+        assert_eq!(
+            wanted_voters(&ms),
+            vec![1, 2],
+            "the joiner is promoted once synced"
+        );
+        // Nobody with weight: the current voters stay.
+        let ms = [synced(1, 0), m(2, 0, false, MemberState::Synced)];
+        assert_eq!(wanted_voters(&ms), vec![1]);
+    }
+
+    proptest! {
+        /// With a dominant member, "contains the voter" is exactly
+        /// Galera's "holds more than half of the weight", for every
+        /// component.
+        #[test]
+        fn a_dominant_member_decides_quorum_as_galera_does(
+            weights in proptest::collection::vec(0u32..6, 1..6),
+            component in proptest::collection::vec(any::<bool>(), 6),
+        ) {
+            let ms: Vec<Member> = weights
+                .iter()
+                .enumerate()
+                .map(|(i, w)| synced(i as u64 + 1, *w))
+                .collect();
+            let total: u32 = weights.iter().sum();
+            let wanted = wanted_voters(&ms);
+            prop_assert!(!wanted.is_empty());
+            if wanted.len() == 1 && weights[(wanted[0] - 1) as usize] * 2 > total {
+                let inside: Vec<usize> = (0..ms.len()).filter(|i| component[*i]).collect();
+                let weight: u32 = inside.iter().map(|i| weights[*i]).sum();
+                let has_voter = inside.contains(&((wanted[0] - 1) as usize));
+                prop_assert_eq!(has_voter, weight * 2 > total);
+            }
+            for id in &wanted {
+                let w = weights[(*id - 1) as usize];
+                prop_assert!(w > 0 || total == 0, "a zero-weight member votes");
+            }
+        }
     }
 }

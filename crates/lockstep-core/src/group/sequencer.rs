@@ -25,6 +25,8 @@ pub enum Membership {
     Add(MemberInfo),
     /// A synced learner becomes a voter: no wsrep view.
     Promote(u64),
+    /// A voter becomes a learner again (weighted quorum): no wsrep view.
+    Demote(u64),
     /// A member leaves (gracefully or evicted).
     Remove(u64),
 }
@@ -35,6 +37,8 @@ pub struct Member {
     pub info: MemberInfo,
     pub state: MemberState,
     pub voter: bool,
+    /// `pc.weight` (1 unless the member said otherwise).
+    pub weight: u32,
 }
 
 /// A primary view.
@@ -271,6 +275,7 @@ impl Sequencer {
                     info: info.clone(),
                     state: MemberState::Joiner,
                     voter: false,
+                    weight: 1,
                 });
                 self.new_view(out)?;
                 Ok(true)
@@ -279,6 +284,16 @@ impl Sequencer {
                 match self.members.iter_mut().find(|m| m.info.raft_id == *id) {
                     Some(m) if !m.voter => {
                         m.voter = true;
+                        Ok(true)
+                    }
+                    _ => Ok(false),
+                }
+            }
+            Membership::Demote(id) => {
+                let voters = self.members.iter().filter(|m| m.voter).count();
+                match self.members.iter_mut().find(|m| m.info.raft_id == *id) {
+                    Some(m) if m.voter && voters > 1 => {
+                        m.voter = false;
                         Ok(true)
                     }
                     _ => Ok(false),
@@ -441,6 +456,14 @@ impl Sequencer {
                 }
                 out.push(settled);
             }
+            Action::Weight { raft_id, weight } => {
+                if raft_id == p.origin {
+                    if let Some(m) = self.members.iter_mut().find(|m| m.info.raft_id == raft_id) {
+                        m.weight = weight;
+                    }
+                }
+                out.push(settled);
+            }
             Action::Barrier { raft_id, id } => out.push(Delivery::Barrier {
                 origin: raft_id,
                 id,
@@ -464,6 +487,7 @@ impl Sequencer {
             info: founder,
             state: MemberState::Synced,
             voter: true,
+            weight: 1,
         }];
         self.new_view(out)
     }

@@ -63,7 +63,9 @@ impl Sequencer {
         w.u32(s.members.len() as u32);
         for m in &s.members {
             write_member(&mut w, &m.info);
-            w.u8(state_code(m.state)).u8(u8::from(m.voter));
+            w.u8(state_code(m.state))
+                .u8(u8::from(m.voter))
+                .u32(m.weight);
         }
         let mut committed: Vec<_> = s.committed.iter().collect();
         committed.sort();
@@ -124,13 +126,19 @@ impl Sequencer {
         let cert_purged = r.i64("snapshot.cert_purged")?;
         let last_pa_unsafe = r.i64("snapshot.last_pa_unsafe")?;
         let delivered = r.u64("snapshot.delivered")?;
-        let n = r.count("snapshot.members", 30)?;
+        let n = r.count("snapshot.members", 34)?;
         let mut members = Vec::with_capacity(n);
         for _ in 0..n {
             let info = read_member(&mut r)?;
             let state = state_from(r.u8("member.state")?)?;
             let voter = r.u8("member.voter")? != 0;
-            members.push(Member { info, state, voter });
+            let weight = r.u32("member.weight")?;
+            members.push(Member {
+                info,
+                state,
+                voter,
+                weight,
+            });
         }
         let n = r.count("snapshot.committed", 16)?;
         let mut committed = HashMap::with_capacity(n);

@@ -241,7 +241,7 @@ pub const TABLE: &[Spec] = &[
     o("pc.version",                    Fixed("0"),                   Int,      Static),
     o("pc.wait_prim",                  Fixed("true"),                Bool,     Static),
     o("pc.wait_prim_timeout",          Fixed("PT30S"),               Duration, Static).honoured(),
-    o("pc.weight",                     Fixed("1"),                   Int,      Dynamic).check(BYTE),
+    o("pc.weight",                     Fixed("1"),                   Int,      Dynamic).check(BYTE).honoured(),
     o("protonet.backend",              Fixed("asio"),                Str,      Static).check(Check::OneOf(&["asio"])),
     o("protonet.version",              Fixed("0"),                   Int,      Static),
     o("repl.causal_read_timeout",      Fixed("PT30S"),               Duration, Dynamic).honoured(),

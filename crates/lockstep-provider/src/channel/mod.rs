@@ -52,6 +52,8 @@ pub enum Input {
     Bootstrap,
     /// `pc.ignore_sb` / `pc.ignore_quorum` changed at runtime.
     IgnoreQuorum(bool),
+    /// `pc.weight` changed at runtime.
+    Weight(u32),
     /// Leave the cluster gracefully.
     Leave,
     /// Stop the thread (after the final view).
@@ -73,6 +75,8 @@ pub struct Setup {
     pub isolated: bool,
     /// `pc.ignore_sb` or `pc.ignore_quorum`.
     pub ignore_quorum: bool,
+    /// `pc.weight`.
+    pub weight: u32,
     /// `pc.recovery`: a non-primary member votes too.
     pub pc_recovery: bool,
     /// `pc.recovery`: this node's vote and the saved view's addresses.
@@ -114,6 +118,8 @@ impl GroupChannel {
             me: setup.me.clone(),
             config: setup.config.clone(),
             ignore_quorum: setup.ignore_quorum,
+            weight: setup.weight,
+            weight_told: None,
             pc_recovery: setup.pc_recovery,
             last_view: None,
             group,
@@ -183,6 +189,10 @@ struct Worker {
     started: Instant,
     last_report: Instant,
     reported: i64,
+    /// `pc.weight`, and when the group was last told (the group's record
+    /// of it is what counts; told again until it matches).
+    weight: u32,
+    weight_told: Option<Instant>,
 }
 
 impl Worker {
@@ -201,6 +211,7 @@ impl Worker {
                 break;
             }
             self.report_committed();
+            self.report_weight();
             // Each loop, not only on deliveries: an applier may finish an
             // asked-about seqno while nothing else is ordered.
             self.shared.lock().answer_votes();
@@ -257,6 +268,10 @@ impl Worker {
             }
             Input::Bootstrap => self.bootstrap_here("pc.bootstrap=YES", false),
             Input::IgnoreQuorum(on) => self.ignore_quorum = on,
+            Input::Weight(w) => {
+                self.weight = w;
+                self.weight_told = None;
+            }
             Input::Leave => self.group.leave(),
             Input::Stop => return true,
         }
@@ -488,6 +503,25 @@ impl Worker {
         }
     }
 
+    /// Tells the group this node's `pc.weight` while its record differs
+    /// (at most once per `REPORT_COMMITTED`).
+    fn report_weight(&mut self) {
+        let me = self.group.me().raft_id;
+        let Some(recorded) = self.group.sequencer().member(me).map(|m| m.weight) else {
+            return;
+        };
+        let due = self
+            .weight_told
+            .is_none_or(|t| t.elapsed() >= REPORT_COMMITTED);
+        if recorded != self.weight && due {
+            self.weight_told = Some(Instant::now());
+            self.group.propose(Action::Weight {
+                raft_id: me,
+                weight: self.weight,
+            });
+        }
+    }
+
     fn address_of(&self, raft_id: u64) -> Option<String> {
         self.group
             .sequencer()
@@ -577,6 +611,13 @@ impl Worker {
         g.cert_stats = certifier.stats();
         g.cert_index_size = certifier.index_size();
         g.cached_after = self.group.cached_after();
+        g.cluster_weight = self
+            .group
+            .sequencer()
+            .members()
+            .iter()
+            .map(|m| i64::from(m.weight))
+            .sum();
         g.flush_cache();
         drop(g);
         self.shared.notify();
