@@ -319,3 +319,31 @@ fn two_nodes_the_heavier_one_stays_primary_when_the_other_dies() {
         .wait_for_status("wsrep_cluster_status", "non-Primary", WAIT)
         .or_logs(&cluster, "node1 non-primary with equal weights");
 }
+
+/// `evs.inactive_timeout` shorter than `evs.suspect_timeout`: a dead node
+/// is removed after the inactive timeout (Galera declares a peer dead
+/// after it at the latest), not after the minute of suspicion.
+#[test]
+fn a_dead_node_is_removed_after_evs_inactive_timeout() {
+    let mut cluster = Cluster::builder(3)
+        .provider(Provider::from_env())
+        .cluster_name("inactive")
+        .provider_options("evs.suspect_timeout=PT60S; evs.inactive_timeout=PT3S")
+        .start()
+        .unwrap_or_else(|e| panic!("starting 3 nodes: {e}"));
+    let t0 = Instant::now();
+    let r = cluster.node_mut(2).kill();
+    r.or_logs(&cluster, "kill -9 node3");
+    cluster
+        .node(0)
+        .wait_for_status("wsrep_cluster_size", "2", Duration::from_secs(30))
+        .or_logs(&cluster, "node3 removed well before evs.suspect_timeout");
+    eprintln!(
+        "node3 removed {:.1} s after kill -9",
+        t0.elapsed().as_secs_f64()
+    );
+    cluster
+        .node(1)
+        .sql("CREATE DATABASE i")
+        .or_logs(&cluster, "the two survivors take writes");
+}

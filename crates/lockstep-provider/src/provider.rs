@@ -309,9 +309,9 @@ impl Provider {
                 }
                 Err(_) => return,
             },
-            "evs.suspect_timeout" => match options::parse_duration(value) {
-                Ok(d) => Input::SuspectTimeout(d),
-                Err(_) => return,
+            "evs.suspect_timeout" | "evs.inactive_timeout" => match self.failure_timeout() {
+                Some(d) => Input::SuspectTimeout(d),
+                None => return,
             },
             "pc.bootstrap" => match options::parse_bool(value) {
                 Ok(true) => Input::Bootstrap,
@@ -333,6 +333,22 @@ impl Provider {
         ["pc.ignore_sb", "pc.ignore_quorum"]
             .iter()
             .any(|k| o.bool(k).unwrap_or(false))
+    }
+
+    /// How long a silent member stays a member (and a node without a
+    /// leader stays Primary): `evs.suspect_timeout`, or
+    /// `evs.inactive_timeout` if shorter. Galera suspects a peer after the
+    /// first and declares it dead after the second at the latest; the
+    /// leader here removes it at the first, so the second only matters
+    /// when it is the shorter one.
+    pub fn failure_timeout(&self) -> Option<Duration> {
+        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let suspect = o.duration("evs.suspect_timeout").ok();
+        let inactive = o.duration("evs.inactive_timeout").ok();
+        match (suspect, inactive) {
+            (Some(s), Some(i)) => Some(s.min(i)),
+            (s, i) => s.or(i),
+        }
     }
 
     /// `pc.weight` (0..=255, Galera's range; 1 by default).

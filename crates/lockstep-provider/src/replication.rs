@@ -91,7 +91,8 @@ impl Provider {
 
     /// Waits while the provider is paused (FTWRL, SST donation).
     fn wait_unpaused<'a>(&'a self, g: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
-        self.wait_until(g, None, |s| s.paused_at.is_none()).0
+        self.wait_until(g, None, |s| s.paused_at.is_none() || s.conn == Conn::Closed)
+            .0
     }
 
     pub fn certify(
@@ -205,8 +206,13 @@ impl Provider {
                 s.trxs.get(&trx_id).map(|r| r.state),
                 Some(TrxState::MustReplay)
             );
-            bf || (s.commit.level() >= seqno - 1 && s.may_commit(seqno))
+            bf || (s.commit.level() >= seqno - 1 && s.may_commit(seqno)) || s.conn == Conn::Closed
         });
+        if g.conn == Conn::Closed && !(g.commit.level() >= seqno - 1 && g.may_commit(seqno)) {
+            // The session ended (shutdown, a fatal error): the seqnos
+            // before this one will not commit here.
+            return status::CONN_FAIL;
+        }
         let Some(rec) = g.trxs.get_mut(&trx_id) else {
             return status::TRX_MISSING;
         };
@@ -265,8 +271,14 @@ impl Provider {
         };
         if rec.seqno >= 0 {
             if !rec.commit_left {
-                let (ng, _) = self.wait_until(g, None, |s| s.commit.level() >= rec.seqno - 1);
+                let (ng, _) = self.wait_until(g, None, |s| {
+                    s.commit.level() >= rec.seqno - 1 || s.conn == Conn::Closed
+                });
                 g = ng;
+                if g.commit.level() < rec.seqno - 1 {
+                    // The session ended: the gates no longer move.
+                    return status::OK;
+                }
                 if let Err(e) = g.leave_commit(rec.seqno) {
                     return self.inconsistent(g, &e.to_string());
                 }
@@ -330,8 +342,13 @@ impl Provider {
                 return status::TRX_FAIL;
             }
         };
-        let (ng, _) = self.wait_until(g, None, |s| s.last_committed() >= depends_on);
+        let (ng, _) = self.wait_until(g, None, |s| {
+            s.last_committed() >= depends_on || s.conn == Conn::Closed
+        });
         g = ng;
+        if g.last_committed() < depends_on {
+            return status::CONN_FAIL;
+        }
         let meta = TrxMeta {
             gtid: Gtid {
                 uuid: g.history,
@@ -422,8 +439,13 @@ impl Provider {
         // Total order isolation: everything before it has finished, and it
         // holds commit order until to_execute_end.
         let (mut g, _) = self.wait_until(g, None, |s| {
-            s.last_committed() >= seqno - 1 && s.commit.level() >= seqno - 1
+            (s.last_committed() >= seqno - 1 && s.commit.level() >= seqno - 1)
+                || s.conn == Conn::Closed
         });
+        if g.last_committed() < seqno - 1 || g.commit.level() < seqno - 1 {
+            // The session ended before the statement's turn came.
+            return status::CONN_FAIL;
+        }
         g.enter_apply(seqno);
         g.enter_commit(seqno);
         g.toi.insert(conn_id, seqno);
@@ -540,8 +562,13 @@ impl Provider {
         }
         let mut g = self.lock();
         if !g.commit.has_passed(seqno) {
-            let (ng, _) = self.wait_until(g, None, |s| s.commit.level() >= seqno - 1);
+            let (ng, _) = self.wait_until(g, None, |s| {
+                s.commit.level() >= seqno - 1 || s.conn == Conn::Closed
+            });
             g = ng;
+            if g.commit.level() < seqno - 1 {
+                return Some(status::CONN_FAIL);
+            }
             g.enter_commit(seqno);
             if let Err(e) = g.leave_commit(seqno) {
                 return Some(self.inconsistent(g, &e.to_string()));

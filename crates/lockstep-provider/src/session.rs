@@ -416,11 +416,11 @@ impl Provider {
 
     /// Raft timing from the Galera options people already set.
     fn group_config(&self) -> GroupConfig {
-        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
         let mut c = GroupConfig::default();
-        if let Ok(d) = o.duration("evs.suspect_timeout") {
+        if let Some(d) = self.failure_timeout() {
             c.suspect_timeout_ms = channel::suspect_timeout_ms(d);
         }
+        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
         if let Ok(tick) = o.duration("lockstep.raft_tick") {
             c.tick_ms = (tick.as_millis() as u64).clamp(10, 1000);
         }

@@ -180,7 +180,7 @@ pub const TABLE: &[Spec] = &[
     o("evs.delayed_keep_period",       Fixed("PT30S"),               Duration, Dynamic),
     o("evs.evict",                     Unset,                        Str,      Trigger).not_printed(), // member UUID
     o("evs.inactive_check_period",     Fixed("PT0.5S"),              Duration, Dynamic),
-    o("evs.inactive_timeout",          Fixed("PT15S"),               Duration, Dynamic),   // declare a peer dead
+    o("evs.inactive_timeout",          Fixed("PT15S"),               Duration, Dynamic).honoured(),   // declare a peer dead
     o("evs.info_log_mask",             Fixed("0"),                   Int,      Dynamic),
     o("evs.install_timeout",           Fixed("PT7.5S"),              Duration, Dynamic),
     o("evs.join_retrans_period",       Fixed("PT1S"),                Duration, Dynamic),
