@@ -67,6 +67,14 @@ fn up_starts_a_replicating_cluster_status_reports_it_and_down_stops_it() {
 
     let (code, text) = run(&["status", "--dir", dir]);
     assert_eq!(code, 0, "status of a healthy cluster:\n{text}");
+    // IST_FROM: where each node's writeset caches start (a seqno).
+    for line in text.lines().filter(|l| l.starts_with("node")) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert!(
+            f.len() >= 10 && f[8].parse::<i64>().is_ok_and(|s| s >= 1),
+            "no IST_FROM seqno in {line:?}:\n{text}"
+        );
+    }
     let rows = status_rows(&text);
     let names: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
     assert_eq!(names, ["node1", "node2", "node3"], "{text}");

@@ -23,12 +23,15 @@ pub struct Args {
     dir: DirArg,
 }
 
-const COLUMNS: [&str; 6] = [
+const COLUMNS: [&str; 7] = [
     "wsrep_local_state_comment",
     "wsrep_cluster_status",
     "wsrep_cluster_size",
     "wsrep_ready",
     "wsrep_last_committed",
+    // The lowest seqno this node can serve by IST (group log or writeset
+    // cache): a joiner behind it needs SST.
+    "wsrep_local_cached_downto",
     "wsrep_provider_name",
 ];
 
@@ -49,6 +52,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         "SIZE",
         "READY",
         "LAST_COMMITTED",
+        "IST_FROM",
         "PROVIDER",
     ];
     let mut rows = Vec::new();
