@@ -278,6 +278,36 @@ fn two_nodes_the_heavier_one_stays_primary_when_the_other_dies() {
     n1.wait_for_status("wsrep_cluster_weight", "3", WAIT)
         .or_logs(&cluster, "wsrep_cluster_weight 3");
     std::thread::sleep(Duration::from_secs(1));
+    // Cut off, the lighter node2 (no longer a voter) must notice it has no
+    // primary component, as with Galera (galera_shutdown_nonprim).
+    cluster
+        .node(1)
+        .sql("SET GLOBAL wsrep_provider_options='gmcast.isolate=1'")
+        .or_logs(&cluster, "isolate node2");
+    cluster
+        .node(1)
+        .wait_for_status("wsrep_cluster_status", "non-Primary", WAIT)
+        .or_logs(&cluster, "node2 non-primary while isolated");
+    cluster
+        .node(0)
+        .wait_for_status("wsrep_cluster_size", "1", WAIT)
+        .or_logs(&cluster, "node1 alone");
+    let st = status(cluster.node(0), "wsrep_cluster_status").or_logs(&cluster, "status");
+    check(&cluster, st == "Primary", || {
+        format!("node1 (weight 2 of 3) is {st} while node2 is cut off")
+    });
+    cluster
+        .node(1)
+        .sql("SET GLOBAL wsrep_provider_options='gmcast.isolate=0'")
+        .or_logs(&cluster, "node2 back");
+    for node in cluster.nodes() {
+        node.wait_for_status("wsrep_cluster_size", "2", WAIT)
+            .or_logs(&cluster, "node2 rejoined");
+    }
+    let n1 = cluster.node(0);
+    n1.wait_for_status("wsrep_cluster_weight", "3", WAIT)
+        .or_logs(&cluster, "wsrep_cluster_weight 3 again");
+    std::thread::sleep(Duration::from_secs(1));
     let r = cluster.node_mut(1).kill();
     r.or_logs(&cluster, "kill -9 node2");
     let n1 = cluster.node(0);

@@ -256,8 +256,51 @@ impl Group {
 
     /// Whether this node knows a leader: false while it cannot reach a
     /// majority (pre-vote and check-quorum reset the leader then).
+    /// Whether this node is in contact with a leader. A voter loses the
+    /// leader when its election timeout fires; a learner (a joiner, or a
+    /// member the weighted quorum does not let vote) never campaigns, so
+    /// raft-rs keeps the last leader it knew: it counts as leaderless once
+    /// it has not heard from that leader for an election timeout.
     pub fn has_leader(&self) -> bool {
-        self.raw.raft.leader_id != raft::INVALID_ID
+        let leader = self.raw.raft.leader_id;
+        if leader == raft::INVALID_ID {
+            return false;
+        }
+        let me = self.me.raft_id;
+        if leader == me || self.seq.member(me).is_none_or(|m| m.voter) {
+            return true;
+        }
+        let fresh = self.cfg.election_ticks as u64 * self.cfg.tick_ms;
+        self.last_heard
+            .get(&leader)
+            .is_some_and(|t| self.now <= t + fresh)
+    }
+
+    /// A learner that lost its leader never campaigns, so no member would
+    /// hear from it again: it pokes them (a heartbeat response, which Raft
+    /// takes without effect from a peer in its configuration) so that a
+    /// leader that removed it meanwhile answers `NotMember`.
+    pub fn poke_members(&mut self) {
+        let me = self.me.raft_id;
+        if self.seq.member(me).is_none_or(|m| m.voter) {
+            return;
+        }
+        let term = self.raw.raft.term;
+        let peers: Vec<u64> = self
+            .seq
+            .members()
+            .iter()
+            .map(|m| m.info.raft_id)
+            .filter(|id| *id != me)
+            .collect();
+        for to in peers {
+            let mut msg = Message::default();
+            msg.set_msg_type(raft::eraftpb::MessageType::MsgHeartbeatResponse);
+            msg.to = to;
+            msg.from = me;
+            msg.term = term;
+            self.out.push(Output::Send { to, msg });
+        }
     }
 
     pub fn is_member(&self) -> bool {

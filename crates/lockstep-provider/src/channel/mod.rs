@@ -25,6 +25,9 @@ use transport::Transport;
 
 /// How often the group thread wakes up without input (Raft ticks).
 const POLL: Duration = Duration::from_millis(10);
+/// How often a non-primary learner pokes the members.
+const POKE_EVERY: Duration = Duration::from_secs(1);
+
 /// How often to report `last_committed` for index purging.
 const REPORT_COMMITTED: Duration = Duration::from_millis(500);
 
@@ -120,6 +123,7 @@ impl GroupChannel {
             ignore_quorum: setup.ignore_quorum,
             weight: setup.weight,
             weight_told: None,
+            last_poke: None,
             pc_recovery: setup.pc_recovery,
             last_view: None,
             group,
@@ -193,6 +197,8 @@ struct Worker {
     /// of it is what counts; told again until it matches).
     weight: u32,
     weight_told: Option<Instant>,
+    /// When a non-primary learner last poked the members (`poke_members`).
+    last_poke: Option<Instant>,
 }
 
 impl Worker {
@@ -362,7 +368,14 @@ impl Worker {
             return;
         }
         let since = *self.leaderless_since.get_or_insert_with(Instant::now);
-        if self.non_primary || since.elapsed() < self.non_primary_after {
+        if self.non_primary {
+            if self.last_poke.is_none_or(|t| t.elapsed() >= POKE_EVERY) {
+                self.last_poke = Some(Instant::now());
+                self.group.poke_members();
+            }
+            return;
+        }
+        if since.elapsed() < self.non_primary_after {
             return;
         }
         if self.ignore_quorum {
