@@ -17,6 +17,48 @@ use multi_node::{check, log_count, status, OrLogs};
 
 const WAIT: Duration = Duration::from_secs(120);
 
+/// SIGKILL to `nodes` at once (before any can notice the others), then
+/// reaps them.
+fn power_loss(cluster: &mut Cluster, nodes: &[usize]) {
+    for &i in nodes {
+        let pid = cluster.node(i).pid();
+        check(cluster, pid.is_some(), || {
+            format!("node{} is not running", i + 1)
+        });
+        if let Some(pid) = pid {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+    for &i in nodes {
+        let r = cluster.node_mut(i).kill();
+        r.or_logs(cluster, "reap the killed node");
+    }
+}
+
+/// Every node's position from `--wsrep-recover` (the systemd unit's step).
+fn recover_positions(cluster: &mut Cluster) -> Vec<String> {
+    let mut positions = Vec::new();
+    for i in 0..cluster.nodes().len() {
+        let r = cluster.node_mut(i).recover_position();
+        positions.push(r.or_logs(cluster, "--wsrep-recover"));
+    }
+    eprintln!("recovered positions: {positions:?}");
+    positions
+}
+
+/// Starts every node with `--wsrep_start_position` and its normal
+/// configuration.
+fn restart_at(cluster: &mut Cluster, positions: &[String]) {
+    for (i, position) in positions.iter().enumerate() {
+        let arg = format!("--wsrep_start_position={position}");
+        let r = cluster.node_mut(i).spawn(&[&arg]);
+        r.or_logs(cluster, "start after the crash");
+    }
+}
+
 #[test]
 fn the_whole_cluster_killed_at_once_comes_back_primary_by_itself() {
     let mut cluster = Cluster::builder(3)
@@ -33,35 +75,13 @@ fn the_whole_cluster_killed_at_once_comes_back_primary_by_itself() {
         .or_logs(&cluster, "load before the crash");
 
     // Power loss: SIGKILL to all three before any can notice the others.
-    let pids: Vec<u32> = cluster.nodes().iter().filter_map(|n| n.pid()).collect();
-    check(&cluster, pids.len() == 3, || {
-        format!("running pids: {pids:?}")
-    });
-    for pid in &pids {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(*pid as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-    for i in 0..3 {
-        let r = cluster.node_mut(i).kill();
-        r.or_logs(&cluster, "reap the killed node");
-    }
+    power_loss(&mut cluster, &[0, 1, 2]);
     let (table, reports) = load.stop();
 
     // The systemd way, with each node's normal configuration.
-    let mut positions = Vec::new();
-    for i in 0..3 {
-        let r = cluster.node_mut(i).recover_position();
-        positions.push(r.or_logs(&cluster, "--wsrep-recover"));
-    }
-    eprintln!("recovered positions: {positions:?}");
+    let positions = recover_positions(&mut cluster);
     let t0 = Instant::now();
-    for (i, position) in positions.iter().enumerate() {
-        let arg = format!("--wsrep_start_position={position}");
-        let r = cluster.node_mut(i).spawn(&[&arg]);
-        r.or_logs(&cluster, "start after the crash");
-    }
+    restart_at(&mut cluster, &positions);
     for node in cluster.nodes() {
         node.wait_synced(WAIT)
             .or_logs(&cluster, "Synced again after the crash");
@@ -170,43 +190,23 @@ fn a_node_behind_at_the_crash_catches_up_by_ist_from_a_writeset_cache() {
         .or_logs(&cluster, "load while node3 is down");
 
     // Then the power goes on the other two.
-    for i in 0..2 {
-        if let Some(pid) = cluster.node(i).pid() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-    }
-    for i in 0..2 {
-        let r = cluster.node_mut(i).kill();
-        r.or_logs(&cluster, "reap the killed node");
-    }
+    power_loss(&mut cluster, &[0, 1]);
     let (table, reports) = load.stop();
 
-    let mut positions = Vec::new();
-    for i in 0..3 {
-        let r = cluster.node_mut(i).recover_position();
-        positions.push(r.or_logs(&cluster, "--wsrep-recover"));
-    }
+    let positions = recover_positions(&mut cluster);
     let seqno = |p: &String| -> i64 {
         p.rsplit(':')
             .next()
             .and_then(|s| s.parse().ok())
             .unwrap_or(-1)
     };
-    eprintln!("recovered positions: {positions:?}");
     check(
         &cluster,
         seqno(&positions[2]) + 100 < seqno(&positions[0]),
         || format!("node3 should be well behind node1: {positions:?}"),
     );
     let sst_before = log_count(cluster.node(2), "state transfer complete at");
-    for (i, position) in positions.iter().enumerate() {
-        let arg = format!("--wsrep_start_position={position}");
-        let r = cluster.node_mut(i).spawn(&[&arg]);
-        r.or_logs(&cluster, "start after the crash");
-    }
+    restart_at(&mut cluster, &positions);
     for node in cluster.nodes() {
         node.wait_synced(WAIT)
             .or_logs(&cluster, "Synced again after the crash");

@@ -193,6 +193,29 @@ fn count_rows(cluster: &Cluster, i: usize) -> String {
         .or_logs(cluster, "count rows")
 }
 
+/// Node `i`, started normally, refuses to join (its log says `why`),
+/// stops by itself, and keeps its position in grastate.dat.
+fn expect_refusal(cluster: &mut Cluster, i: usize, why: &str) {
+    let before = grastate_seqno(cluster, i);
+    let r = cluster.node_mut(i).spawn(&[]);
+    r.or_logs(cluster, "start the node that must refuse");
+    let name = cluster.node(i).name().to_string();
+    let t0 = Instant::now();
+    while cluster.node(i).is_running() && t0.elapsed() < WAIT {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    check(cluster, !cluster.node(i).is_running(), || {
+        format!("{name} joined a cluster it must refuse ({why})")
+    });
+    check(cluster, log_count(cluster.node(i), why) == 1, || {
+        format!("{name}'s log does not say '{why}'")
+    });
+    let after = grastate_seqno(cluster, i);
+    check(cluster, after == before, || {
+        format!("{name}'s grastate.dat says {after} after the refusal, {before} before")
+    });
+}
+
 #[test]
 fn a_stale_bootstrap_does_not_lose_the_advanced_nodes_commits() {
     let mut cluster = start("stale_bootstrap");
@@ -227,29 +250,11 @@ fn a_stale_bootstrap_does_not_lose_the_advanced_nodes_commits() {
     r.or_logs(&cluster, "bootstrap the stale node");
 
     // The advanced node refuses to join it and stops, its data untouched.
-    let r = cluster.node_mut(0).spawn(&[]);
-    r.or_logs(&cluster, "start the advanced node");
-    let t0 = Instant::now();
-    while cluster.node(0).is_running() && t0.elapsed() < WAIT {
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    check(&cluster, !cluster.node(0).is_running(), || {
-        "the advanced node joined a cluster that lacks its commits".into()
-    });
-    check(
-        &cluster,
-        log_count(cluster.node(0), "is ahead of the cluster it joins") == 1,
-        || "node1's log does not say why it refused".into(),
-    );
-    let after = grastate_seqno(&cluster, 0);
-    check(&cluster, after == advanced, || {
-        format!("node1's grastate.dat says {after} after the refusal, {advanced} before")
-    });
+    expect_refusal(&mut cluster, 0, "is ahead of the cluster it joins");
 
     // The right way round: bootstrap the advanced node.
     let r = cluster.node_mut(2).stop();
     r.or_logs(&cluster, "stop the stale bootstrap");
-    let forked = grastate_seqno(&cluster, 2);
     let r = cluster
         .node_mut(0)
         .start_with_args(&["--wsrep-new-cluster"]);
@@ -262,24 +267,7 @@ fn a_stale_bootstrap_does_not_lose_the_advanced_nodes_commits() {
     // UUID is the same and its seqno below the cluster's. It must not get
     // IST on top of that (it would skip the cluster's writeset at that
     // seqno): it refuses to join, naming the fork, its data untouched.
-    let r = cluster.node_mut(2).spawn(&[]);
-    r.or_logs(&cluster, "start the forked node");
-    let t0 = Instant::now();
-    while cluster.node(2).is_running() && t0.elapsed() < WAIT {
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    check(&cluster, !cluster.node(2).is_running(), || {
-        "the forked node joined the cluster".into()
-    });
-    check(
-        &cluster,
-        log_count(cluster.node(2), "history has forked from the cluster's") == 1,
-        || "node3's log does not name the fork".into(),
-    );
-    let after = grastate_seqno(&cluster, 2);
-    check(&cluster, after == forked, || {
-        format!("node3's grastate.dat says {after} after the refusal, {forked} before")
-    });
+    expect_refusal(&mut cluster, 2, "history has forked from the cluster's");
     // Re-provisioned as the message says (grastate.dat deleted: a full
     // SST), it gets everything.
     let _ = std::fs::remove_file(cluster.node(2).datadir().join("grastate.dat"));
