@@ -223,9 +223,9 @@ impl Server {
 }
 
 impl Server {
-    /// Applies a remote writeset: builds the `ws_handle` whose `opaque`
-    /// points at a [`crate::trx::Handle::Remote`] for the server's
-    /// commit-order calls, and frees it after the callback.
+    /// Applies a remote writeset: its `ws_handle.opaque` is the remote
+    /// marker ([`crate::trx::remote_marker`]), which the commit-order calls
+    /// recognise and `release` never frees.
     pub fn apply_remote(
         &self,
         ctx: ThreadCtx,
@@ -235,18 +235,11 @@ impl Server {
         data: &[u8],
         meta: &TrxMeta,
     ) -> (bool, bool) {
-        let object = Box::new(crate::trx::Handle::Remote(crate::trx::RemoteHandle {
-            seqno,
-        }));
-        let raw = Box::into_raw(object);
+        debug_assert_eq!(meta.gtid.seqno, seqno);
         let handle = WsHandle {
             trx_id,
-            opaque: raw.cast(),
+            opaque: crate::trx::remote_marker(),
         };
-        let result = self.apply(ctx, &handle, flags, data, meta);
-        // SAFETY: `raw` came from Box::into_raw above; the server uses the
-        // handle only during the callback, which has returned.
-        drop(unsafe { Box::from_raw(raw) });
-        result
+        self.apply(ctx, &handle, flags, data, meta)
     }
 }

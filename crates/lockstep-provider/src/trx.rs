@@ -16,6 +16,18 @@ pub enum Handle {
     Remote(RemoteHandle),
 }
 
+/// `ws_handle.opaque` of a remote writeset passed to `apply_cb`: a marker,
+/// never a heap object. The server may keep a copy of that handle past the
+/// callback (an applier whose apply failed releases it when its thread
+/// ends, after the provider has moved on), so nothing behind it may be
+/// freed; `release` recognises the marker by address and frees nothing.
+static REMOTE_MARKER: u8 = 0;
+
+/// The marker's address (see [`REMOTE_MARKER`]).
+pub fn remote_marker() -> *mut std::ffi::c_void {
+    std::ptr::addr_of!(REMOTE_MARKER).cast_mut().cast()
+}
+
 /// A remote writeset being applied: only its place in the order.
 #[derive(Debug, Clone, Copy)]
 pub struct RemoteHandle {

@@ -113,12 +113,47 @@ macro_rules! with_provider {
 /// # Safety
 /// `handle` is NULL or the server's live ws handle.
 unsafe fn handle_object<'a>(handle: *const WsHandle) -> Option<&'a mut Handle> {
-    if handle.is_null() {
+    if handle.is_null() || is_remote(handle) {
         return None;
     }
     // SAFETY: valid handle per the caller; opaque is NULL or a Box<Handle>
     // we leaked in append_*, owned by the transaction's thread.
     unsafe { (*handle).opaque.cast::<Handle>().as_mut() }
+}
+
+/// Whether `handle` (non-NULL, live) is a remote writeset's, whose
+/// `opaque` is the marker rather than one of our boxes.
+fn is_remote(handle: *const WsHandle) -> bool {
+    // SAFETY: callers pass the server's live, non-NULL handle.
+    !handle.is_null() && unsafe { (*handle).opaque } == crate::trx::remote_marker()
+}
+
+/// The handle object for a commit-order call: our boxed local handle, or
+/// for a remote writeset one made from `meta` (its place in the order).
+///
+/// # Safety
+/// `handle` is NULL or the server's live ws handle.
+unsafe fn with_order_handle(
+    handle: *const WsHandle,
+    meta: &TrxMeta,
+    f: impl FnOnce(u64, &Handle) -> Status,
+) -> Status {
+    if handle.is_null() {
+        return status::TRX_MISSING;
+    }
+    // SAFETY: non-NULL and live per the caller.
+    let trx_id = unsafe { (*handle).trx_id };
+    if is_remote(handle) {
+        let remote = Handle::Remote(crate::trx::RemoteHandle {
+            seqno: meta.gtid.seqno,
+        });
+        return f(trx_id, &remote);
+    }
+    // SAFETY: per the caller.
+    match unsafe { handle_object(handle) } {
+        Some(h) => f(trx_id, h),
+        None => status::TRX_MISSING,
+    }
 }
 
 unsafe extern "C" fn init(w: *mut Wsrep, args: *const InitArgs) -> Status {
@@ -265,11 +300,12 @@ unsafe extern "C" fn commit_order_enter(
 ) -> Status {
     with_provider!("commit_order_enter", w, status::FATAL, |p| {
         // SAFETY: handle and meta valid for the call (server's).
-        let (obj, meta) = unsafe { (handle_object(handle), meta.as_ref()) };
-        match (obj, meta) {
-            // SAFETY: `handle` is non-NULL since `obj` is Some.
-            (Some(h), Some(m)) => p.commit_order_enter(unsafe { (*handle).trx_id }, h, m),
-            _ => status::TRX_MISSING,
+        match unsafe { meta.as_ref() } {
+            // SAFETY: the server's live handle.
+            Some(m) => unsafe {
+                with_order_handle(handle, m, |trx_id, h| p.commit_order_enter(trx_id, h, m))
+            },
+            None => status::TRX_MISSING,
         }
     })
 }
@@ -282,11 +318,15 @@ unsafe extern "C" fn commit_order_leave(
 ) -> Status {
     with_provider!("commit_order_leave", w, status::FATAL, |p| {
         // SAFETY: handle, meta and error buffer valid for the call.
-        let (obj, meta, err) = unsafe { (handle_object(handle), meta.as_ref(), bytes(err)) };
-        match (obj, meta) {
-            // SAFETY: `handle` is non-NULL since `obj` is Some.
-            (Some(h), Some(m)) => p.commit_order_leave(unsafe { (*handle).trx_id }, h, m, err),
-            _ => status::TRX_MISSING,
+        let (meta, err) = unsafe { (meta.as_ref(), bytes(err)) };
+        match meta {
+            // SAFETY: the server's live handle.
+            Some(m) => unsafe {
+                with_order_handle(handle, m, |trx_id, h| {
+                    p.commit_order_leave(trx_id, h, m, err)
+                })
+            },
+            None => status::TRX_MISSING,
         }
     })
 }
@@ -299,6 +339,12 @@ unsafe extern "C" fn release(w: *mut Wsrep, handle: *mut WsHandle) -> Status {
         // SAFETY: valid handle from the owning client thread.
         let h = unsafe { &mut *handle };
         if h.opaque.is_null() {
+            return status::OK;
+        }
+        if h.opaque == crate::trx::remote_marker() {
+            // A remote writeset's handle, kept by the server past its apply:
+            // nothing of ours behind it.
+            h.opaque = std::ptr::null_mut();
             return status::OK;
         }
         // SAFETY: opaque is the Box<Handle> leaked in append_*; the server
