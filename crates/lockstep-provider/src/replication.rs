@@ -500,6 +500,18 @@ impl Provider {
         status::NODE_FAIL
     }
 
+    /// An applier left `apply_cb` (or skipped it); wakes a final view
+    /// waiting for it.
+    fn done_applying(&self) {
+        let mut g = self.lock();
+        g.applying = g.applying.saturating_sub(1);
+        let ending = g.ending;
+        drop(g);
+        if ending {
+            self.notify();
+        }
+    }
+
     /// Applies a remote writeset on an applier thread: once its
     /// dependencies have finished, through `apply_cb`; the server passes
     /// commit order itself; then the seqno is finished.
@@ -519,6 +531,7 @@ impl Provider {
             return Some(status::CONN_FAIL);
         }
         g.enter_apply(seqno);
+        g.applying += 1;
         let meta = TrxMeta {
             gtid: Gtid {
                 uuid: g.history,
@@ -541,6 +554,7 @@ impl Provider {
             let (ok, exit) =
                 self.server
                     .apply_remote(ctx, r.ws.trx_id, seqno, wsflags, data, &meta);
+            self.done_applying();
             if !ok {
                 let g = self.lock();
                 let lost_vote = g
@@ -559,6 +573,8 @@ impl Provider {
                 return Some(self.fail_session(ctx, &why));
             }
             exit_loop = exit;
+        } else {
+            self.done_applying();
         }
         let mut g = self.lock();
         if !g.commit.has_passed(seqno) {

@@ -23,6 +23,10 @@ const FINAL_VIEW_PATIENCE: Duration = Duration::from_secs(10);
 /// How long a graceful leave may take before the node just closes.
 const LEAVE_TIMEOUT: Duration = Duration::from_secs(5);
 
+
+/// How long the final view waits for appliers inside `apply_cb`.
+const FINAL_VIEW_WAIT: Duration = Duration::from_secs(30);
+
 impl Provider {
     pub fn connect(&self, cluster_name: &str, url: &str, donors: &str, bootstrap: bool) -> Status {
         let address = match ClusterAddress::parse(url) {
@@ -676,6 +680,11 @@ impl Provider {
                 return;
             }
             g.ending = true;
+            // Appliers still inside apply_cb finish first: a final view
+            // under them makes the server fail their apply and log it as
+            // an error (Galera delivers it after them too).
+            let deadline = Instant::now() + FINAL_VIEW_WAIT;
+            let _ = self.wait_until(g, Some(deadline), |s| s.applying == 0);
         }
         self.server
             .view(ctx, &View::final_view(CAPABILITIES, self.proto_ver));

@@ -192,6 +192,8 @@ pub struct Inner {
     pub commit_stats: GateStats,
     /// Threads currently inside `recv()`.
     pub appliers: usize,
+    /// Appliers inside `apply_cb` right now (the final view waits for them).
+    pub applying: usize,
     pub final_delivered: bool,
     /// The final view is being delivered (by one applier only).
     pub ending: bool,
@@ -294,6 +296,7 @@ impl Inner {
             apply_stats: GateStats::default(),
             commit_stats: GateStats::default(),
             appliers: 0,
+            applying: 0,
             final_delivered: false,
             ending: false,
             trxs: HashMap::new(),
