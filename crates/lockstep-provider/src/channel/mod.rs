@@ -384,6 +384,13 @@ impl Worker {
             self.bootstrap_here("pc.ignore_sb/pc.ignore_quorum", true);
             return;
         }
+        if self.holds_weight_majority() {
+            // Weighted quorum: this node alone holds more than half of the
+            // group's weight, so it is the primary component (Galera's
+            // rule), even if the leader had not yet made it the only voter.
+            self.bootstrap_here("pc.weight (more than half of the weight)", true);
+            return;
+        }
         self.non_primary = true;
         info!(
             "no contact with a majority of the cluster for {:?}: this node is non-primary \
@@ -514,6 +521,18 @@ impl Worker {
                 applied,
             });
         }
+    }
+
+    /// Whether this node's recorded weight is more than half of the
+    /// group's (the weights the group agreed on, not local settings).
+    fn holds_weight_majority(&self) -> bool {
+        let members = self.group.sequencer().members();
+        let me = self.group.me().raft_id;
+        let total: u64 = members.iter().map(|m| u64::from(m.weight)).sum();
+        members
+            .iter()
+            .find(|m| m.info.raft_id == me)
+            .is_some_and(|m| u64::from(m.weight) * 2 > total)
     }
 
     /// Tells the group this node's `pc.weight` while its record differs
