@@ -23,7 +23,6 @@ const FINAL_VIEW_PATIENCE: Duration = Duration::from_secs(10);
 /// How long a graceful leave may take before the node just closes.
 const LEAVE_TIMEOUT: Duration = Duration::from_secs(5);
 
-
 /// How long the final view waits for appliers inside `apply_cb`.
 const FINAL_VIEW_WAIT: Duration = Duration::from_secs(30);
 
