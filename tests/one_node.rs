@@ -145,7 +145,7 @@ fn provider_options_round_trip_and_unknown_options_fail_the_statement() {
     let cluster = Cluster::builder(1)
         .provider(lockstep())
         .cluster_name("one_node_options")
-        .provider_options("evs.inactive_timeout=PT30S; gcs.fc_limit=16")
+        .provider_options("evs.install_timeout=PT15S; gcs.fc_limit=16")
         .start()
         .unwrap_or_else(|e| panic!("starting one Lockstep node: {e}"));
     let n = cluster.node(0);
@@ -157,10 +157,10 @@ fn provider_options_round_trip_and_unknown_options_fail_the_statement() {
     };
     // At start: one note for the no-effect option set to a non-default
     // value, none for one set to its default.
-    assert_eq!(log().matches(&no_effect("evs.inactive_timeout")).count(), 1);
+    assert_eq!(log().matches(&no_effect("evs.install_timeout")).count(), 1);
     assert!(log().contains(&format!(
         "[Note] WSREP: {}",
-        no_effect("evs.inactive_timeout")
+        no_effect("evs.install_timeout")
     )));
     assert_eq!(log().matches(&no_effect("gcs.fc_limit")).count(), 0);
     // At runtime: a no-effect option warns instead of claiming "set"; an
