@@ -13,8 +13,11 @@ use crate::group::MemberInfo;
 use crate::saved_view::MAX_MEMBERS;
 use wsrep_abi::Uuid;
 
-/// Group-channel protocol version; peers must match exactly.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Group-channel protocol version; peers must match exactly. 2: log
+/// entries and member descriptions of action version 2 (member weights),
+/// action tags 12 (IST from a writeset cache) and 13 (weight); a node of
+/// version 1 is refused at the hello rather than failing on an entry.
+pub const PROTOCOL_VERSION: u32 = 2;
 /// Bound on one frame on the group channel: the largest Raft message
 /// (one writeset up to `repl.max_ws_size` travels in one log entry).
 pub const MAX_PEER_FRAME: usize = 256 * 1024 * 1024;
