@@ -84,10 +84,16 @@ impl Inner {
         }
     }
 
-    /// The group's outcome for `seqno` (delivery).
+    /// The group's outcome for `seqno` (delivery). A member that has not
+    /// voted yet (the majority decided before it finished the seqno, or in
+    /// the same batch as the request) still votes once it has finished:
+    /// the group then compares that late vote with the outcome, so a node
+    /// that applied what the majority failed leaves as it must.
     pub fn vote_decided(&mut self, seqno: i64, digest: u64) {
         remember(&mut self.vote_results, seqno, digest);
-        self.votes_asked.remove(&seqno);
+        if self.my_votes.contains_key(&seqno) {
+            self.votes_asked.remove(&seqno);
+        }
     }
 
     /// The group found this node inconsistent at `seqno` (delivery). A
