@@ -13,7 +13,7 @@ mod multi_node;
 use std::time::{Duration, Instant};
 
 use lockstep_testkit::{AckedLoad, Cluster, Provider};
-use multi_node::{check, log_count, status, OrLogs};
+use multi_node::{check, kill_and_await_removal, log_count, position_seqno, status, OrLogs};
 
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -59,11 +59,13 @@ fn restart_at(cluster: &mut Cluster, positions: &[String]) {
     }
 }
 
-#[test]
-fn the_whole_cluster_killed_at_once_comes_back_primary_by_itself() {
-    let mut cluster = Cluster::builder(3)
-        .provider(Provider::from_env())
-        .cluster_name("crash_all")
+/// Three nodes named `name` with provider `options`, a database `c`, and
+/// the acknowledged-writes load running with `rows` acknowledged.
+fn three_loaded(name: &str, provider: Provider, options: &str, rows: u64) -> (Cluster, AckedLoad) {
+    let cluster = Cluster::builder(3)
+        .provider(provider)
+        .cluster_name(name)
+        .provider_options(options)
         .start()
         .unwrap_or_else(|e| panic!("starting 3 nodes: {e}"));
     cluster
@@ -71,8 +73,14 @@ fn the_whole_cluster_killed_at_once_comes_back_primary_by_itself() {
         .sql("CREATE DATABASE c")
         .or_logs(&cluster, "create database");
     let load = AckedLoad::start(&cluster, "c.acked").or_logs(&cluster, "start the load");
-    load.wait_for_progress(300, WAIT)
-        .or_logs(&cluster, "load before the crash");
+    load.wait_for_progress(rows, WAIT)
+        .or_logs(&cluster, "load before the fault");
+    (cluster, load)
+}
+
+#[test]
+fn the_whole_cluster_killed_at_once_comes_back_primary_by_itself() {
+    let (mut cluster, load) = three_loaded("crash_all", Provider::from_env(), "", 300);
 
     // Power loss: SIGKILL to all three before any can notice the others.
     power_loss(&mut cluster, &[0, 1, 2]);
@@ -165,27 +173,15 @@ fn two_nodes_one_killed_come_back_primary_when_it_restarts() {
 /// SST copies data.
 #[test]
 fn a_node_behind_at_the_crash_catches_up_by_ist_from_a_writeset_cache() {
-    let mut cluster = Cluster::builder(3)
-        .provider(Provider::lockstep_default())
-        .cluster_name("crash_cache_ist")
-        .provider_options("evs.suspect_timeout=PT3S; gcache.recover=yes")
-        .start()
-        .unwrap_or_else(|e| panic!("starting 3 nodes: {e}"));
-    cluster
-        .node(0)
-        .sql("CREATE DATABASE c")
-        .or_logs(&cluster, "create database");
-    let load = AckedLoad::start(&cluster, "c.acked").or_logs(&cluster, "start the load");
-    load.wait_for_progress(200, WAIT)
-        .or_logs(&cluster, "load before the first kill");
+    let (mut cluster, load) = three_loaded(
+        "crash_cache_ist",
+        Provider::lockstep_default(),
+        "evs.suspect_timeout=PT3S; gcache.recover=yes",
+        200,
+    );
 
     // node3 dies first; the other two go on without it for a while.
-    let r = cluster.node_mut(2).kill();
-    r.or_logs(&cluster, "kill -9 node3");
-    cluster
-        .node(0)
-        .wait_for_status("wsrep_cluster_size", "2", WAIT)
-        .or_logs(&cluster, "node3 removed");
+    kill_and_await_removal(&mut cluster, 2, "2", WAIT);
     load.wait_for_progress(300, WAIT)
         .or_logs(&cluster, "load while node3 is down");
 
@@ -194,15 +190,9 @@ fn a_node_behind_at_the_crash_catches_up_by_ist_from_a_writeset_cache() {
     let (table, reports) = load.stop();
 
     let positions = recover_positions(&mut cluster);
-    let seqno = |p: &String| -> i64 {
-        p.rsplit(':')
-            .next()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(-1)
-    };
     check(
         &cluster,
-        seqno(&positions[2]) + 100 < seqno(&positions[0]),
+        position_seqno(&positions[2]) + 100 < position_seqno(&positions[0]),
         || format!("node3 should be well behind node1: {positions:?}"),
     );
     let sst_before = log_count(cluster.node(2), "state transfer complete at");
@@ -243,7 +233,7 @@ fn a_node_behind_at_the_crash_catches_up_by_ist_from_a_writeset_cache() {
         .min();
     check(
         &cluster,
-        downto.is_some_and(|d| d <= seqno(&positions[2]) + 1),
+        downto.is_some_and(|d| d <= position_seqno(&positions[2]) + 1),
         || {
             format!(
                 "wsrep_local_cached_downto of node1/node2: {downto:?}; a cache should reach \
@@ -386,19 +376,12 @@ fn a_dead_node_is_removed_after_evs_inactive_timeout() {
 /// from its writeset cache, with nothing acknowledged lost.
 #[test]
 fn without_pc_recovery_the_operator_bootstraps_the_most_advanced_node() {
-    let mut cluster = Cluster::builder(3)
-        .provider(Provider::lockstep_default())
-        .cluster_name("crash_manual")
-        .provider_options("evs.suspect_timeout=PT3S; pc.recovery=false")
-        .start()
-        .unwrap_or_else(|e| panic!("starting 3 nodes: {e}"));
-    cluster
-        .node(0)
-        .sql("CREATE DATABASE c")
-        .or_logs(&cluster, "create database");
-    let load = AckedLoad::start(&cluster, "c.acked").or_logs(&cluster, "start the load");
-    load.wait_for_progress(300, WAIT)
-        .or_logs(&cluster, "load before the crash");
+    let (mut cluster, load) = three_loaded(
+        "crash_manual",
+        Provider::lockstep_default(),
+        "evs.suspect_timeout=PT3S; pc.recovery=false",
+        300,
+    );
     power_loss(&mut cluster, &[0, 1, 2]);
     let (table, reports) = load.stop();
     for i in 0..3 {
@@ -408,13 +391,9 @@ fn without_pc_recovery_the_operator_bootstraps_the_most_advanced_node() {
         });
     }
     let positions = recover_positions(&mut cluster);
-    let seqno = |p: &String| -> i64 {
-        p.rsplit(':')
-            .next()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(-1)
-    };
-    let first = (0..3).max_by_key(|i| seqno(&positions[*i])).unwrap_or(0);
+    let first = (0..3)
+        .max_by_key(|i| position_seqno(&positions[*i]))
+        .unwrap_or(0);
     // The operator's steps.
     let path = cluster.node(first).datadir().join("grastate.dat");
     let safe = multi_node::grastate(&cluster, first)

@@ -12,7 +12,7 @@ mod multi_node;
 use std::time::{Duration, Instant};
 
 use lockstep_testkit::{AckedLoad, Cluster, Node, Provider};
-use multi_node::{check, grastate, log_count, OrLogs};
+use multi_node::{check, grastate, kill_and_await_removal, log_count, position_seqno, OrLogs};
 
 const WAIT: Duration = Duration::from_secs(60);
 /// Inserts the load must acknowledge between two steps of a test.
@@ -112,12 +112,7 @@ fn finish(cluster: &Cluster, load: AckedLoad) {
 fn a_killed_node_restarted_the_systemd_way_rejoins_by_ist() {
     let (mut cluster, load) = start_loaded("ist_kill");
 
-    let r = cluster.node_mut(2).kill();
-    r.or_logs(&cluster, "kill -9 node3");
-    cluster
-        .node(0)
-        .wait_for_status("wsrep_cluster_size", "2", WAIT)
-        .or_logs(&cluster, "node3 removed");
+    kill_and_await_removal(&mut cluster, 2, "2", WAIT);
     load.wait_for_progress(PROGRESS, WAIT)
         .or_logs(&cluster, "load while node3 is down");
 
@@ -128,11 +123,7 @@ fn a_killed_node_restarted_the_systemd_way_rejoins_by_ist() {
     let r = cluster.node_mut(2).start_recovered();
     let position = r.or_logs(&cluster, "restart node3 with --wsrep-recover");
     let took = t0.elapsed();
-    let seqno: i64 = position
-        .rsplit(':')
-        .next()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(-1);
+    let seqno = position_seqno(&position);
     check(&cluster, seqno > 0, || {
         format!("--wsrep-recover found no usable position: {position}")
     });

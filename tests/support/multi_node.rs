@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test file uses a different subset
 
 use lockstep_testkit::{Cluster, Error, Node, Provider, Result};
+use std::time::Duration;
 
 /// Error-log lines per node in a failure report.
 pub const FAILURE_LOG_LINES: usize = 25;
@@ -103,4 +104,26 @@ pub fn log_count(node: &Node, what: &str) -> usize {
 pub fn grastate(cluster: &Cluster, i: usize) -> String {
     let path = cluster.node(i).datadir().join("grastate.dat");
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The seqno of a `uuid:seqno` position (`--wsrep-recover`), -1 if it has
+/// none.
+pub fn position_seqno(position: &str) -> i64 {
+    position
+        .rsplit(':')
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(-1)
+}
+
+/// `kill -9` node `i`, then waits until node 1 sees the `size` members
+/// left (the dead one removed).
+pub fn kill_and_await_removal(cluster: &mut Cluster, i: usize, size: &str, wait: Duration) {
+    let name = cluster.node(i).name().to_string();
+    let r = cluster.node_mut(i).kill();
+    r.or_logs(cluster, &format!("kill -9 {name}"));
+    cluster
+        .node(0)
+        .wait_for_status("wsrep_cluster_size", size, wait)
+        .or_logs(cluster, &format!("{name} removed"));
 }

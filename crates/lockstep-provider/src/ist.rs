@@ -203,7 +203,7 @@ impl IstBuffer {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use lockstep_core::certification::CertOutcome;
     use lockstep_core::group::Writeset;
@@ -211,7 +211,9 @@ mod tests {
 
     const H: Uuid = Uuid::from_bytes([7; 16]);
 
-    fn ws(seqno: i64, data: usize) -> RemoteWs {
+    /// A passed writeset at `seqno` with `data` bytes (also used by the
+    /// writeset cache's tests).
+    pub(crate) fn ws(seqno: i64, data: usize) -> RemoteWs {
         RemoteWs {
             seqno,
             ws: Arc::new(Writeset {
@@ -221,7 +223,7 @@ mod tests {
                 last_seen: seqno - 1,
                 flags: 3,
                 keys: vec![],
-                data: vec![0; data],
+                data: vec![seqno as u8; data],
             }),
             outcome: CertOutcome::Pass {
                 depends_on: seqno - 1,

@@ -143,7 +143,7 @@ impl IstReceiver {
     pub fn start(
         bind: &str,
         expect: Expect,
-        done: impl FnOnce(Result<IstBuffer, String>) + Send + 'static,
+        done: impl FnOnce(Result<IstBuffer, IstFailure>) + Send + 'static,
     ) -> Result<IstReceiver, String> {
         let listener = TcpListener::bind(bind)
             .and_then(|l| l.set_nonblocking(true).map(|()| l))
@@ -157,7 +157,9 @@ impl IstReceiver {
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     accept_stream(&listener, &flag, expect)
                 }))
-                .unwrap_or_else(|_| Some(Err("the IST receiver panicked (a bug)".into())));
+                .unwrap_or_else(|_| {
+                    Some(Err(IstFailure::failed("the IST receiver panicked (a bug)")))
+                });
                 if let Some(result) = result {
                     done(result);
                 }
@@ -185,7 +187,7 @@ fn accept_stream(
     listener: &TcpListener,
     stop: &AtomicBool,
     expect: Expect,
-) -> Option<Result<IstBuffer, String>> {
+) -> Option<Result<IstBuffer, IstFailure>> {
     loop {
         if stop.load(Ordering::SeqCst) {
             return None;
@@ -196,22 +198,52 @@ fn accept_stream(
                     warn!("IST connection from {peer} refused: {why}");
                 }
                 Ok(buffer) => return Some(Ok(buffer)),
-                Err(Failed(why)) => return Some(Err(format!("IST from {peer} failed: {why}"))),
+                Err(Failed(why)) => {
+                    return Some(Err(IstFailure::failed(format!(
+                        "IST from {peer} failed: {why}"
+                    ))))
+                }
+                Err(Forked(why)) => {
+                    return Some(Err(IstFailure {
+                        why: format!("IST from {peer}: {why}"),
+                        fork: true,
+                    }))
+                }
             },
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(ACCEPT_POLL);
             }
-            Err(e) => return Some(Err(format!("IST receiver: {e}"))),
+            Err(e) => return Some(Err(IstFailure::failed(format!("IST receiver: {e}")))),
         }
     }
 }
 
-/// Not a stream for this joiner (keep waiting) or a broken one (give up).
+/// Why the stream did not serve as IST.
+#[derive(Debug, Clone)]
+pub struct IstFailure {
+    pub why: String,
+    /// The donor's history differs from this node's under the same UUID
+    /// (a check record did not match): refuse to join, do not retry.
+    pub fork: bool,
+}
+
+impl IstFailure {
+    fn failed(why: impl Into<String>) -> IstFailure {
+        IstFailure {
+            why: why.into(),
+            fork: false,
+        }
+    }
+}
+
+/// Not a stream for this joiner (keep waiting), a broken one (give up), or
+/// one from another history under the same UUID (give up, refuse to join).
 enum ReceiveError {
     Refused(String),
     Failed(String),
+    Forked(String),
 }
-use ReceiveError::{Failed, Refused};
+use ReceiveError::{Failed, Forked, Refused};
 
 fn receive(stream: TcpStream, expect: &Expect) -> Result<IstBuffer, ReceiveError> {
     stream
@@ -281,7 +313,7 @@ fn receive(stream: TcpStream, expect: &Expect) -> Result<IstBuffer, ReceiveError
             match expect.check.iter().find(|(at, _)| *at == ev.seqno) {
                 Some((_, own)) if *own == theirs => continue,
                 Some((at, own)) => {
-                    return Err(Failed(format!(
+                    return Err(Forked(format!(
                         "history fork: the donor's event at seqno {at} of {} is not the one \
                          this node committed there (digests {theirs:#010x} and {own:#010x})",
                         expect.have.uuid

@@ -500,8 +500,7 @@ impl Provider {
         status::NODE_FAIL
     }
 
-    /// An applier left `apply_cb` (or skipped it); wakes a final view
-    /// waiting for it.
+    /// An applier left `apply_cb`; wakes a final view waiting for it.
     fn done_applying(&self) {
         let mut g = self.lock();
         g.applying = g.applying.saturating_sub(1);
@@ -531,7 +530,12 @@ impl Provider {
             return Some(status::CONN_FAIL);
         }
         g.enter_apply(seqno);
-        g.applying += 1;
+        // A TOI that failed certification is never delivered (contract
+        // P16): its seqno just passes the gates.
+        let deliver = passed || !toi;
+        if deliver {
+            g.applying += 1;
+        }
         let meta = TrxMeta {
             gtid: Gtid {
                 uuid: g.history,
@@ -546,9 +550,7 @@ impl Provider {
         };
         drop(g);
         let mut exit_loop = false;
-        // A TOI that failed certification is never delivered (contract
-        // P16): its seqno just passes the gates.
-        if passed || !toi {
+        if deliver {
             let wsflags = (r.ws.flags & flags::MASK) | if passed { 0 } else { flags::ROLLBACK };
             let data: &[u8] = if passed { &r.ws.data } else { &[] };
             let (ok, exit) =
@@ -573,8 +575,6 @@ impl Provider {
                 return Some(self.fail_session(ctx, &why));
             }
             exit_loop = exit;
-        } else {
-            self.done_applying();
         }
         let mut g = self.lock();
         if !g.commit.has_passed(seqno) {

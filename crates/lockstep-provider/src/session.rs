@@ -88,6 +88,23 @@ impl Provider {
             Some((cluster_name.to_string(), seeds));
         // The joiner's IST buffer holds at most what the log may hold.
         let ist_limit = usize::try_from(setup.config.compact_bytes).unwrap_or(usize::MAX);
+        // Reading the cache back can take a while (up to gcache.size):
+        // outside the provider's lock, which status queries also take.
+        let opened = {
+            let g = self.lock();
+            let position = founding.map_or(
+                Gtid {
+                    uuid: g.history,
+                    seqno: g.last_committed(),
+                },
+                |(uuid, seqno)| Gtid { uuid, seqno },
+            );
+            let missing = g.cache.is_none();
+            drop(g);
+            missing
+                .then(|| self.open_writeset_cache(position))
+                .flatten()
+        };
         let mut g = self.lock();
         if g.conn != Conn::Closed {
             warn!("connect called while already connected");
@@ -118,11 +135,7 @@ impl Provider {
         g.want_sync = false;
         g.donations.clear();
         if g.cache.is_none() {
-            let position = Gtid {
-                uuid: g.history,
-                seqno: g.last_committed(),
-            };
-            g.cache = self.open_writeset_cache(position);
+            g.cache = opened;
         }
         // After the cache is open: it supplies the fork check points.
         g.start_joining(ist_limit);

@@ -54,11 +54,7 @@ impl Provider {
                  this node's extra commits, delete {}/grastate.dat and restart it (full SST)",
                 self.data_dir.display()
             );
-            // Its state is intact and consistent: keep the real position
-            // in grastate.dat (the server aborts without a clean close).
-            let position = self.lock().saved_state(local.seqno);
-            self.save_state(position);
-            return Some(self.fail_session(ctx, &why));
+            return Some(self.refuse_join(ctx, local, &why));
         }
         if !needed {
             info!(
@@ -192,11 +188,11 @@ impl Provider {
                     g.ist = buffer;
                     Ok(n)
                 }
-                Err(why) => {
-                    if why.contains("history fork") {
-                        g.fork = Some(why.clone());
+                Err(failure) => {
+                    if failure.fork {
+                        g.fork = Some(failure.why.clone());
                     }
-                    Err(why)
+                    Err(failure.why)
                 }
             });
             drop(g);
@@ -233,9 +229,16 @@ impl Provider {
              and restart this node (full SST); if this node's is, bootstrap the cluster from it",
             self.data_dir.display()
         );
+        self.refuse_join(ctx, local, &why)
+    }
+
+    /// Ends the session without joining. This node's state is intact and
+    /// consistent at `local`: keep that real position in grastate.dat (the
+    /// server aborts without a clean close, which would leave -1).
+    fn refuse_join(&self, ctx: ThreadCtx, local: Gtid, why: &str) -> Status {
         let position = self.lock().saved_state(local.seqno);
         self.save_state(position);
-        self.fail_session(ctx, &why)
+        self.fail_session(ctx, why)
     }
 
     /// Asks the group for a donor and waits for `sst_received`.

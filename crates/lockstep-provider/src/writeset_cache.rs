@@ -484,10 +484,7 @@ pub fn disable(cache: &mut Option<WritesetCache>, e: &io::Error) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockstep_core::certification::CertOutcome;
-    use lockstep_core::group::Writeset;
     use lockstep_core::writeset_cache::CachedKind;
-    use std::sync::Arc;
 
     const H: [u8; 16] = [4; 16];
     const MAX: usize = 1 << 20;
@@ -499,19 +496,10 @@ mod tests {
             kind: if seqno % 10 == 0 {
                 CachedKind::View { members: 0 }
             } else {
+                let r = crate::ist::tests::ws(seqno, data);
                 CachedKind::Writeset {
-                    ws: Arc::new(Writeset {
-                        source: [1; 16],
-                        trx_id: seqno as u64,
-                        conn_id: 1,
-                        last_seen: seqno - 1,
-                        flags: 3,
-                        keys: vec![],
-                        data: vec![seqno as u8; data],
-                    }),
-                    outcome: CertOutcome::Pass {
-                        depends_on: seqno - 1,
-                    },
+                    ws: r.ws,
+                    outcome: r.outcome,
                 }
             },
         }

@@ -270,7 +270,7 @@ impl Group {
         if leader == me || self.seq.member(me).is_none_or(|m| m.voter) {
             return true;
         }
-        let fresh = self.cfg.election_ticks as u64 * self.cfg.tick_ms;
+        let fresh = self.election_timeout_ms();
         self.last_heard
             .get(&leader)
             .is_some_and(|t| self.now <= t + fresh)
@@ -301,6 +301,11 @@ impl Group {
             msg.term = term;
             self.out.push(Output::Send { to, msg });
         }
+    }
+
+    /// How long a peer may stay silent and still count as answering.
+    fn election_timeout_ms(&self) -> u64 {
+        self.cfg.election_ticks as u64 * self.cfg.tick_ms
     }
 
     pub fn is_member(&self) -> bool {
@@ -586,7 +591,7 @@ impl Group {
         // A new voter raises the quorum: only while every voter answers,
         // or a dead one not evicted yet would count against it (a quick
         // restart then a second failure would leave no majority).
-        let fresh = self.cfg.election_ticks as u64 * self.cfg.tick_ms;
+        let fresh = self.election_timeout_ms();
         let mut voters_answer = true;
         for m in self.seq.members() {
             let id = m.info.raft_id;
@@ -1036,12 +1041,7 @@ struct SnapshotSend {
 /// is promoted once synced). If no member would vote, the current voters
 /// stay.
 pub fn wanted_voters(members: &[super::sequencer::Member]) -> Vec<u64> {
-    let total: u64 = members.iter().map(|m| u64::from(m.weight)).sum();
-    let eligible = |m: &&super::sequencer::Member| m.voter || m.state == MemberState::Synced;
-    let dominant = members
-        .iter()
-        .filter(eligible)
-        .find(|m| u64::from(m.weight) * 2 > total);
+    let dominant = weight_majority(members).filter(|m| m.voter || m.state == MemberState::Synced);
     let wanted: Vec<u64> = match dominant {
         Some(d) => vec![d.info.raft_id],
         None => members
@@ -1059,6 +1059,13 @@ pub fn wanted_voters(members: &[super::sequencer::Member]) -> Vec<u64> {
     } else {
         wanted
     }
+}
+
+/// The member holding more than half of the members' total `pc.weight`,
+/// if one does (at most one can): alone, it is a primary component.
+pub fn weight_majority(members: &[super::sequencer::Member]) -> Option<&super::sequencer::Member> {
+    let total: u64 = members.iter().map(|m| u64::from(m.weight)).sum();
+    members.iter().find(|m| u64::from(m.weight) * 2 > total)
 }
 
 /// Raft's configuration as the sequencer has it: the members, voters or

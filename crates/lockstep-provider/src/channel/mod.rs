@@ -12,6 +12,7 @@ mod transport;
 
 use crate::log::{error, info, warn};
 use crate::provider::Shared;
+use lockstep_core::group::node::weight_majority;
 use lockstep_core::group::{Action, Delivery, Group, GroupConfig, MemberInfo, Output};
 use lockstep_core::wire::peer::PeerMsg;
 use protobuf::Message as _;
@@ -526,13 +527,8 @@ impl Worker {
     /// Whether this node's recorded weight is more than half of the
     /// group's (the weights the group agreed on, not local settings).
     fn holds_weight_majority(&self) -> bool {
-        let members = self.group.sequencer().members();
         let me = self.group.me().raft_id;
-        let total: u64 = members.iter().map(|m| u64::from(m.weight)).sum();
-        members
-            .iter()
-            .find(|m| m.info.raft_id == me)
-            .is_some_and(|m| u64::from(m.weight) * 2 > total)
+        weight_majority(self.group.sequencer().members()).is_some_and(|m| m.info.raft_id == me)
     }
 
     /// Tells the group this node's `pc.weight` while its record differs
