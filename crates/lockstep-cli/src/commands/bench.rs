@@ -7,15 +7,18 @@ use std::time::{Duration, SystemTime};
 
 use lockstep_testkit::Provider;
 
+use crate::cluster_bench::large_trx::{self, LargeTrxPlan};
 use crate::cluster_bench::run::Plan;
 use crate::cluster_bench::workload::Workload;
 use crate::cluster_bench::{self, report, Bench};
 use crate::error::CliError;
 
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "\
 Workloads: oltp_write_only (8 threads on node1), oltp_read_write (12 threads over \
-the 3 nodes), oltp_update_non_index (1 thread on node1). In each round, for each \
+the 3 nodes), oltp_update_non_index (1 thread on node1); large_trx (a 1M-row UPDATE \
+on node1 while node2 runs 4-thread point updates: node2's worst second against its \
+median, and its maximum latency; one run per provider, report in large_trx.png). In each round, for each \
 provider a fresh 3-node cluster runs every workload on fresh tables, then CHECKSUM \
 TABLE is compared on all nodes; odd rounds run the providers in reverse order \
 (ABBA). The figures are medians over the rounds (max: the highest). Ratios are \
@@ -55,20 +58,75 @@ pub struct Args {
     /// Rows per table.
     #[arg(long, default_value_t = 10_000, value_name = "ROWS")]
     table_size: u32,
+    /// large_trx: rows the big UPDATE changes.
+    #[arg(long, default_value_t = 1_000_000, value_name = "ROWS")]
+    large_rows: u64,
+    /// large_trx: seconds of point updates on node 2 (the UPDATE starts after 5).
+    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    large_time: u64,
+}
+
+/// `large_trx` is not a sysbench script: it is split off the list and run
+/// on its own after the others.
+const LARGE_TRX: &str = "large_trx";
+
+fn split_large_trx(list: &str) -> (String, bool) {
+    let names: Vec<&str> = list.split(',').map(str::trim).collect();
+    let large = names.iter().any(|n| *n == LARGE_TRX || *n == "all");
+    let rest: Vec<&str> = names.into_iter().filter(|n| *n != LARGE_TRX).collect();
+    (rest.join(","), large)
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let bench = bench(&args)?;
-    let (results, drawing) = cluster_bench::run(&bench)?;
-    print!("{}", report::to_text(&results));
-    for problem in &drawing {
-        eprintln!("lockstep bench: {problem}");
+    let (rest, large) = split_large_trx(&args.workloads);
+    let mut failed = false;
+    let out;
+    if rest.trim().is_empty() {
+        let providers = providers(&args.providers, args.lockstep_lib.as_ref())?;
+        out = out_dir(&args);
+        failed |= run_large_trx(&args, &providers, &out);
+    } else {
+        let bench = bench(&Args {
+            workloads: rest,
+            ..args.clone()
+        })?;
+        let (results, drawing) = cluster_bench::run(&bench)?;
+        print!("{}", report::to_text(&results));
+        for problem in &drawing {
+            eprintln!("lockstep bench: {problem}");
+        }
+        failed |= results.has_failures() || !drawing.is_empty();
+        out = bench.out.clone();
+        if large {
+            failed |= run_large_trx(&args, &bench.providers, &out);
+        }
     }
-    println!("report: {}", bench.out.display());
-    Ok(if results.has_failures() || !drawing.is_empty() {
+    println!("report: {}", out.display());
+    Ok(if failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    })
+}
+
+/// Runs `large_trx`, prints its table; whether a run failed.
+fn run_large_trx(args: &Args, providers: &[Provider], out: &std::path::Path) -> bool {
+    let plan = LargeTrxPlan {
+        rows: args.large_rows.max(1),
+        time: Duration::from_secs(args.large_time.max(10)),
+        slave_threads: args.slave_threads.max(1),
+        ..LargeTrxPlan::default()
+    };
+    let runs = large_trx::run(&plan, providers, out);
+    let text = large_trx::to_text(&plan, &runs);
+    print!("{text}");
+    let _ = std::fs::write(out.join("large_trx.txt"), &text);
+    runs.iter().any(|r| r.error.is_some() || !r.consistent)
+}
+
+fn out_dir(args: &Args) -> PathBuf {
+    args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("bench-out").join(cluster_bench::utc(SystemTime::now(), true))
     })
 }
 
@@ -86,9 +144,7 @@ fn bench(args: &Args) -> Result<Bench, CliError> {
     }
     let workloads = Workload::parse_list(&args.workloads).map_err(CliError::Usage)?;
     let providers = providers(&args.providers, args.lockstep_lib.as_ref())?;
-    let out = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from("bench-out").join(cluster_bench::utc(SystemTime::now(), true))
-    });
+    let out = out_dir(args);
     Ok(Bench {
         plan: Plan {
             nodes: 3,
@@ -133,5 +189,19 @@ mod tests {
         let p = providers("lockstep, galera,lockstep", Some(&lib)).unwrap();
         assert_eq!(p, [Provider::Lockstep(lib), Provider::Galera]);
         assert!(providers(",", None).is_err());
+    }
+
+    #[test]
+    fn large_trx_is_split_off_the_sysbench_workloads() {
+        assert_eq!(split_large_trx("large_trx"), (String::new(), true));
+        assert_eq!(
+            split_large_trx("oltp_write_only, large_trx"),
+            ("oltp_write_only".into(), true)
+        );
+        assert_eq!(split_large_trx("all"), ("all".into(), true));
+        assert_eq!(
+            split_large_trx("oltp_read_write"),
+            ("oltp_read_write".into(), false)
+        );
     }
 }

@@ -4,8 +4,13 @@
 //!
 //! - Local proposals are queued and proposed as one log entry per `poll`
 //!   (batching); followers' entries are forwarded to the leader by Raft.
-//! - A proposal is retried until its delivery is seen; the sequencer drops
-//!   the duplicates, so a retry never orders anything twice.
+//! - A proposal is retried until its delivery is seen, but only when it
+//!   may have been lost: Raft dropped it, the term or leader changed, or
+//!   (a follower's, forwarded to the leader) it is overdue by a deadline
+//!   that grows with its size and doubles per retry. A leader's own
+//!   proposal in its log is never re-sent on a timer (a 300 MB writeset
+//!   is not proposed again every second). The sequencer drops the
+//!   duplicates, so a retry never orders anything twice.
 //! - The Raft log lives in memory and is not fsynced (brief D5): a node
 //!   that restarts comes back as a new member with a new Raft id.
 //! - The log is compacted below what every member has reported applied;
@@ -26,6 +31,27 @@ use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, Mes
 use raft::storage::MemStorage;
 use raft::{Config, ProgressState, RawNode, SnapshotStatus, StateRole};
 use std::collections::{BTreeMap, HashMap};
+
+/// A proposal handed to Raft and not yet seen delivered.
+#[derive(Debug, Clone)]
+struct Pending {
+    proposal: Proposal,
+    /// When it was (last) proposed.
+    at: u64,
+    /// Raft's term and leader then.
+    term: u64,
+    leader: u64,
+    /// Raft took it (not dropped for want of a leader or during a
+    /// leadership transfer).
+    accepted: bool,
+    /// Retries on the overdue deadline so far.
+    retries: u32,
+    bytes: usize,
+}
+
+/// What a forwarded proposal is given per byte before it counts as lost
+/// (a slow link, a leader busy with a big entry): 20 MB/s.
+const FORWARD_BYTES_PER_MS: usize = 20_000;
 
 /// Timing and size knobs (from `evs.*` / `gcs.*`-style options).
 #[derive(Debug, Clone)]
@@ -116,7 +142,9 @@ pub struct Group {
     next_tick: u64,
     next_id: u64,
     queued: Vec<Proposal>,
-    pending: BTreeMap<u64, (Proposal, u64)>,
+    pending: BTreeMap<u64, Pending>,
+    /// Retry counts of proposals queued again (as many as `pending`).
+    retries: HashMap<u64, u32>,
     last_heard: HashMap<u64, u64>,
     /// Term of this node's current (or last) leadership.
     lead_term: u64,
@@ -187,6 +215,7 @@ impl Group {
             next_id: 1,
             queued: Vec::new(),
             pending: BTreeMap::new(),
+            retries: HashMap::new(),
             last_heard: HashMap::new(),
             lead_term: 0,
             last_join: None,
@@ -316,7 +345,7 @@ impl Group {
     pub fn take_unordered(&mut self) -> Vec<Proposal> {
         let mut all: Vec<Proposal> = std::mem::take(&mut self.pending)
             .into_values()
-            .map(|(p, _)| p)
+            .map(|p| p.proposal)
             .collect();
         all.append(&mut self.queued);
         all.sort_by_key(|p| p.id);
@@ -494,12 +523,13 @@ impl Group {
         let stale: Vec<u64> = self
             .pending
             .iter()
-            .filter(|(_, (_, at))| self.now >= at + self.cfg.retry_ms)
+            .filter(|(_, p)| self.may_be_lost(p))
             .map(|(id, _)| *id)
             .collect();
         for id in stale {
-            if let Some((p, _)) = self.pending.remove(&id) {
-                self.queued.push(p);
+            if let Some(p) = self.pending.remove(&id) {
+                self.retries.insert(id, p.retries + 1);
+                self.queued.push(p.proposal);
             }
         }
         if !self.is_member() && !self.was_member && !self.leaving {
@@ -680,10 +710,36 @@ impl Group {
 
     fn propose_batch(&mut self, batch: Vec<Proposal>) {
         // A dropped proposal stays pending and is retried.
-        let _ = self.raw.propose(vec![], encode_batch(&batch));
+        let accepted = self.raw.propose(vec![], encode_batch(&batch)).is_ok();
         for p in batch {
-            self.pending.insert(p.id, (p, self.now));
+            let pending = Pending {
+                at: self.now,
+                term: self.raw.raft.term,
+                leader: self.raw.raft.leader_id,
+                accepted,
+                retries: self.retries.remove(&p.id).unwrap_or(0),
+                bytes: proposal_size(&p),
+                proposal: p,
+            };
+            self.pending.insert(pending.proposal.id, pending);
         }
+    }
+
+    /// Whether a pending proposal may never be ordered unless proposed
+    /// again (see the module comment).
+    fn may_be_lost(&self, p: &Pending) -> bool {
+        if !p.accepted {
+            return self.now >= p.at + self.cfg.retry_ms;
+        }
+        if p.term != self.raw.raft.term || p.leader != self.raw.raft.leader_id {
+            return true;
+        }
+        if self.is_leader() {
+            return false; // in our own log: it commits or the term changes
+        }
+        let deadline =
+            (self.cfg.retry_ms << p.retries.min(5)) as usize + p.bytes / FORWARD_BYTES_PER_MS;
+        self.now >= p.at + deadline as u64
     }
 
     fn send_all(&mut self, msgs: Vec<Message>) {
@@ -997,9 +1053,11 @@ impl Group {
                 if *origin == me =>
             {
                 self.pending.remove(proposal);
+                self.retries.remove(proposal);
             }
             Delivery::Barrier { origin, id, .. } if *origin == me => {
                 self.pending.remove(id);
+                self.retries.remove(id);
             }
             Delivery::View(v) => {
                 if v.members.iter().any(|m| m.raft_id == me) {

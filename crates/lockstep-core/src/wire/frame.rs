@@ -42,6 +42,8 @@ pub enum FrameError {
     },
     /// A previous error: the stream position is lost, drop the connection.
     Poisoned,
+    /// Not the length of one whole frame (a reassembled message).
+    Truncated(usize),
 }
 
 impl fmt::Display for FrameError {
@@ -60,6 +62,7 @@ impl fmt::Display for FrameError {
                 "frame checksum mismatch (sent {expected:#010x}, computed {actual:#010x}): corrupt data"
             ),
             FrameError::Poisoned => write!(f, "stream already failed"),
+            FrameError::Truncated(n) => write!(f, "{n} bytes are not one whole frame"),
         }
     }
 }
@@ -89,6 +92,43 @@ pub fn encode(
     let crc = crc32fast::hash(&out[start..]);
     out.extend_from_slice(&crc.to_le_bytes());
     Ok(())
+}
+
+/// Decodes `bytes` as exactly one frame, reusing its allocation for the
+/// payload (a reassembled message may be hundreds of megabytes).
+pub fn decode_one(mut bytes: Vec<u8>, max_payload: usize) -> Result<Frame, FrameError> {
+    let mut head = FrameDecoder::new(max_payload);
+    head.push(&bytes[..bytes.len().min(HEADER_LEN)]);
+    // Checks magic, version, reserved bits and the length bound.
+    head.parse()?;
+    if bytes.len() < HEADER_LEN {
+        return Err(FrameError::Truncated(bytes.len()));
+    }
+    let len = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize;
+    let body_end = HEADER_LEN + len;
+    if bytes.len() != body_end + TRAILER_LEN {
+        return Err(FrameError::Truncated(bytes.len()));
+    }
+    let sent = u32::from_le_bytes([
+        bytes[body_end],
+        bytes[body_end + 1],
+        bytes[body_end + 2],
+        bytes[body_end + 3],
+    ]);
+    let actual = crc32fast::hash(&bytes[..body_end]);
+    if sent != actual {
+        return Err(FrameError::Checksum {
+            expected: sent,
+            actual,
+        });
+    }
+    let kind = bytes[5];
+    bytes.truncate(body_end);
+    bytes.drain(..HEADER_LEN);
+    Ok(Frame {
+        kind,
+        payload: bytes,
+    })
 }
 
 /// Incremental decoder: feed bytes as they arrive, take frames out.

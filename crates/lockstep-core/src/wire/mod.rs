@@ -8,4 +8,5 @@
 
 pub mod codec;
 pub mod frame;
+pub mod lanes;
 pub mod peer;

@@ -17,10 +17,12 @@ use wsrep_abi::Uuid;
 /// entries and member descriptions of action version 2 (member weights),
 /// action tags 12 (IST from a writeset cache) and 13 (weight); a node of
 /// version 1 is refused at the hello rather than failing on an entry.
-pub const PROTOCOL_VERSION: u32 = 2;
-/// Bound on one frame on the group channel: the largest Raft message
-/// (one writeset up to `repl.max_ws_size` travels in one log entry).
-pub const MAX_PEER_FRAME: usize = 256 * 1024 * 1024;
+/// 3: two lanes, messages over 64 KiB in chunks (`wire::lanes`).
+pub const PROTOCOL_VERSION: u32 = 3;
+/// Bound on one message on the group channel: the largest Raft message
+/// (one writeset up to `repl.max_ws_size` travels in one log entry). On
+/// the wire it travels in chunks (`wire::lanes`).
+pub const MAX_PEER_MESSAGE: usize = super::lanes::MAX_MESSAGE_BYTES;
 
 const K_HELLO: u8 = 1;
 const K_REFUSE: u8 = 2;
@@ -55,6 +57,19 @@ pub enum PeerMsg {
 }
 
 impl PeerMsg {
+    /// The framed bytes of this message, consuming it (a Raft message's
+    /// bytes are not copied twice).
+    pub fn into_frame(self) -> Result<Vec<u8>, FrameError> {
+        match self {
+            PeerMsg::Raft(bytes) => {
+                let mut out = Vec::with_capacity(bytes.len() + 16);
+                frame::encode(K_RAFT, &bytes, MAX_PEER_MESSAGE, &mut out)?;
+                Ok(out)
+            }
+            other => other.to_frame(),
+        }
+    }
+
     /// The framed bytes of this message.
     pub fn to_frame(&self) -> Result<Vec<u8>, FrameError> {
         let (kind, payload) = match self {
@@ -89,7 +104,7 @@ impl PeerMsg {
             }
         };
         let mut out = Vec::with_capacity(payload.len() + 16);
-        frame::encode(kind, &payload, MAX_PEER_FRAME, &mut out)?;
+        frame::encode(kind, &payload, MAX_PEER_MESSAGE, &mut out)?;
         Ok(out)
     }
 
@@ -174,7 +189,7 @@ mod tests {
 
     fn round_trip(m: PeerMsg) {
         let bytes = m.to_frame().unwrap();
-        let mut d = FrameDecoder::new(MAX_PEER_FRAME);
+        let mut d = FrameDecoder::new(MAX_PEER_MESSAGE);
         d.push(&bytes);
         let f = d.next_frame().unwrap().unwrap();
         assert_eq!(PeerMsg::from_frame(f).unwrap(), m);

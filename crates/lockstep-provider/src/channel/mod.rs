@@ -14,8 +14,10 @@ use crate::log::{error, info, warn};
 use crate::provider::Shared;
 use lockstep_core::group::node::weight_majority;
 use lockstep_core::group::{Action, Delivery, Group, GroupConfig, MemberInfo, Output};
+use lockstep_core::wire::lanes::Lane;
 use lockstep_core::wire::peer::PeerMsg;
 use protobuf::Message as _;
+use raft::eraftpb::MessageType;
 use std::collections::HashMap;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -570,10 +572,19 @@ impl Worker {
                             continue;
                         }
                     };
-                    match PeerMsg::Raft(bytes).to_frame() {
+                    // Appends, forwarded proposals and snapshots carry
+                    // writesets: the bulk lane, in order. Everything
+                    // else (heartbeats, votes, answers) overtakes them.
+                    let lane = match msg.get_msg_type() {
+                        MessageType::MsgAppend
+                        | MessageType::MsgPropose
+                        | MessageType::MsgSnapshot => Lane::Bulk,
+                        _ => Lane::Control,
+                    };
+                    match PeerMsg::Raft(bytes).into_frame() {
                         Ok(frame) => {
                             let addr = self.address_of(to);
-                            self.transport.send(to, frame, addr.as_deref());
+                            self.transport.send(to, frame, lane, addr.as_deref());
                         }
                         Err(e) => error!("Raft message to {to} not sent: {e}"),
                     }
@@ -601,13 +612,15 @@ impl Worker {
                 Output::Farewell { to } => {
                     if let Ok(frame) = PeerMsg::Farewell.to_frame() {
                         let addr = self.address_of(to);
-                        self.transport.send(to, frame, addr.as_deref());
+                        self.transport
+                            .send(to, frame, Lane::Control, addr.as_deref());
                     }
                 }
                 Output::NotMember { to } => {
                     if let Ok(frame) = PeerMsg::NotMember.to_frame() {
                         let addr = self.address_of(to);
-                        self.transport.send(to, frame, addr.as_deref());
+                        self.transport
+                            .send(to, frame, Lane::Control, addr.as_deref());
                     }
                 }
                 Output::Fatal(why) => {

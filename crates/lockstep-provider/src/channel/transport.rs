@@ -3,17 +3,24 @@
 //! (protocol version, cluster name, Raft id); after that each frame is
 //! handed to the group thread as an [`Input::Peer`]. Any decoding error
 //! drops the connection with a log line; Raft retransmits what was lost.
+//!
+//! Each connection has two lanes (`lockstep_core::wire::lanes`): control
+//! messages (heartbeats, votes) go before the chunks of bulk ones (log
+//! appends), so a 300 MB writeset never delays a heartbeat by more than
+//! one 64 KiB chunk. Both lanes are bounded; what does not fit is dropped
+//! (Raft resends) and counted.
 
 use super::Input;
 use crate::log::{info, warn};
 use lockstep_core::wire::frame::FrameDecoder;
-use lockstep_core::wire::peer::{check_hello, PeerMsg, MAX_PEER_FRAME, PROTOCOL_VERSION};
+use lockstep_core::wire::lanes::{Inbox, Lane, Outbox, MAX_WIRE_FRAME};
+use lockstep_core::wire::peer::{check_hello, PeerMsg, PROTOCOL_VERSION};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -33,9 +40,73 @@ pub struct Identity {
 
 struct Conn {
     id: u64,
-    tx: Sender<Vec<u8>>,
+    out: Arc<Queue>,
     /// The address the peer advertised in its hello.
     addr: String,
+}
+
+/// One connection's outbox, shared by the group thread (which queues)
+/// and the connection's writer thread (which sends).
+#[derive(Default)]
+struct Queue {
+    outbox: Mutex<Outbox>,
+    ready: Condvar,
+    closed: AtomicBool,
+}
+
+/// Messages dropped because a lane was full (all connections).
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+/// When a drop was last logged (seconds since the epoch of this process).
+static DROP_LOGGED: Mutex<Option<Instant>> = Mutex::new(None);
+
+impl Queue {
+    fn push(&self, lane: Lane, bytes: Vec<u8>) {
+        let pushed = self
+            .outbox
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(lane, bytes);
+        match pushed {
+            Ok(()) => self.ready.notify_one(),
+            Err(full) => {
+                let n = DROPPED.fetch_add(1, Ordering::Relaxed) + 1;
+                let mut logged = DROP_LOGGED.lock().unwrap_or_else(|p| p.into_inner());
+                if logged.is_none_or(|t| t.elapsed() >= REFUSAL_LOG_EVERY) {
+                    *logged = Some(Instant::now());
+                    warn!(
+                        "a peer reads too slowly: its {:?} lane holds {} bytes; message dropped \
+                         (Raft resends it; {n} dropped so far)",
+                        full.lane, full.queued
+                    );
+                }
+            }
+        }
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let _g = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+        self.ready.notify_all();
+    }
+
+    /// The next bytes to write, waiting for some; `None` once closed.
+    fn next(&self) -> Option<Vec<u8>> {
+        let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if self.closed.load(Ordering::SeqCst) {
+                return None;
+            }
+            if let Some(bytes) = outbox.next_write() {
+                return Some(bytes);
+            }
+            // The timeout only re-checks `closed`; `close` also wakes us.
+            outbox = self
+                .ready
+                .wait_timeout(outbox, Duration::from_secs(1))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
 }
 
 #[derive(Default)]
@@ -160,16 +231,19 @@ impl Transport {
         for s in t.open.values() {
             let _ = s.shutdown(Shutdown::Both);
         }
+        for c in t.by_peer.values().flatten() {
+            c.out.close();
+        }
         t.by_peer.clear();
     }
 
-    /// Sends to a peer; if there is no connection, dials `addr` (rate
-    /// limited) and drops the message: Raft resends.
-    pub fn send(&self, to: u64, bytes: Vec<u8>, addr: Option<&str>) {
+    /// Sends to a peer on `lane`; if there is no connection, dials `addr`
+    /// (rate limited) and drops the message: Raft resends.
+    pub fn send(&self, to: u64, bytes: Vec<u8>, lane: Lane, addr: Option<&str>) {
         let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(conns) = t.by_peer.get(&to) {
             if let Some(c) = conns.first() {
-                let _ = c.tx.send(bytes);
+                c.out.push(lane, bytes);
                 return;
             }
         }
@@ -183,7 +257,7 @@ impl Transport {
                 .filter_map(|conns| conns.first())
                 .find(|c| c.addr == addr);
             if let Some(c) = same_place {
-                let _ = c.tx.send(bytes);
+                c.out.push(lane, bytes);
                 return;
             }
             self.dial_locked(&mut t, addr);
@@ -195,7 +269,7 @@ impl Transport {
         let t = self.table.lock().unwrap_or_else(|p| p.into_inner());
         for conns in t.by_peer.values() {
             if let Some(c) = conns.first() {
-                let _ = c.tx.send(bytes.to_vec());
+                c.out.push(Lane::Control, bytes.to_vec());
             }
         }
     }
@@ -240,6 +314,9 @@ impl Transport {
             let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
             for s in t.open.values() {
                 let _ = s.shutdown(Shutdown::Both);
+            }
+            for c in t.by_peer.values().flatten() {
+                c.out.close();
             }
             t.by_peer.clear();
             t.open.clear();
@@ -299,19 +376,37 @@ fn accept_loop(listener: TcpListener, ctx: Ctx) {
     }
 }
 
-/// Reads one frame (blocking), or `None` on EOF/error (logged).
-fn read_msg(stream: &mut TcpStream, dec: &mut FrameDecoder, peer: &str) -> Option<PeerMsg> {
+/// Reads one message (blocking), or `None` on EOF/error (logged).
+/// Without an `inbox` (before the hello) chunked messages are refused,
+/// so a stranger gets at most one frame's worth of memory.
+fn read_msg(
+    stream: &mut TcpStream,
+    dec: &mut FrameDecoder,
+    mut inbox: Option<&mut Inbox>,
+    peer: &str,
+) -> Option<PeerMsg> {
     let mut buf = [0u8; 64 * 1024];
     loop {
         match dec.next_frame() {
             Ok(Some(f)) => {
-                return match PeerMsg::from_frame(f) {
+                let whole = match inbox.as_deref_mut() {
+                    Some(inbox) => match inbox.accept(f) {
+                        Ok(Some(f)) => f,
+                        Ok(None) => continue,
+                        Err(e) => {
+                            warn!("dropping connection to {peer}: {e}");
+                            return None;
+                        }
+                    },
+                    None => f,
+                };
+                return match PeerMsg::from_frame(whole) {
                     Ok(m) => Some(m),
                     Err(e) => {
                         warn!("dropping connection to {peer}: bad message: {e}");
                         None
                     }
-                }
+                };
             }
             Ok(None) => {}
             Err(e) => {
@@ -365,8 +460,10 @@ fn serve_connection(mut stream: TcpStream, ctx: &Ctx, conn_id: u64) -> Option<u6
     };
     stream.write_all(&hello.to_frame().ok()?).ok()?;
     let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT));
-    let mut dec = FrameDecoder::new(MAX_PEER_FRAME);
-    let (raft_id, peer_addr) = match read_msg(&mut stream, &mut dec, &peer)? {
+    // Bounds what a peer can make us buffer before its hello, and any
+    // single frame after it (larger messages come in chunks).
+    let mut dec = FrameDecoder::new(MAX_WIRE_FRAME);
+    let (raft_id, peer_addr) = match read_msg(&mut stream, &mut dec, None, &peer)? {
         PeerMsg::Hello {
             version,
             cluster,
@@ -400,7 +497,7 @@ fn serve_connection(mut stream: TcpStream, ctx: &Ctx, conn_id: u64) -> Option<u6
     }
     let _ = stream.set_read_timeout(None);
     let write_half = stream.try_clone().ok()?;
-    let (tx, rx) = channel::<Vec<u8>>();
+    let out = Arc::new(Queue::default());
     {
         let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
         if ctx.stop.load(Ordering::Relaxed) || ctx.isolated.load(Ordering::SeqCst) {
@@ -408,23 +505,26 @@ fn serve_connection(mut stream: TcpStream, ctx: &Ctx, conn_id: u64) -> Option<u6
         }
         t.by_peer.entry(raft_id).or_default().push(Conn {
             id: conn_id,
-            tx,
+            out: out.clone(),
             addr: peer_addr.clone(),
         });
     }
     let _ = ctx.inputs.send(Input::PeerUp { raft_id, peer_addr });
+    let writer_out = out.clone();
     let writer = thread::Builder::new()
         .name("lockstep-peer-tx".into())
         .spawn(move || {
             let mut w = write_half;
-            for bytes in rx {
+            while let Some(bytes) = writer_out.next() {
                 if w.write_all(&bytes).is_err() {
                     let _ = w.shutdown(Shutdown::Both);
+                    writer_out.close();
                     return;
                 }
             }
         });
-    while let Some(msg) = read_msg(&mut stream, &mut dec, &peer) {
+    let mut inbox = Inbox::default();
+    while let Some(msg) = read_msg(&mut stream, &mut dec, Some(&mut inbox), &peer) {
         if let PeerMsg::Refuse { reason } = &msg {
             warn!("peer {peer} refused the group connection: {reason}");
             break;
@@ -434,8 +534,8 @@ fn serve_connection(mut stream: TcpStream, ctx: &Ctx, conn_id: u64) -> Option<u6
         }
     }
     let _ = stream.shutdown(Shutdown::Both);
-    // The writer ends when its sender is dropped (run_connection removes
-    // this connection from the table) or on its first failed write.
+    // The writer ends now, or on its first failed write.
+    out.close();
     drop(writer);
     Some(raft_id)
 }
@@ -443,7 +543,7 @@ fn serve_connection(mut stream: TcpStream, ctx: &Ctx, conn_id: u64) -> Option<u6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::mpsc::Receiver;
+    use std::sync::mpsc::{channel, Receiver};
 
     fn start(cluster: &str, raft_id: u64) -> (Transport, Receiver<Input>) {
         let (tx, rx) = channel();
@@ -473,11 +573,17 @@ mod tests {
         assert_eq!(peer_up(&rx_a), Some(2));
         assert_eq!(peer_up(&rx_b), Some(1));
         let frame = PeerMsg::Raft(vec![9, 9]).to_frame().unwrap();
-        b.send(1, frame, None);
+        b.send(1, frame, Lane::Control, None);
+        // A message far larger than a frame arrives whole (in chunks).
+        let big: Vec<u8> = (0..3_000_000u32).map(|i| i as u8).collect();
+        let frame = PeerMsg::Raft(big.clone()).to_frame().unwrap();
+        b.send(1, frame, Lane::Bulk, None);
         let got = rx_a.recv_timeout(Duration::from_secs(2)).unwrap();
         assert!(
             matches!(got, Input::Peer { from: 2, msg: PeerMsg::Raft(ref m) } if m == &vec![9, 9])
         );
+        let got = rx_a.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert!(matches!(got, Input::Peer { from: 2, msg: PeerMsg::Raft(ref m) } if m == &big));
     }
 
     /// Waits up to 2 s for `cond`.
@@ -528,7 +634,7 @@ mod tests {
             "b still has a connection to the isolated node"
         );
         let frame = PeerMsg::Raft(vec![1]).to_frame().unwrap();
-        b.send(1, frame, Some(&a_addr));
+        b.send(1, frame, Lane::Control, Some(&a_addr));
         thread::sleep(REDIAL_EVERY + Duration::from_millis(100));
         b.dial(&a_addr);
         assert_eq!(peer_up(&rx_a), None, "an isolated node accepted a peer");

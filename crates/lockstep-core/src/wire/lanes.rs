@@ -1,0 +1,347 @@
+//! Two lanes per peer connection, so that bulk data never holds back the
+//! messages that keep the group alive (issue 12).
+//!
+//! - **Control**: heartbeats, votes, their answers, joins. Sent whole,
+//!   before anything else waiting.
+//! - **Bulk**: Raft log appends, forwarded proposals, snapshots. One
+//!   message at a time, in order, cut into chunks of [`CHUNK_BYTES`]; a
+//!   control frame waits for at most one chunk. Appends stay in one lane
+//!   because Raft rejects an append that overtakes an earlier one, and
+//!   the leader would then send the earlier (possibly huge) entry again.
+//!
+//! A chunked message travels as `Part` frames and one `End` frame whose
+//! payloads, concatenated, are the message's own frame (with its own
+//! checksum). The receiver's [`Inbox`] reassembles it, bounded by
+//! [`MAX_MESSAGE_BYTES`]. Sans-IO: the transport's writer thread asks
+//! [`Outbox::next_write`] for the bytes to write, its reader thread hands each
+//! frame to [`Inbox::accept`].
+
+use super::frame::{self, Frame, FrameError, HEADER_LEN, TRAILER_LEN};
+use std::collections::VecDeque;
+use std::fmt;
+
+/// Frame kinds of a chunked message (see `wire::peer` for the others).
+pub const K_PART: u8 = 8;
+pub const K_END: u8 = 9;
+/// Bytes of a chunk: what a control frame waits for at most (about
+/// 0.1 ms on loopback, 5 ms at 100 Mbit/s).
+pub const CHUNK_BYTES: usize = 64 * 1024;
+/// Bound on one frame on the wire: a chunk, or a message small enough to
+/// go whole.
+pub const MAX_WIRE_FRAME: usize = CHUNK_BYTES + 64;
+/// Bound on one reassembled message: a writeset up to Galera's largest
+/// `repl.max_ws_size` (2 GiB - 1) plus the Raft and batch envelope.
+pub const MAX_MESSAGE_BYTES: usize = (2 << 30) + (16 << 20);
+/// Bound on the control lane of one connection; beyond it a message is
+/// dropped (Raft resends; a peer that reads nothing for this long is
+/// dead or will be evicted).
+pub const MAX_CONTROL_QUEUE: usize = 8 << 20;
+/// Bound on the bulk lane of one connection, besides the message being
+/// sent: a message is always accepted into an empty lane (so any writeset
+/// up to `repl.max_ws_size` goes), otherwise only within this bound. Raft
+/// itself keeps at most 256 appends of 1 MiB (or one entry) in flight.
+pub const MAX_BULK_QUEUE: usize = 256 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    Control,
+    Bulk,
+}
+
+/// A message was not queued: the lane is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaneFull {
+    pub lane: Lane,
+    pub queued: usize,
+}
+
+/// The sending side of one connection.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    control: VecDeque<Vec<u8>>,
+    control_bytes: usize,
+    bulk: VecDeque<Vec<u8>>,
+    bulk_bytes: usize,
+    /// The bulk message being chunked, and how much of it is sent.
+    current: Option<(Vec<u8>, usize)>,
+}
+
+impl Outbox {
+    /// Queues one encoded frame. A control frame larger than a chunk goes
+    /// to the bulk lane (it must be chunked, and only bulk is).
+    pub fn push(&mut self, lane: Lane, frame: Vec<u8>) -> Result<(), LaneFull> {
+        let lane = if frame.len() > MAX_WIRE_FRAME {
+            Lane::Bulk
+        } else {
+            lane
+        };
+        match lane {
+            Lane::Control => {
+                if self.control_bytes + frame.len() > MAX_CONTROL_QUEUE {
+                    return Err(LaneFull {
+                        lane,
+                        queued: self.control_bytes,
+                    });
+                }
+                self.control_bytes += frame.len();
+                self.control.push_back(frame);
+            }
+            Lane::Bulk => {
+                let empty = self.bulk.is_empty();
+                if !empty && self.bulk_bytes + frame.len() > MAX_BULK_QUEUE {
+                    return Err(LaneFull {
+                        lane,
+                        queued: self.bulk_bytes,
+                    });
+                }
+                self.bulk_bytes += frame.len();
+                self.bulk.push_back(frame);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.control.is_empty() && self.bulk.is_empty() && self.current.is_none()
+    }
+
+    /// Bytes waiting in both lanes (the chunked message counts whole).
+    pub fn queued_bytes(&self) -> usize {
+        self.control_bytes + self.bulk_bytes + self.current.as_ref().map_or(0, |(m, _)| m.len())
+    }
+
+    /// The next bytes to write: a control frame if one waits, else the
+    /// next chunk of the bulk message (or a small bulk message whole).
+    pub fn next_write(&mut self) -> Option<Vec<u8>> {
+        if let Some(f) = self.control.pop_front() {
+            self.control_bytes -= f.len();
+            return Some(f);
+        }
+        if self.current.is_none() {
+            let m = self.bulk.pop_front()?;
+            self.bulk_bytes -= m.len();
+            if m.len() <= MAX_WIRE_FRAME {
+                return Some(m);
+            }
+            self.current = Some((m, 0));
+        }
+        let (msg, sent) = self.current.as_mut().expect("set above");
+        let end = (*sent + CHUNK_BYTES).min(msg.len());
+        let last = end == msg.len();
+        let mut out = Vec::with_capacity(end - *sent + HEADER_LEN + TRAILER_LEN);
+        let kind = if last { K_END } else { K_PART };
+        frame::encode(kind, &msg[*sent..end], CHUNK_BYTES, &mut out)
+            .expect("a chunk is within the frame bound");
+        *sent = end;
+        if last {
+            self.current = None;
+        }
+        Some(out)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InboxError {
+    /// The reassembled message would exceed [`MAX_MESSAGE_BYTES`].
+    TooLarge(usize),
+    /// The reassembled bytes are not one valid frame.
+    BadMessage(FrameError),
+    /// A chunked message inside a chunked message, or trailing bytes.
+    Malformed(&'static str),
+}
+
+impl fmt::Display for InboxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InboxError::TooLarge(n) => write!(
+                f,
+                "chunked message of more than {n} bytes exceeds the limit of {MAX_MESSAGE_BYTES}"
+            ),
+            InboxError::BadMessage(e) => write!(f, "chunked message: {e}"),
+            InboxError::Malformed(why) => write!(f, "chunked message: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for InboxError {}
+
+/// The receiving side of one connection: passes whole frames through and
+/// reassembles chunked ones.
+#[derive(Debug)]
+pub struct Inbox {
+    buf: Vec<u8>,
+    max: usize,
+}
+
+impl Default for Inbox {
+    fn default() -> Self {
+        Inbox::new(MAX_MESSAGE_BYTES)
+    }
+}
+
+impl Inbox {
+    pub fn new(max: usize) -> Inbox {
+        Inbox {
+            buf: Vec::new(),
+            max,
+        }
+    }
+
+    /// Bytes of a chunked message received so far.
+    pub fn partial_bytes(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Takes one frame off the wire; returns a whole message when there
+    /// is one.
+    pub fn accept(&mut self, f: Frame) -> Result<Option<Frame>, InboxError> {
+        match f.kind {
+            K_PART | K_END => {
+                if self.buf.len() + f.payload.len() > self.max {
+                    let n = self.buf.len() + f.payload.len();
+                    self.buf = Vec::new();
+                    return Err(InboxError::TooLarge(n));
+                }
+                self.buf.extend_from_slice(&f.payload);
+                if f.kind == K_PART {
+                    return Ok(None);
+                }
+                let whole = std::mem::take(&mut self.buf);
+                let inner = frame::decode_one(whole, self.max).map_err(InboxError::BadMessage)?;
+                if matches!(inner.kind, K_PART | K_END) {
+                    return Err(InboxError::Malformed("a chunk inside a chunked message"));
+                }
+                Ok(Some(inner))
+            }
+            _ => Ok(Some(f)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::frame::FrameDecoder;
+    use proptest::prelude::*;
+
+    fn framed(kind: u8, len: usize, fill: u8) -> Vec<u8> {
+        let mut out = Vec::new();
+        frame::encode(kind, &vec![fill; len], MAX_MESSAGE_BYTES, &mut out).unwrap();
+        out
+    }
+
+    /// Writes everything `out` has through a frame decoder into `inbox`,
+    /// returning the messages in arrival order.
+    fn drain(out: &mut Outbox, inbox: &mut Inbox) -> Vec<Frame> {
+        let mut dec = FrameDecoder::new(MAX_WIRE_FRAME);
+        let mut got = Vec::new();
+        while let Some(bytes) = out.next_write() {
+            assert!(bytes.len() <= MAX_WIRE_FRAME + HEADER_LEN + TRAILER_LEN);
+            dec.push(&bytes);
+            while let Some(f) = dec.next_frame().unwrap() {
+                if let Some(m) = inbox.accept(f).unwrap() {
+                    got.push(m);
+                }
+            }
+        }
+        got
+    }
+
+    #[test]
+    fn a_big_message_is_chunked_and_reassembled() {
+        let mut out = Outbox::default();
+        let big = framed(3, 1_000_000, 7);
+        out.push(Lane::Bulk, big.clone()).unwrap();
+        let mut inbox = Inbox::default();
+        let got = drain(&mut out, &mut inbox);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].kind, 3);
+        assert_eq!(got[0].payload, vec![7; 1_000_000]);
+        assert!(out.is_empty());
+        assert_eq!(out.queued_bytes(), 0);
+    }
+
+    #[test]
+    fn control_frames_overtake_a_bulk_message_within_one_chunk() {
+        let mut out = Outbox::default();
+        out.push(Lane::Bulk, framed(3, 10 * CHUNK_BYTES, 1))
+            .unwrap();
+        // The first chunk is on its way when the heartbeat is queued.
+        let first = out.next_write().unwrap();
+        assert_eq!(first[5], K_PART);
+        out.push(Lane::Control, framed(4, 10, 2)).unwrap();
+        let next = out.next_write().unwrap();
+        assert_eq!(next[5], 4, "the control frame goes next");
+    }
+
+    #[test]
+    fn lanes_are_bounded() {
+        let mut out = Outbox::default();
+        // An empty bulk lane takes a message of any size...
+        out.push(Lane::Bulk, vec![0; MAX_BULK_QUEUE + 1]).unwrap();
+        // ...a busy one only within its bound.
+        let e = out.push(Lane::Bulk, vec![0; 10]).unwrap_err();
+        assert_eq!(e.lane, Lane::Bulk);
+        let small = framed(4, 1000, 0);
+        let fit = MAX_CONTROL_QUEUE / small.len();
+        for _ in 0..fit {
+            out.push(Lane::Control, small.clone()).unwrap();
+        }
+        assert!(out.push(Lane::Control, small).is_err());
+    }
+
+    #[test]
+    fn a_reassembled_message_is_bounded_and_checked() {
+        let mut inbox = Inbox::new(100);
+        let part = Frame {
+            kind: K_PART,
+            payload: vec![0; 80],
+        };
+        assert!(inbox.accept(part.clone()).unwrap().is_none());
+        assert_eq!(inbox.accept(part), Err(InboxError::TooLarge(160)));
+        // Garbage that is not a frame.
+        let mut inbox = Inbox::default();
+        let end = Frame {
+            kind: K_END,
+            payload: b"not a frame at all".to_vec(),
+        };
+        assert!(matches!(inbox.accept(end), Err(InboxError::BadMessage(_))));
+        // A chunked message may not hold another.
+        let mut inbox = Inbox::default();
+        let end = Frame {
+            kind: K_END,
+            payload: framed(K_PART, 3, 0),
+        };
+        assert!(matches!(inbox.accept(end), Err(InboxError::Malformed(_))));
+    }
+
+    proptest! {
+        /// Whatever mix of sizes and lanes, each lane arrives complete and
+        /// in order, and a control frame waits for at most one chunk.
+        #[test]
+        fn lanes_keep_their_order(msgs in proptest::collection::vec((any::<bool>(), 0usize..200_000), 1..24)) {
+            let mut out = Outbox::default();
+            let mut want_control = Vec::new();
+            let mut want_bulk = Vec::new();
+            for (i, (control, len)) in msgs.iter().enumerate() {
+                let len = if *control { len % 2000 } else { *len };
+                let kind = if *control { 4 } else { 3 };
+                let f = framed(kind, len, i as u8);
+                out.push(if *control { Lane::Control } else { Lane::Bulk }, f).unwrap();
+                if *control { want_control.push((i as u8, len)) } else { want_bulk.push((i as u8, len)) }
+            }
+            let mut inbox = Inbox::default();
+            let got = drain(&mut out, &mut inbox);
+            let seen = |k: u8| -> Vec<(u8, usize)> {
+                got.iter().filter(|f| f.kind == k)
+                    .map(|f| (f.payload.first().copied().unwrap_or(0), f.payload.len())).collect()
+            };
+            let strip = |v: Vec<(u8, usize)>| -> Vec<usize> { v.into_iter().map(|(_, l)| l).collect() };
+            prop_assert_eq!(strip(seen(4)), strip(want_control.clone()));
+            prop_assert_eq!(strip(seen(3)), strip(want_bulk.clone()));
+            // Control is queued first, so all of it arrives before bulk.
+            let first_bulk = got.iter().position(|f| f.kind == 3).unwrap_or(got.len());
+            prop_assert!(got[first_bulk..].iter().all(|f| f.kind == 3));
+        }
+    }
+}
