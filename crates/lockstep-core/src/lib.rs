@@ -7,6 +7,7 @@
 
 pub mod address;
 pub mod certification;
+pub mod flow_control;
 pub mod group;
 pub mod options;
 pub mod ordering;

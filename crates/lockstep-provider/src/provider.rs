@@ -172,17 +172,20 @@ impl Provider {
                 seqno: position
             }
         );
+        let tunables = Tunables::from_options(&options);
+        let mut inner = Inner::new(saved.uuid, position);
+        inner.fc_limits = tunables.fc;
         Ok(Provider {
             node_name: cfg.node_name,
             node_incoming: cfg.node_incoming,
             data_dir: cfg.data_dir,
             proto_ver: cfg.proto_ver,
             server: cfg.server,
-            tunables: RwLock::new(Tunables::from_options(&options)),
+            tunables: RwLock::new(tunables),
             options: Mutex::new(options),
             store: Mutex::new(store),
             shared: Arc::new(Shared {
-                inner: Mutex::new(Inner::new(saved.uuid, position)),
+                inner: Mutex::new(inner),
                 changed: Condvar::new(),
                 work: Condvar::new(),
                 resolved: Condvar::new(),
@@ -266,8 +269,9 @@ impl Provider {
         let mut options = self.options.lock().unwrap_or_else(|p| p.into_inner());
         let result = options.apply_runtime(conf);
         if result.is_ok() {
-            *self.tunables.write().unwrap_or_else(|p| p.into_inner()) =
-                Tunables::from_options(&options);
+            let t = Tunables::from_options(&options);
+            *self.tunables.write().unwrap_or_else(|p| p.into_inner()) = t;
+            self.lock().fc_limits = t.fc;
         }
         drop(options);
         match result {
@@ -388,6 +392,9 @@ const DEFAULT_CAUSAL_READ_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Tunables {
     pub max_ws_size: u64,
     pub causal_read_timeout: Duration,
+    /// `gcs.fc_limit`, `gcs.fc_factor`, `gcs.fc_single_primary` (alias
+    /// `gcs.fc_master_slave`); mirrored into `Inner` for the group thread.
+    pub fc: lockstep_core::flow_control::Limits,
 }
 
 impl Tunables {
@@ -401,6 +408,12 @@ impl Tunables {
             causal_read_timeout: options
                 .duration("repl.causal_read_timeout")
                 .unwrap_or(DEFAULT_CAUSAL_READ_TIMEOUT),
+            fc: lockstep_core::flow_control::Limits {
+                limit: options.int("gcs.fc_limit").map_or(16, |v| v.max(0) as u64),
+                factor: options.float("gcs.fc_factor").unwrap_or(1.0),
+                single_primary: options.bool("gcs.fc_single_primary").unwrap_or(false)
+                    || options.bool("gcs.fc_master_slave").unwrap_or(false),
+            },
         }
     }
 }

@@ -13,6 +13,16 @@ use crate::trx::{Handle, LocalTrx, TrxRecord, TrxState};
 use lockstep_core::certification::{CertOutcome, Key, KeyType};
 use lockstep_core::group::{Action, Writeset};
 use std::sync::MutexGuard;
+use std::time::Instant;
+
+/// Writesets at least this big are logged when replicated, ordered and
+/// applied, with how long each step took: what an operator needs to see
+/// where a big transaction spends its time.
+pub(crate) const LARGE_WRITESET: usize = 64 << 20;
+
+fn mib(bytes: usize) -> f64 {
+    bytes as f64 / f64::from(1 << 20)
+}
 use wsrep_abi::{flags, status, Gtid, Status, Stid, TrxMeta, WsHandle};
 
 /// Outcome of ordering and certifying one action.
@@ -30,8 +40,9 @@ impl Provider {
 
     pub fn append_key(&self, trx: &mut LocalTrx, parts: Vec<Vec<u8>>, kind: KeyType) -> Status {
         let bytes: usize = parts.iter().map(Vec::len).sum();
-        if (trx.size() + bytes) as u64 > self.max_ws_size() {
-            return status::SIZE_EXCEEDED;
+        if trx.oversized || (trx.size() + bytes) as u64 > self.max_ws_size() {
+            trx.oversized = true;
+            return status::OK;
         }
         trx.key_bytes += bytes;
         trx.key_count += 1;
@@ -40,8 +51,9 @@ impl Provider {
     }
 
     pub fn append_data(&self, trx: &mut LocalTrx, data: &[u8]) -> Status {
-        if (trx.size() + data.len()) as u64 > self.max_ws_size() {
-            return status::SIZE_EXCEEDED;
+        if trx.oversized || (trx.size() + data.len()) as u64 > self.max_ws_size() {
+            trx.oversized = true;
+            return status::OK;
         }
         trx.data.extend_from_slice(data);
         status::OK
@@ -89,6 +101,23 @@ impl Provider {
         (g, ordered)
     }
 
+    /// Flow control, the writers' side: waits while a member asks the
+    /// cluster to stop (woken by its withdrawal, a view without it, or
+    /// the end of the session), then, while a member throttles, waits
+    /// the level's delay without the lock (at most 20 ms).
+    fn flow_control_wait<'a>(&'a self, g: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
+        let (g, _) = self.wait_until(g, None, |s| {
+            !s.fc.stopped() || s.conn != Conn::Open || !s.in_group
+        });
+        let delay = lockstep_core::flow_control::throttle_delay(g.fc.level());
+        if delay.is_zero() {
+            return g;
+        }
+        drop(g);
+        std::thread::sleep(delay);
+        self.lock()
+    }
+
     /// Waits while the provider is paused (FTWRL, SST donation).
     fn wait_unpaused<'a>(&'a self, g: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
         self.wait_until(g, None, |s| s.paused_at.is_none() || s.conn == Conn::Closed)
@@ -118,6 +147,14 @@ impl Provider {
         meta.stid.trx = trx_id;
         trx.flags = wsflags;
         trx.conn_id = conn_id;
+        if trx.oversized {
+            info!(
+                "transaction {trx_id} exceeds repl.max_ws_size ({} bytes); not replicated",
+                self.max_ws_size()
+            );
+            return status::SIZE_EXCEEDED;
+        }
+        let g = self.flow_control_wait(g);
         let mut g = self.wait_unpaused(g);
         if g.local.state() == lockstep_core::group::MemberState::Error {
             return status::NODE_FAIL;
@@ -130,6 +167,14 @@ impl Provider {
             // BF-aborted before it was ordered: never replicate it.
             _ => return status::CONN_FAIL,
         }
+        let large = (trx.size() >= LARGE_WRITESET).then(Instant::now);
+        if large.is_some() {
+            info!(
+                "replicating a large writeset: {:.0} MiB of data, {} keys",
+                mib(trx.data.len()),
+                trx.key_count
+            );
+        }
         let ws = Writeset {
             source: member.data,
             trx_id,
@@ -140,6 +185,13 @@ impl Provider {
             data: trx.data.clone(),
         };
         let (mut g, ordered) = self.order(g, ws);
+        if let (Some(t0), Some(o)) = (large, &ordered) {
+            info!(
+                "large writeset ordered as seqno {} in {:.1} s",
+                o.seqno,
+                t0.elapsed().as_secs_f64()
+            );
+        }
         let Some(ordered) = ordered else {
             if let Some(rec) = g.trxs.get_mut(&trx_id) {
                 rec.state = TrxState::MustAbort;
@@ -400,8 +452,9 @@ impl Provider {
             data: action,
             flags: wsflags | flags::ISOLATION,
             conn_id,
+            oversized: false,
         };
-        let g = self.lock();
+        let g = self.flow_control_wait(self.lock());
         let g = self.wait_unpaused(g);
         if !g.accepts_writes() {
             return status::CONN_FAIL;
@@ -550,6 +603,13 @@ impl Provider {
         };
         drop(g);
         let mut exit_loop = false;
+        let large = (r.ws.size() >= LARGE_WRITESET).then(|| {
+            info!(
+                "applying large writeset seqno {seqno}: {:.0} MiB",
+                mib(r.ws.size())
+            );
+            Instant::now()
+        });
         if deliver {
             let wsflags = (r.ws.flags & flags::MASK) | if passed { 0 } else { flags::ROLLBACK };
             let data: &[u8] = if passed { &r.ws.data } else { &[] };
@@ -595,6 +655,12 @@ impl Provider {
         }
         g.counters.received += 1;
         g.counters.received_bytes += r.ws.size() as i64;
+        if let Some(t0) = large {
+            info!(
+                "large writeset seqno {seqno} applied and committed in {:.1} s",
+                t0.elapsed().as_secs_f64()
+            );
+        }
         let last_applier = g.appliers <= 1;
         drop(g);
         self.notify_gates();

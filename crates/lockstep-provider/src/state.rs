@@ -6,10 +6,12 @@
 //! this lock while calling into the server (contract P27).
 
 use crate::ist::IstBuffer;
+use crate::log::info;
 use crate::server::View;
 use crate::trx::TrxRecord;
 use crate::writeset_cache::WritesetCache;
 use lockstep_core::certification::{CertOutcome, CertStats};
+use lockstep_core::flow_control;
 use lockstep_core::group::{Action, Writeset};
 use lockstep_core::group::{CacheIst, LocalState};
 use lockstep_core::ordering::{GateStats, OrderError, QueueStats, Watermark};
@@ -164,6 +166,13 @@ pub struct Counters {
 
 pub struct Inner {
     pub conn: Conn,
+    /// Flow control (`lockstep_core::flow_control`): every member's
+    /// announced level, in log order, with pause time and counters.
+    pub fc: flow_control::Gate,
+    /// What this node announced to the group (the group thread decides).
+    pub fc_req: flow_control::Requester,
+    /// `gcs.fc_limit`, `gcs.fc_factor`, `gcs.fc_single_primary`.
+    pub fc_limits: flow_control::Limits,
     /// The history UUID; nil until the first view.
     pub history: Uuid,
     /// This node's member id for the current session.
@@ -277,10 +286,23 @@ pub struct GroupLink {
     pub tx: Sender<crate::channel::Input>,
 }
 
+/// Monotonic nanoseconds since the provider was loaded (flow-control
+/// pause accounting).
+pub fn mono_ns() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
+}
+
 impl Inner {
     pub fn new(history: Uuid, last_committed: i64) -> Inner {
         Inner {
             conn: Conn::Closed,
+            fc: flow_control::Gate::default(),
+            fc_req: flow_control::Requester::default(),
+            fc_limits: flow_control::Limits::default(),
             history,
             member_id: Uuid::NIL,
             local: LocalState::default(),
@@ -340,6 +362,30 @@ impl Inner {
     }
 
     /// Keeps an ordered event in the writeset cache.
+    /// Whether a writeset of `bytes` goes into the writeset cache; if not
+    /// (larger than half of `gcache.size`), the cache starts over after
+    /// `seqno`, logged.
+    pub fn cache_takes(&mut self, seqno: i64, bytes: usize) -> bool {
+        if !self.cache_live {
+            return false;
+        }
+        let Some(cache) = self.cache.as_mut() else {
+            return false;
+        };
+        if (bytes as u64) < cache.max_record() {
+            return true;
+        }
+        info!(
+            "writeset {seqno} ({} MiB) is larger than half of gcache.size: not cached; \
+             IST from this node's cache starts after it",
+            bytes >> 20
+        );
+        if let Err(e) = cache.skip_oversized() {
+            crate::writeset_cache::disable(&mut self.cache, &e);
+        }
+        false
+    }
+
     pub fn cache_event(&mut self, seqno: i64, kind: CachedKind) {
         if !self.cache_live {
             return;

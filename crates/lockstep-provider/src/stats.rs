@@ -33,6 +33,7 @@ impl Provider {
             .unwrap_or_default();
         let cert = g.cert_stats.since(&g.cert_stats_base);
         let queued = g.events.len();
+        let now = crate::state::mono_ns();
         let member_id = if g.conn == Conn::Closed {
             wsrep_abi::Uuid::NIL
         } else {
@@ -63,12 +64,15 @@ impl Provider {
             ("local_recv_queue_avg", Double(g.recv_queue.avg())),
             // The lowest seqno the group log can replay to a joiner (IST).
             ("local_cached_downto", Int(g.cached_downto())),
-            ("flow_control_paused_ns", Int(0)),
-            ("flow_control_paused", Double(0.0)),
-            ("flow_control_sent", Int(0)),
-            ("flow_control_recv", Int(0)),
-            ("flow_control_active", Str("false".into())),
-            ("flow_control_requested", Str("false".into())),
+            ("flow_control_paused_ns", Int(g.fc.paused_ns(now) as i64)),
+            ("flow_control_paused", Double(g.fc.paused_fraction(now))),
+            ("flow_control_sent", Int(g.fc_req.stops_sent as i64)),
+            ("flow_control_recv", Int(g.fc.stops_received as i64)),
+            ("flow_control_active", Str(g.fc.stopped().to_string())),
+            (
+                "flow_control_requested",
+                Str(g.fc_req.requested().to_string()),
+            ),
             ("cert_deps_distance", Double(cert.avg_deps_distance())),
             ("apply_oooe", Double(g.apply_stats.oooe())),
             ("apply_oool", Double(g.apply_stats.oool())),
@@ -107,6 +111,7 @@ impl Provider {
     pub fn stats_reset(&self) {
         let mut g = self.lock();
         g.recv_queue.reset();
+        g.fc.reset_stats(crate::state::mono_ns());
         g.apply_stats.reset();
         g.commit_stats.reset();
         g.cert_stats_base = g.cert_stats;

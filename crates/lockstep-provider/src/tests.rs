@@ -437,10 +437,18 @@ fn bad_inputs_fail_cleanly() {
     let mut n = Node::start();
     assert_eq!(n.p.options_set("no.such.option=1"), status::NODE_FAIL);
     assert_eq!(n.p.options_set("repl.max_ws_size=100"), status::OK);
-    let Handle::Local(mut t) = trx("t", "big") else {
+    let mut h = trx("t", "big");
+    let Handle::Local(t) = &mut h else {
         unreachable!("a local transaction")
     };
-    assert_eq!(n.p.append_data(&mut t, &[0u8; 200]), status::SIZE_EXCEEDED);
+    // Appending beyond repl.max_ws_size keeps nothing more, and the
+    // transaction fails at certification (never a truncated writeset).
+    assert_eq!(n.p.append_data(t, &[0u8; 200]), status::OK);
+    assert!(t.data.len() <= 100);
+    let replicated = n.p.lock().counters.replicated;
+    assert_eq!(certify(&n.p, 77, &mut h).0, status::SIZE_EXCEEDED);
+    assert_eq!(n.p.lock().counters.replicated, replicated);
+    assert_eq!(n.p.release(77), status::OK);
     n.stop();
 }
 

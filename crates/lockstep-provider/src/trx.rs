@@ -45,6 +45,12 @@ pub struct LocalTrx {
     /// Flags given at certification, kept for a replay.
     pub flags: u32,
     pub conn_id: u64,
+    /// Keys or data beyond `repl.max_ws_size` were offered: nothing more
+    /// is kept, and `certify` fails with the size error. (Failing the
+    /// append itself is not safe: MariaDB 10.11 can go on to commit the
+    /// part it appended, and the other nodes would get a truncated
+    /// writeset. Galera, too, reports the size at certification.)
+    pub oversized: bool,
 }
 
 impl LocalTrx {

@@ -50,6 +50,7 @@ pub struct WritesetCache {
     previous_path: PathBuf,
     /// Rotate the current file past this many bytes (half of gcache.size).
     rotate_at: u64,
+
     /// Largest record payload read back (`repl.max_ws_size` and slack).
     max_payload: usize,
     writer: Option<BufWriter<File>>,
@@ -189,6 +190,7 @@ impl WritesetCache {
             current_path,
             previous_path,
             rotate_at: (size / 2).max(1 << 16),
+
             max_payload,
             writer: None,
             current_bytes: 0,
@@ -327,6 +329,21 @@ impl WritesetCache {
     pub fn extends(&self, history: [u8; 16], seqno: i64) -> bool {
         self.current
             .is_some_and(|r| r.history == history && r.last + 1 == seqno)
+    }
+
+    /// The largest record kept: half of `gcache.size` (one file).
+    pub fn max_record(&self) -> u64 {
+        self.rotate_at
+    }
+
+    /// An event too big to keep was ordered at `seqno`: the run cannot
+    /// continue across it, so the cache starts over after it. (Writing a
+    /// record of hundreds of megabytes on the group thread would stall
+    /// the group; Galera keeps such writesets in page files instead.)
+    pub fn skip_oversized(&mut self) -> io::Result<()> {
+        self.start_over()?;
+        self.current = None;
+        Ok(())
     }
 
     /// Appends an ordered event; one that does not extend the run starts

@@ -9,7 +9,9 @@ use crate::wire::codec::{DecodeError, Reader, Writer};
 
 /// Version byte at the start of every batch and member description.
 /// 2: members carry a quorum weight (`Action::Weight`, snapshots).
-pub const ACTION_VERSION: u8 = 2;
+/// 3: flow control (`Action::FlowControl`) and fragments of big actions
+/// (`Action::Fragment`; snapshots carry the partly received ones).
+pub const ACTION_VERSION: u8 = 3;
 
 /// A cluster member as the group knows it: what goes into the wsrep view
 /// (`uuid`, `name`, `incoming`) and how peers reach it (`peer_addr`).
@@ -166,6 +168,23 @@ pub enum Action {
         raft_id: u64,
         weight: u32,
     },
+    /// A member's flow-control level (`crate::flow_control`): 0 none,
+    /// 1..=4 throttle, 255 stop (Galera's FC_STOP).
+    FlowControl {
+        raft_id: u64,
+        level: u8,
+    },
+    /// Part `index` of `count` of a big action (a writeset above
+    /// `GroupConfig::fragment_bytes`), which is delivered under proposal
+    /// id `of` once every part is ordered. Each part is one log entry of
+    /// bounded size: a 300 MB writeset never makes one Raft round (or one
+    /// message) that long.
+    Fragment {
+        of: u64,
+        index: u32,
+        count: u32,
+        bytes: Vec<u8>,
+    },
 }
 
 /// An action stamped with its origin and the origin's proposal number,
@@ -210,6 +229,8 @@ const T_VOTE: u8 = 11;
 /// A state request whose events must come from a donor's writeset cache.
 const T_CACHE_IST_REQUEST: u8 = 12;
 const T_WEIGHT: u8 = 13;
+const T_FLOW_CONTROL: u8 = 14;
+const T_FRAGMENT: u8 = 15;
 
 /// Smallest encoding of one proposal (origin, id, tag): bounds counts.
 const MIN_PROPOSAL: usize = 17;
@@ -265,6 +286,24 @@ pub fn encode_batch(batch: &[Proposal]) -> Vec<u8> {
         write_action(&mut w, &p.action);
     }
     w.finish()
+}
+
+/// One action alone (versioned): what [`Action::Fragment`]s carry.
+pub fn encode_action(a: &Action) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.u8(ACTION_VERSION);
+    write_action(&mut w, a);
+    w.finish()
+}
+
+/// Decodes [`encode_action`] bytes (the parts of a fragmented action,
+/// concatenated).
+pub fn decode_action(bytes: &[u8]) -> Result<Action, DecodeError> {
+    let mut r = Reader::new(bytes);
+    check_version(&mut r)?;
+    let a = read_action(&mut r)?;
+    r.end()?;
+    Ok(a)
 }
 
 /// Decodes a log entry written by [`encode_batch`].
@@ -358,6 +397,21 @@ fn write_action(w: &mut Writer, a: &Action) {
         Action::Weight { raft_id, weight } => {
             w.u8(T_WEIGHT).u64(*raft_id).u32(*weight);
         }
+        Action::FlowControl { raft_id, level } => {
+            w.u8(T_FLOW_CONTROL).u64(*raft_id).u8(*level);
+        }
+        Action::Fragment {
+            of,
+            index,
+            count,
+            bytes,
+        } => {
+            w.u8(T_FRAGMENT)
+                .u64(*of)
+                .u32(*index)
+                .u32(*count)
+                .bytes(bytes);
+        }
     }
 }
 
@@ -433,6 +487,16 @@ fn read_action(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
         T_WEIGHT => Action::Weight {
             raft_id: r.u64("weight.raft_id")?,
             weight: r.u32("weight.weight")?,
+        },
+        T_FLOW_CONTROL => Action::FlowControl {
+            raft_id: r.u64("flow_control.raft_id")?,
+            level: r.u8("flow_control.level")?,
+        },
+        T_FRAGMENT => Action::Fragment {
+            of: r.u64("fragment.of")?,
+            index: r.u32("fragment.index")?,
+            count: r.u32("fragment.count")?,
+            bytes: r.bytes("fragment.bytes")?.to_vec(),
         },
         other => {
             return Err(DecodeError::Invalid {
@@ -561,6 +625,16 @@ pub(crate) mod tests {
             Action::Weight {
                 raft_id: 2,
                 weight: 3,
+            },
+            Action::FlowControl {
+                raft_id: 2,
+                level: 255,
+            },
+            Action::Fragment {
+                of: 1 << 63,
+                index: 1,
+                count: 3,
+                bytes: vec![1, 2, 3],
             },
         ];
         actions

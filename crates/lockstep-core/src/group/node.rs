@@ -22,7 +22,7 @@
 //! - The leader's duties: add joiners as learners, promote synced
 //!   learners to voters, and evict members silent past the suspect timeout.
 
-use super::action::{decode_batch, encode_batch, Action, MemberInfo, Proposal};
+use super::action::{decode_batch, encode_action, encode_batch, Action, MemberInfo, Proposal};
 use super::log_store::LogStore;
 use super::member_state::MemberState;
 use super::sequencer::{Delivery, GroupView, Membership, Sequencer};
@@ -49,9 +49,13 @@ struct Pending {
     bytes: usize,
 }
 
-/// What a forwarded proposal is given per byte before it counts as lost
-/// (a slow link, a leader busy with a big entry): 20 MB/s.
-const FORWARD_BYTES_PER_MS: usize = 20_000;
+/// What a forwarded proposal or a big append is given per byte before it
+/// counts as lost (a slow link, a leader busy with a big entry): 50 MB/s.
+const FORWARD_BYTES_PER_MS: usize = 50_000;
+
+/// Appends of at least this many bytes are not repeated while a first
+/// copy may still be in flight (`repeats_big_append`).
+const BIG_APPEND: usize = 4 << 20;
 
 /// Timing and size knobs (from `evs.*` / `gcs.*`-style options).
 #[derive(Debug, Clone)]
@@ -80,6 +84,17 @@ pub struct GroupConfig {
     pub compact_after: u64,
     /// The same budget in bytes (`gcache.size`).
     pub compact_bytes: u64,
+    /// A writeset larger than this is proposed as fragments of this size,
+    /// one log entry each (`Action::Fragment`), so no Raft round copies
+    /// more than about this much.
+    pub fragment_bytes: usize,
+    /// Ticks replayed at most when `tick` is called late (the thread was
+    /// busy, e.g. certifying a writeset of a million keys). Missed ticks
+    /// beyond it are dropped: this node's own stall is no evidence that
+    /// the leader is gone (the heartbeats that arrived meanwhile are
+    /// stepped first), and replaying them all would start an election
+    /// right after every long round. `u64::MAX` in simulations.
+    pub max_catch_up_ticks: u64,
 }
 
 impl Default for GroupConfig {
@@ -97,6 +112,8 @@ impl Default for GroupConfig {
             // sequencer, a few microseconds each.
             compact_after: 200_000,
             compact_bytes: 128 << 20,
+            max_catch_up_ticks: 2,
+            fragment_bytes: 4 << 20,
         }
     }
 }
@@ -145,6 +162,9 @@ pub struct Group {
     pending: BTreeMap<u64, Pending>,
     /// Retry counts of proposals queued again (as many as `pending`).
     retries: HashMap<u64, u32>,
+    /// The last big append sent to each peer (to, previous index, last
+    /// index) and until when it is not repeated; one per peer.
+    big_appends: HashMap<u64, ((u64, u64, u64), u64)>,
     last_heard: HashMap<u64, u64>,
     /// Term of this node's current (or last) leadership.
     lead_term: u64,
@@ -216,6 +236,7 @@ impl Group {
             queued: Vec::new(),
             pending: BTreeMap::new(),
             retries: HashMap::new(),
+            big_appends: HashMap::new(),
             last_heard: HashMap::new(),
             lead_term: 0,
             last_join: None,
@@ -337,6 +358,12 @@ impl Group {
         self.cfg.election_ticks as u64 * self.cfg.tick_ms
     }
 
+    /// Whether this node has been a member of the group at some point
+    /// (it joined, even if it left or was removed since).
+    pub fn was_member(&self) -> bool {
+        self.was_member
+    }
+
     pub fn is_member(&self) -> bool {
         self.seq.is_member(self.me.raft_id)
     }
@@ -368,12 +395,35 @@ impl Group {
     /// Queues an action under a caller-chosen proposal id. Ids must be
     /// unique per node; [`Group::propose`] counts up from 1, so callers
     /// that choose their own use ids with the top bit set.
+    ///
+    /// A writeset larger than `fragment_bytes` is queued as fragments
+    /// (with ids of the group's own numbering); its delivery still comes
+    /// under `id`.
     pub fn propose_with_id(&mut self, id: u64, action: Action) {
-        self.queued.push(Proposal {
-            origin: self.me.raft_id,
-            id,
-            action,
-        });
+        let origin = self.me.raft_id;
+        let big = matches!(&action, Action::Writeset(ws) if ws.size() > self.cfg.fragment_bytes);
+        if !big {
+            self.queued.push(Proposal { origin, id, action });
+            return;
+        }
+        let bytes = encode_action(&action);
+        drop(action);
+        let step = self.cfg.fragment_bytes.max(1);
+        let count = bytes.len().div_ceil(step) as u32;
+        for (index, part) in bytes.chunks(step).enumerate() {
+            let fid = self.next_id;
+            self.next_id += 1;
+            self.queued.push(Proposal {
+                origin,
+                id: fid,
+                action: Action::Fragment {
+                    of: id,
+                    index: index as u32,
+                    count,
+                    bytes: part.to_vec(),
+                },
+            });
+        }
     }
 
     /// A Raft message from a peer.
@@ -516,6 +566,10 @@ impl Group {
     /// Advances time to `now` (milliseconds, monotonic).
     pub fn tick(&mut self, now: u64) {
         self.now = self.now.max(now);
+        let floor = self
+            .now
+            .saturating_sub(self.cfg.max_catch_up_ticks.saturating_mul(self.cfg.tick_ms));
+        self.next_tick = self.next_tick.max(floor);
         while self.now >= self.next_tick {
             self.raw.tick();
             self.next_tick += self.cfg.tick_ms;
@@ -744,8 +798,39 @@ impl Group {
 
     fn send_all(&mut self, msgs: Vec<Message>) {
         for msg in msgs {
+            if self.repeats_big_append(&msg) {
+                continue;
+            }
             self.out.push(Output::Send { to: msg.to, msg });
         }
+    }
+
+    /// Whether `msg` sends a peer the same big entries again while the
+    /// first copy may still be on its way. raft-rs re-sends the entries
+    /// after the peer's last acknowledged index on every heartbeat
+    /// answer while it probes a peer; with a 300 MB entry that is a copy
+    /// every 100 ms. The first copy gets the time its size needs on a
+    /// 50 MB/s link (plus `retry_ms`) before an identical one goes.
+    fn repeats_big_append(&mut self, msg: &Message) -> bool {
+        if msg.get_msg_type() != raft::eraftpb::MessageType::MsgAppend {
+            return false;
+        }
+        let bytes: usize = msg.entries.iter().map(|e| e.data.len()).sum();
+        if bytes < BIG_APPEND {
+            return false;
+        }
+        let last = msg.entries.last().map_or(0, |e| e.index);
+        let key = (msg.to, msg.index, last);
+        let now = self.now;
+        if let Some((k, until)) = self.big_appends.get(&msg.to) {
+            if *k == key && now < *until {
+                return true;
+            }
+        }
+        let until = now + self.cfg.retry_ms + (bytes / FORWARD_BYTES_PER_MS) as u64;
+        self.big_appends.retain(|_, (_, u)| *u > now);
+        self.big_appends.insert(msg.to, (key, until));
+        false
     }
 
     fn handle_ready(&mut self) {
@@ -1146,6 +1231,7 @@ fn proposal_size(p: &Proposal) -> usize {
     match &p.action {
         Action::Writeset(ws) => ws.size() + 64,
         Action::StateRequest { request, .. } => request.len() + 64,
+        Action::Fragment { bytes, .. } => bytes.len() + 64,
         _ => 64,
     }
 }

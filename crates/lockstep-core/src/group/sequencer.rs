@@ -5,11 +5,11 @@
 //! node's own identity, so a joiner replaying the log arrives at exactly
 //! the state everyone else has.
 
-use super::action::{Action, CacheIst, MemberInfo, Proposal, Writeset};
+use super::action::{decode_action, Action, CacheIst, MemberInfo, Proposal, Writeset};
 use super::member_state::MemberState;
 use super::vote::{VoteEvent, Votes};
 use crate::certification::{CertError, CertOutcome, CertRequest, Certifier, Seqno};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use wsrep_abi::flags;
 
@@ -123,6 +123,12 @@ pub enum Delivery {
         origin: u64,
         proposal: u64,
     },
+    /// A member announced its flow-control level (no seqno: nothing is
+    /// applied; every node updates its gate at the same log position).
+    FlowControl {
+        raft_id: u64,
+        level: u8,
+    },
 }
 
 /// The log is not what every node agrees on: stop the node.
@@ -173,7 +179,26 @@ pub struct Sequencer {
     /// Consistency votes in progress and decided. Not in snapshots: a
     /// joiner restored from one was not an elector of older votes.
     pub(super) votes: Votes,
+    /// Fragmented actions being received, per (origin, final proposal
+    /// id); bounded per origin (`MAX_PARTIAL_PER_ORIGIN`, and
+    /// `MAX_PARTIAL_BYTES` in all), dropped when the origin leaves.
+    pub(super) partial: BTreeMap<(u64, u64), Partial>,
 }
+
+/// The parts of one fragmented action received so far.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partial {
+    pub count: u32,
+    pub parts: BTreeMap<u32, Vec<u8>>,
+    pub bytes: usize,
+}
+
+/// Fragmented actions one member may have in flight at once (one per
+/// client thread replicating a big writeset).
+pub const MAX_PARTIAL_PER_ORIGIN: usize = 64;
+/// Bytes of fragments one member may have in flight: a writeset up to
+/// Galera's largest `repl.max_ws_size` (2 GiB), with its envelope.
+pub const MAX_PARTIAL_BYTES: usize = (2 << 30) + (16 << 20);
 
 impl Default for Sequencer {
     fn default() -> Self {
@@ -197,6 +222,7 @@ impl Sequencer {
             applied: HashMap::new(),
             delivered: 0,
             votes: Votes::default(),
+            partial: BTreeMap::new(),
         }
     }
 
@@ -329,7 +355,85 @@ impl Sequencer {
             conf_id: self.conf_id,
             members: self.members.iter().map(|m| m.info.clone()).collect(),
         }));
+        self.forget_departed();
         Ok(())
+    }
+
+    /// A member that left takes its dedup window and its partly received
+    /// fragmented actions with it (their proposals are dropped anyway:
+    /// only members act). Keeps both bounded under membership churn.
+    fn forget_departed(&mut self) {
+        let members: Vec<u64> = self.members.iter().map(|m| m.info.raft_id).collect();
+        self.seen.retain(|origin, _| members.contains(origin));
+        self.partial
+            .retain(|(origin, _), _| members.contains(origin));
+    }
+
+    /// One part of a fragmented action (`Action::Fragment`). When the
+    /// last part is ordered, the whole action is processed as proposal
+    /// `of`, at this log position. Malformed or over-bound fragments drop
+    /// the action (every node alike), settling `of` so its origin stops
+    /// waiting.
+    fn fragment(
+        &mut self,
+        origin: u64,
+        (of, index, count): (u64, u32, u32),
+        bytes: Vec<u8>,
+        out: &mut Vec<Delivery>,
+    ) -> Result<(), SequencerError> {
+        let drop_it = |s: &mut Sequencer, out: &mut Vec<Delivery>| {
+            s.partial.remove(&(origin, of));
+            out.push(Delivery::Settled {
+                origin,
+                proposal: of,
+            });
+        };
+        let in_flight = self.partial.range((origin, 0)..=(origin, u64::MAX));
+        let (n, total) = in_flight.fold((0, 0), |(n, b), (_, p)| (n + 1, b + p.bytes));
+        let known = self.partial.contains_key(&(origin, of));
+        if count == 0
+            || index >= count
+            || total + bytes.len() > MAX_PARTIAL_BYTES
+            || (!known && n >= MAX_PARTIAL_PER_ORIGIN)
+        {
+            drop_it(self, out);
+            return Ok(());
+        }
+        let entry = self.partial.entry((origin, of)).or_insert(Partial {
+            count,
+            parts: BTreeMap::new(),
+            bytes: 0,
+        });
+        if entry.count != count {
+            drop_it(self, out);
+            return Ok(());
+        }
+        if !entry.parts.contains_key(&index) {
+            entry.bytes += bytes.len();
+            entry.parts.insert(index, bytes);
+        }
+        if entry.parts.len() < count as usize {
+            return Ok(());
+        }
+        let whole = self.partial.remove(&(origin, of)).expect("present above");
+        let mut all = Vec::with_capacity(whole.bytes);
+        for part in whole.parts.into_values() {
+            all.extend_from_slice(&part);
+        }
+        match decode_action(&all) {
+            Ok(action @ Action::Writeset(_)) => self.proposal(
+                Proposal {
+                    origin,
+                    id: of,
+                    action,
+                },
+                out,
+            ),
+            _ => {
+                drop_it(self, out);
+                Ok(())
+            }
+        }
     }
 
     /// Processes the proposals of one log entry, in order.
@@ -461,6 +565,21 @@ impl Sequencer {
                     if let Some(m) = self.members.iter_mut().find(|m| m.info.raft_id == raft_id) {
                         m.weight = weight;
                     }
+                }
+                out.push(settled);
+            }
+            Action::Fragment {
+                of,
+                index,
+                count,
+                bytes,
+            } => {
+                out.push(settled);
+                self.fragment(p.origin, (of, index, count), bytes, out)?;
+            }
+            Action::FlowControl { raft_id, level } => {
+                if raft_id == p.origin && self.is_member(raft_id) {
+                    out.push(Delivery::FlowControl { raft_id, level });
                 }
                 out.push(settled);
             }

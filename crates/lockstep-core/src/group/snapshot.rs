@@ -9,10 +9,10 @@
 
 use super::action::{read_key, read_member, write_key, write_member, Writeset, ACTION_VERSION};
 use super::member_state::MemberState;
-use super::sequencer::{Member, Sequencer};
+use super::sequencer::{Member, Partial, Sequencer};
 use crate::certification::{CertRequest, Certifier};
 use crate::wire::codec::{DecodeError, Reader, Writer};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use wsrep_abi::flags;
 
@@ -95,6 +95,18 @@ impl Sequencer {
             w.u32(ws.keys.len() as u32);
             for k in &ws.keys {
                 write_key(&mut w, k);
+            }
+        }
+        // Fragmented actions partly ordered before the snapshot point: a
+        // joiner restored from it must complete them like every member.
+        w.u32(s.partial.len() as u32);
+        for ((origin, of), p) in &s.partial {
+            w.u64(*origin)
+                .u64(*of)
+                .u32(p.count)
+                .u32(p.parts.len() as u32);
+            for (index, bytes) in &p.parts {
+                w.u32(*index).bytes(bytes);
             }
         }
         w.finish()
@@ -201,6 +213,30 @@ impl Sequencer {
             };
             window.push_back((seqno, Arc::new(ws), passed));
         }
+        let n = r.count("snapshot.partial", 24)?;
+        let mut partial = BTreeMap::new();
+        for _ in 0..n {
+            let origin = r.u64("partial.origin")?;
+            let of = r.u64("partial.of")?;
+            let count = r.u32("partial.count")?;
+            let k = r.count("partial.parts", 8)?;
+            let mut parts = BTreeMap::new();
+            let mut bytes = 0;
+            for _ in 0..k {
+                let index = r.u32("partial.index")?;
+                let part = r.bytes("partial.bytes")?.to_vec();
+                bytes += part.len();
+                parts.insert(index, part);
+            }
+            partial.insert(
+                (origin, of),
+                Partial {
+                    count,
+                    parts,
+                    bytes,
+                },
+            );
+        }
         r.end()?;
         if last_seqno > certifier.position() {
             certifier
@@ -226,6 +262,7 @@ impl Sequencer {
             applied,
             delivered,
             votes: Default::default(),
+            partial,
         })
     }
 }
@@ -251,7 +288,7 @@ mod tests {
         };
         let mut last = 1i64;
         (0..n)
-            .map(|i| {
+            .flat_map(|i| -> Vec<Proposal> {
                 let origin = 1 + next() % 3;
                 let action = match next() % 10 {
                     0 => Action::Committed {
@@ -285,13 +322,112 @@ mod tests {
                         })
                     }
                 };
-                Proposal {
-                    origin,
-                    id: 1000 + i as u64,
-                    action,
+                let id = 1000 + i as u64;
+                // Every fifth writeset travels as fragments of 16 bytes:
+                // snapshots are then taken with fragments in flight.
+                if matches!(action, Action::Writeset(_)) && next() % 5 == 0 {
+                    return fragments(origin, id, &action, 16);
                 }
+                vec![Proposal { origin, id, action }]
             })
             .collect()
+    }
+
+    /// `action` as `Action::Fragment`s of `step` bytes, delivered as `of`.
+    fn fragments(origin: u64, of: u64, action: &Action, step: usize) -> Vec<Proposal> {
+        let bytes = crate::group::action::encode_action(action);
+        let count = bytes.len().div_ceil(step) as u32;
+        bytes
+            .chunks(step)
+            .enumerate()
+            .map(|(k, part)| Proposal {
+                origin,
+                id: (of << 8) + k as u64,
+                action: Action::Fragment {
+                    of,
+                    index: k as u32,
+                    count,
+                    bytes: part.to_vec(),
+                },
+            })
+            .collect()
+    }
+
+    fn big_writeset(origin: u64) -> Action {
+        Action::Writeset(Writeset {
+            source: [origin as u8; 16],
+            trx_id: 9,
+            conn_id: origin,
+            last_seen: 0,
+            flags: 0,
+            keys: vec![Key {
+                parts: vec![b"db".to_vec(), b"t".to_vec(), b"1".to_vec()],
+                kind: KeyType::Exclusive,
+            }],
+            data: (0..5000u32).map(|i| i as u8).collect(),
+        })
+    }
+
+    #[test]
+    fn fragments_deliver_the_whole_writeset_once_in_any_order() {
+        let (mut s, _) = founded();
+        let action = big_writeset(2);
+        let mut parts = fragments(2, 77, &action, 700);
+        assert!(parts.len() > 5);
+        parts.reverse();
+        // A retried part is a duplicate proposal: settled, not used twice.
+        parts.insert(2, parts[0].clone());
+        let mut out = Vec::new();
+        s.entry(parts, &mut out).unwrap();
+        let delivered: Vec<&Delivery> = out
+            .iter()
+            .filter(|d| matches!(d, Delivery::Writeset { .. }))
+            .collect();
+        assert_eq!(delivered.len(), 1);
+        let Delivery::Writeset { proposal, ws, .. } = delivered[0] else {
+            unreachable!()
+        };
+        assert_eq!(*proposal, 77);
+        assert_eq!(Action::Writeset((**ws).clone()), action);
+        assert!(s.partial.is_empty());
+    }
+
+    #[test]
+    fn partly_received_fragments_are_bounded_and_leave_with_their_origin() {
+        let (mut s, _) = founded();
+        let mut out = Vec::new();
+        // The first part of more actions than one member may have open.
+        for of in 0..=super::super::sequencer::MAX_PARTIAL_PER_ORIGIN as u64 {
+            let first = fragments(2, 100 + of, &big_writeset(2), 700).remove(0);
+            s.entry(vec![first], &mut out).unwrap();
+        }
+        let last = 100 + super::super::sequencer::MAX_PARTIAL_PER_ORIGIN as u64;
+        assert!(
+            out.iter().any(|d| matches!(d,
+                Delivery::Settled { origin: 2, proposal } if *proposal == last)),
+            "the one over the bound is dropped, and its origin told"
+        );
+        assert_eq!(
+            s.partial.len(),
+            super::super::sequencer::MAX_PARTIAL_PER_ORIGIN
+        );
+        // A malformed part (index out of range) drops its action.
+        let bad = Proposal {
+            origin: 3,
+            id: 5,
+            action: Action::Fragment {
+                of: 9,
+                index: 4,
+                count: 2,
+                bytes: vec![0],
+            },
+        };
+        s.entry(vec![bad], &mut out).unwrap();
+        assert!(!s.partial.keys().any(|(o, _)| *o == 3));
+        // Member 2 leaves: what it had in flight goes with it.
+        s.membership(&Membership::Remove(2), &mut out).unwrap();
+        assert!(s.partial.is_empty());
+        assert!(!s.seen.contains_key(&2));
     }
 
     fn founded() -> (Sequencer, Vec<Delivery>) {

@@ -202,10 +202,10 @@ pub const TABLE: &[Spec] = &[
     o("gcache.size",                   Fixed("128M"),                Size,     Static).honoured(),
     o("gcomm.thread_prio",             Fixed(""),                    Str,      Static),    // e.g. "rr:2"
     o("gcs.fc_debug",                  Fixed("0"),                   Int,      Dynamic).check(NON_NEG),
-    o("gcs.fc_factor",                 Fixed("1.0"),                 Float,    Dynamic).check(FRACTION),
-    o("gcs.fc_limit",                  Fixed("16"),                  Int,      Dynamic).check(NON_NEG),
-    o("gcs.fc_master_slave",           Fixed("no"),                  Bool,     Static),    // deprecated
-    o("gcs.fc_single_primary",         Fixed("no"),                  Bool,     Static),
+    o("gcs.fc_factor",                 Fixed("1.0"),                 Float,    Dynamic).check(FRACTION).honoured(),
+    o("gcs.fc_limit",                  Fixed("16"),                  Int,      Dynamic).check(NON_NEG).honoured(),
+    o("gcs.fc_master_slave",           Fixed("no"),                  Bool,     Static).honoured(),    // deprecated
+    o("gcs.fc_single_primary",         Fixed("no"),                  Bool,     Static).honoured(),
     o("gcs.max_packet_size",           Fixed("64500"),               Int,      Dynamic).check(POSITIVE),
     o("gcs.max_throttle",              Fixed("0.25"),                Float,    Dynamic).check(FRACTION),
     o("gcs.recv_q_hard_limit",         Fixed("9223372036854775807"), Size,     Dynamic),

@@ -48,14 +48,15 @@ fn readme_lists_the_honoured_and_the_ignored_options_of_the_table() {
 #[test]
 fn an_option_set_to_a_non_default_value_without_effect_is_reported_once() {
     let mut o = node();
-    o.apply_initial("gcs.fc_limit=100; pc.ignore_sb=false; gcache.size=1G; socket.ssl=yes")
+    o.apply_initial("gcs.max_throttle=0.5; pc.ignore_sb=false; gcache.size=1G; socket.ssl=yes")
         .unwrap();
-    // gcs.fc_limit and socket.ssl do nothing; pc.ignore_sb is at its default;
-    // gcache.size is honoured.
-    assert_eq!(o.ignored_settings(), vec!["gcs.fc_limit", "socket.ssl"]);
+    // gcs.max_throttle and socket.ssl do nothing; pc.ignore_sb is at its
+    // default; gcache.size is honoured.
+    assert_eq!(o.ignored_settings(), vec!["gcs.max_throttle", "socket.ssl"]);
     assert!(is_honoured("gcache.size"));
     assert!(is_honoured("gmcast.isolate"));
-    assert!(!is_honoured("gcs.fc_limit"));
+    assert!(is_honoured("gcs.fc_limit"));
+    assert!(!is_honoured("gcs.max_throttle"));
     assert!(!is_honoured("no.such.key"));
     // The typed comparison: 16 == 0x10 is the default of gcs.fc_limit.
     let fc = table::lookup("gcs.fc_limit").unwrap();

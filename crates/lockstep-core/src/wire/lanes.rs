@@ -36,11 +36,15 @@ pub const MAX_MESSAGE_BYTES: usize = (2 << 30) + (16 << 20);
 /// dropped (Raft resends; a peer that reads nothing for this long is
 /// dead or will be evicted).
 pub const MAX_CONTROL_QUEUE: usize = 8 << 20;
-/// Bound on the bulk lane of one connection, besides the message being
-/// sent: a message is always accepted into an empty lane (so any writeset
-/// up to `repl.max_ws_size` goes), otherwise only within this bound. Raft
-/// itself keeps at most 256 appends of 1 MiB (or one entry) in flight.
+/// Bound on the small messages (below [`BIG_MESSAGE`]) of the bulk lane
+/// of one connection. Raft itself keeps at most 256 appends of 1 MiB in
+/// flight per peer.
 pub const MAX_BULK_QUEUE: usize = 256 << 20;
+/// A bulk message at least this big (a big writeset) is bounded by count.
+pub const BIG_MESSAGE: usize = 16 << 20;
+/// Big messages queued at most per connection, besides the one being
+/// sent (each up to [`MAX_MESSAGE_BYTES`]).
+pub const MAX_BIG_QUEUED: usize = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lane {
@@ -55,46 +59,96 @@ pub struct LaneFull {
     pub queued: usize,
 }
 
+/// A message waiting in an [`Outbox`]: its framed size, and its frame.
+/// Encoding happens when the message is sent, on the connection's writer
+/// thread: a 300 MB Raft message is not copied on the group thread.
+pub trait Outgoing {
+    /// Bytes of the frame `encode` returns (an estimate is fine for
+    /// bounds, but it decides chunking only after encoding).
+    fn frame_len(&self) -> usize;
+    /// The framed bytes; `None` if it cannot be encoded (it is dropped).
+    fn encode(self) -> Option<Vec<u8>>;
+}
+
+impl Outgoing for Vec<u8> {
+    fn frame_len(&self) -> usize {
+        self.len()
+    }
+    fn encode(self) -> Option<Vec<u8>> {
+        Some(self)
+    }
+}
+
 /// The sending side of one connection.
-#[derive(Debug, Default)]
-pub struct Outbox {
-    control: VecDeque<Vec<u8>>,
+#[derive(Debug)]
+pub struct Outbox<M: Outgoing = Vec<u8>> {
+    control: VecDeque<M>,
     control_bytes: usize,
-    bulk: VecDeque<Vec<u8>>,
+    bulk: VecDeque<M>,
     bulk_bytes: usize,
+    /// How many of the queued bulk messages are big, and their bytes.
+    big_queued: usize,
+    big_bytes: usize,
     /// The bulk message being chunked, and how much of it is sent.
     current: Option<(Vec<u8>, usize)>,
 }
 
-impl Outbox {
-    /// Queues one encoded frame. A control frame larger than a chunk goes
+impl<M: Outgoing> Default for Outbox<M> {
+    fn default() -> Self {
+        Outbox {
+            control: VecDeque::new(),
+            control_bytes: 0,
+            bulk: VecDeque::new(),
+            bulk_bytes: 0,
+            big_queued: 0,
+            big_bytes: 0,
+            current: None,
+        }
+    }
+}
+
+impl<M: Outgoing> Outbox<M> {
+    /// Queues one message. A control message larger than a chunk goes
     /// to the bulk lane (it must be chunked, and only bulk is).
-    pub fn push(&mut self, lane: Lane, frame: Vec<u8>) -> Result<(), LaneFull> {
-        let lane = if frame.len() > MAX_WIRE_FRAME {
+    pub fn push(&mut self, lane: Lane, frame: M) -> Result<(), LaneFull> {
+        let len = frame.frame_len();
+        let lane = if len > MAX_WIRE_FRAME {
             Lane::Bulk
         } else {
             lane
         };
         match lane {
             Lane::Control => {
-                if self.control_bytes + frame.len() > MAX_CONTROL_QUEUE {
+                if self.control_bytes + len > MAX_CONTROL_QUEUE {
                     return Err(LaneFull {
                         lane,
                         queued: self.control_bytes,
                     });
                 }
-                self.control_bytes += frame.len();
+                self.control_bytes += len;
                 self.control.push_back(frame);
             }
             Lane::Bulk => {
-                let empty = self.bulk.is_empty();
-                if !empty && self.bulk_bytes + frame.len() > MAX_BULK_QUEUE {
+                // Big messages (one writeset each) are bounded by count,
+                // the others by bytes; neither kind pushes the other out,
+                // since a dropped append makes the follower reject the
+                // next one and the leader send the big one again.
+                let full = if len >= BIG_MESSAGE {
+                    self.big_queued >= MAX_BIG_QUEUED
+                } else {
+                    self.bulk_bytes - self.big_bytes + len > MAX_BULK_QUEUE
+                };
+                if full {
                     return Err(LaneFull {
                         lane,
                         queued: self.bulk_bytes,
                     });
                 }
-                self.bulk_bytes += frame.len();
+                if len >= BIG_MESSAGE {
+                    self.big_queued += 1;
+                    self.big_bytes += len;
+                }
+                self.bulk_bytes += len;
                 self.bulk.push_back(frame);
             }
         }
@@ -110,22 +164,44 @@ impl Outbox {
         self.control_bytes + self.bulk_bytes + self.current.as_ref().map_or(0, |(m, _)| m.len())
     }
 
-    /// The next bytes to write: a control frame if one waits, else the
-    /// next chunk of the bulk message (or a small bulk message whole).
-    pub fn next_write(&mut self) -> Option<Vec<u8>> {
-        if let Some(f) = self.control.pop_front() {
-            self.control_bytes -= f.len();
-            return Some(f);
+    /// What to write next: a control message if one waits, else the next
+    /// chunk of the bulk message being sent, else the next bulk message.
+    /// Messages come out unencoded ([`Next::Control`], [`Next::Bulk`]):
+    /// the caller encodes them without holding whatever guards this
+    /// outbox (encoding 300 MB takes a second; the group thread must not
+    /// wait to queue a heartbeat meanwhile), and hands a bulk frame back
+    /// through [`Outbox::start_bulk`].
+    pub fn take_next(&mut self) -> Option<Next<M>> {
+        if let Some(m) = self.control.pop_front() {
+            self.control_bytes -= m.frame_len();
+            return Some(Next::Control(m));
         }
-        if self.current.is_none() {
-            let m = self.bulk.pop_front()?;
-            self.bulk_bytes -= m.len();
-            if m.len() <= MAX_WIRE_FRAME {
-                return Some(m);
-            }
-            self.current = Some((m, 0));
+        if self.current.is_some() {
+            return Some(Next::Bytes(self.next_chunk()));
         }
-        let (msg, sent) = self.current.as_mut().expect("set above");
+        let m = self.bulk.pop_front()?;
+        let len = m.frame_len();
+        self.bulk_bytes -= len;
+        if len >= BIG_MESSAGE {
+            self.big_queued -= 1;
+            self.big_bytes -= len;
+        }
+        Some(Next::Bulk(m))
+    }
+
+    /// The encoded frame of a message [`Outbox::take_next`] gave as
+    /// [`Next::Bulk`]: the bytes to write now (all of it, or its first
+    /// chunk; the other chunks come from `take_next`).
+    pub fn start_bulk(&mut self, frame: Vec<u8>) -> Vec<u8> {
+        if frame.len() <= MAX_WIRE_FRAME {
+            return frame;
+        }
+        self.current = Some((frame, 0));
+        self.next_chunk()
+    }
+
+    fn next_chunk(&mut self) -> Vec<u8> {
+        let (msg, sent) = self.current.as_mut().expect("a bulk message is being sent");
         let end = (*sent + CHUNK_BYTES).min(msg.len());
         let last = end == msg.len();
         let mut out = Vec::with_capacity(end - *sent + HEADER_LEN + TRAILER_LEN);
@@ -136,8 +212,40 @@ impl Outbox {
         if last {
             self.current = None;
         }
-        Some(out)
+        out
     }
+
+    /// [`Outbox::take_next`] and the encoding in one step, for callers that
+    /// hold no lock around the outbox (and tests). Messages that fail to
+    /// encode are skipped.
+    pub fn next_write(&mut self) -> Option<Vec<u8>> {
+        loop {
+            match self.take_next()? {
+                Next::Bytes(b) => return Some(b),
+                Next::Control(m) => {
+                    if let Some(f) = m.encode() {
+                        return Some(f);
+                    }
+                }
+                Next::Bulk(m) => {
+                    if let Some(f) = m.encode() {
+                        return Some(self.start_bulk(f));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// See [`Outbox::take_next`].
+#[derive(Debug)]
+pub enum Next<M> {
+    /// Bytes ready to write (a chunk).
+    Bytes(Vec<u8>),
+    /// A control message: encode and write it.
+    Control(M),
+    /// A bulk message: encode it, then `start_bulk`.
+    Bulk(M),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -277,11 +385,22 @@ mod tests {
     #[test]
     fn lanes_are_bounded() {
         let mut out = Outbox::default();
-        // An empty bulk lane takes a message of any size...
-        out.push(Lane::Bulk, vec![0; MAX_BULK_QUEUE + 1]).unwrap();
-        // ...a busy one only within its bound.
-        let e = out.push(Lane::Bulk, vec![0; 10]).unwrap_err();
+        // Big messages are bounded by count...
+        for _ in 0..MAX_BIG_QUEUED {
+            out.push(Lane::Bulk, vec![0; MAX_BULK_QUEUE + 1]).unwrap();
+        }
+        let e = out.push(Lane::Bulk, vec![0; BIG_MESSAGE]).unwrap_err();
         assert_eq!(e.lane, Lane::Bulk);
+        // ...and do not crowd out small ones, which are bounded by bytes.
+        let small = BIG_MESSAGE - 1;
+        for _ in 0..MAX_BULK_QUEUE / small {
+            out.push(Lane::Bulk, vec![0; small]).unwrap();
+        }
+        assert!(out.push(Lane::Bulk, vec![0; small]).is_err());
+        // Sending one big message makes room for another.
+        let first = out.next_write().unwrap();
+        assert_eq!(first[5], K_PART);
+        out.push(Lane::Bulk, vec![0; BIG_MESSAGE]).unwrap();
         let small = framed(4, 1000, 0);
         let fit = MAX_CONTROL_QUEUE / small.len();
         for _ in 0..fit {

@@ -170,6 +170,10 @@ pub fn group_config() -> GroupConfig {
         // The byte bound (`gcache.size`) triggers compaction too: small
         // enough that it does in longer runs.
         compact_bytes: 64 * 1024,
+        max_catch_up_ticks: u64::MAX,
+        // Tiny, so that writesets of a few keys travel as fragments and
+        // the simulations exercise reassembly under faults.
+        fragment_bytes: 96,
     }
 }
 

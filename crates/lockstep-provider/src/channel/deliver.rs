@@ -53,7 +53,14 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
             outcome,
         } => {
             g.last_ordered = seqno;
-            if g.in_group && g.cache_live {
+            if ws.size() >= crate::replication::LARGE_WRITESET && origin != me {
+                info!(
+                    "large writeset ordered as seqno {seqno}: {} bytes, {} keys",
+                    ws.size(),
+                    ws.keys.len()
+                );
+            }
+            if g.in_group && g.cache_takes(seqno, ws.size()) {
                 g.cache_event(
                     seqno,
                     CachedKind::Writeset {
@@ -122,6 +129,9 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                 *w = Resolution::Fence { seqno };
             }
         }
+        Delivery::FlowControl { raft_id, level } if g.in_group => {
+            g.fc.announce(raft_id, level, crate::state::mono_ns());
+        }
         Delivery::Settled { origin, proposal } if origin == me => {
             g.abandoned.remove(&proposal);
             if let Some(w) = g.waiting.get_mut(&proposal) {
@@ -140,6 +150,9 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
     let mine = wsrep_view(&v, me, g.proto_ver);
     let included = mine.my_idx >= 0;
     g.members = v.members.clone();
+    // A member that left takes its flow-control request with it.
+    let ids: Vec<u64> = v.members.iter().map(|m| m.raft_id).collect();
+    g.fc.retain(&ids, crate::state::mono_ns());
     if !g.in_group {
         if !included {
             // Still replaying the log from before this node joined.

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 pub use transport::Identity;
-use transport::Transport;
+use transport::{Out, Transport};
 
 /// How often the group thread wakes up without input (Raft ticks).
 const POLL: Duration = Duration::from_millis(10);
@@ -167,6 +167,9 @@ impl GroupChannel {
     }
 }
 
+/// A group-thread round longer than this is logged.
+const SLOW_ROUND: Duration = Duration::from_millis(500);
+
 struct Worker {
     group: Group,
     me: MemberInfo,
@@ -206,21 +209,32 @@ struct Worker {
 
 impl Worker {
     fn run(mut self, rx: Receiver<Input>) {
+        {
+            // A new channel is a new member: nothing announced yet, and
+            // the old group's requests do not apply. (Here, not in
+            // `start`: its caller may hold the lock.)
+            let mut g = self.shared.lock();
+            g.fc_req.reset();
+            g.fc.clear(crate::state::mono_ns());
+        }
         loop {
             let first = match rx.recv_timeout(POLL) {
                 Ok(i) => Some(i),
                 Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Disconnected) => break,
             };
+            let round = Instant::now();
             let mut stop = false;
             for input in first.into_iter().chain(rx.try_iter()) {
                 stop |= self.handle(input);
             }
+            let stepped = round.elapsed();
             if stop {
                 break;
             }
             self.report_committed();
             self.report_weight();
+            self.flow_control();
             // Each loop, not only on deliveries: an applier may finish an
             // asked-about seqno while nothing else is ordered.
             self.shared.lock().answer_votes();
@@ -230,7 +244,19 @@ impl Worker {
             let now = self.started.elapsed().as_millis() as u64;
             self.group.tick(now);
             let outputs = self.group.poll();
+            let polled = round.elapsed();
             self.process(outputs);
+            if round.elapsed() >= SLOW_ROUND {
+                // Heartbeats wait while this thread works: a round this
+                // long is what a big writeset costs the group.
+                info!(
+                    "group thread: one round took {} ms (inputs {} ms, Raft {} ms, deliveries {} ms)",
+                    round.elapsed().as_millis(),
+                    stepped.as_millis(),
+                    (polled - stepped).as_millis(),
+                    (round.elapsed() - polled).as_millis()
+                );
+            }
             if !self.left_signalled && self.group.has_left() {
                 self.left_signalled = true;
                 self.left_group();
@@ -332,6 +358,7 @@ impl Worker {
         if self.gave_up
             || self.recovery.is_some()
             || self.group.is_member()
+            || self.group.was_member()
             || self.started.elapsed() < self.join_timeout
         {
             return;
@@ -552,6 +579,36 @@ impl Worker {
         }
     }
 
+    /// Flow control, this node's side: announces its level to the group
+    /// when its receive queue crosses a boundary (`flow_control`). A
+    /// donor or desynced node never holds the cluster back.
+    fn flow_control(&mut self) {
+        if !self.group.is_member() || !self.group.has_leader() {
+            return;
+        }
+        let mut g = self.shared.lock();
+        if !g.in_group {
+            return;
+        }
+        let members = g.members.len();
+        let queue = g.events.len() as u64;
+        let exempt = g.local.state() == lockstep_core::group::MemberState::Donor;
+        let limits = g.fc_limits;
+        let Some(level) = g.fc_req.update(queue, members, &limits, exempt) else {
+            return;
+        };
+        drop(g);
+        if level == lockstep_core::flow_control::STOP {
+            info!(
+                "flow control: receive queue at {queue} (gcs.fc_limit {} for {members} members); \
+                 asking the cluster to pause",
+                limits.upper(members)
+            );
+        }
+        let raft_id = self.group.me().raft_id;
+        self.group.propose(Action::FlowControl { raft_id, level });
+    }
+
     fn address_of(&self, raft_id: u64) -> Option<String> {
         self.group
             .sequencer()
@@ -565,13 +622,6 @@ impl Worker {
         for o in outputs {
             match o {
                 Output::Send { to, msg } => {
-                    let bytes = match msg.write_to_bytes() {
-                        Ok(b) => b,
-                        Err(e) => {
-                            error!("cannot encode a Raft message: {e}");
-                            continue;
-                        }
-                    };
                     // Appends, forwarded proposals and snapshots carry
                     // writesets: the bulk lane, in order. Everything
                     // else (heartbeats, votes, answers) overtakes them.
@@ -581,13 +631,9 @@ impl Worker {
                         | MessageType::MsgSnapshot => Lane::Bulk,
                         _ => Lane::Control,
                     };
-                    match PeerMsg::Raft(bytes).into_frame() {
-                        Ok(frame) => {
-                            let addr = self.address_of(to);
-                            self.transport.send(to, frame, lane, addr.as_deref());
-                        }
-                        Err(e) => error!("Raft message to {to} not sent: {e}"),
-                    }
+                    let addr = self.address_of(to);
+                    self.transport
+                        .send(to, Out::Raft(msg), lane, addr.as_deref());
                 }
                 Output::Join(info) => {
                     if let Ok(frame) = PeerMsg::Join(info).to_frame() {
@@ -613,14 +659,14 @@ impl Worker {
                     if let Ok(frame) = PeerMsg::Farewell.to_frame() {
                         let addr = self.address_of(to);
                         self.transport
-                            .send(to, frame, Lane::Control, addr.as_deref());
+                            .send(to, Out::Frame(frame), Lane::Control, addr.as_deref());
                     }
                 }
                 Output::NotMember { to } => {
                     if let Ok(frame) = PeerMsg::NotMember.to_frame() {
                         let addr = self.address_of(to);
                         self.transport
-                            .send(to, frame, Lane::Control, addr.as_deref());
+                            .send(to, Out::Frame(frame), Lane::Control, addr.as_deref());
                     }
                 }
                 Output::Fatal(why) => {

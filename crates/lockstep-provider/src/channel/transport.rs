@@ -13,8 +13,9 @@
 use super::Input;
 use crate::log::{info, warn};
 use lockstep_core::wire::frame::FrameDecoder;
-use lockstep_core::wire::lanes::{Inbox, Lane, Outbox, MAX_WIRE_FRAME};
+use lockstep_core::wire::lanes::{Inbox, Lane, Next, Outbox, Outgoing, MAX_WIRE_FRAME};
 use lockstep_core::wire::peer::{check_hello, PeerMsg, PROTOCOL_VERSION};
+use protobuf::Message as _;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -45,14 +46,60 @@ struct Conn {
     addr: String,
 }
 
+/// What the group thread hands a connection: a framed message, or a Raft
+/// message the writer thread encodes (a 300 MB append is copied there,
+/// not on the group thread).
+pub enum Out {
+    Frame(Vec<u8>),
+    Raft(raft::eraftpb::Message),
+}
+
+impl Outgoing for Out {
+    fn frame_len(&self) -> usize {
+        match self {
+            Out::Frame(f) => f.len(),
+            Out::Raft(m) => m.compute_size() as usize + 16,
+        }
+    }
+
+    fn encode(self) -> Option<Vec<u8>> {
+        match self {
+            Out::Frame(f) => Some(f),
+            Out::Raft(m) => {
+                let t0 = Instant::now();
+                let big = m.entries.iter().map(|e| e.data.len()).sum::<usize>() >= LOG_BIG;
+                let bytes = m
+                    .write_to_bytes()
+                    .map_err(|e| warn!("cannot encode a Raft message: {e}"))
+                    .ok()?;
+                let frame = PeerMsg::Raft(bytes)
+                    .into_frame()
+                    .map_err(|e| warn!("Raft message not sent: {e}"))
+                    .ok()?;
+                if big {
+                    info!(
+                        "sending a Raft message of {} MiB (encoded in {} ms)",
+                        frame.len() >> 20,
+                        t0.elapsed().as_millis()
+                    );
+                }
+                Some(frame)
+            }
+        }
+    }
+}
+
 /// One connection's outbox, shared by the group thread (which queues)
 /// and the connection's writer thread (which sends).
 #[derive(Default)]
 struct Queue {
-    outbox: Mutex<Outbox>,
+    outbox: Mutex<Outbox<Out>>,
     ready: Condvar,
     closed: AtomicBool,
 }
+
+/// Messages at least this big are logged when sent and received.
+const LOG_BIG: usize = 64 << 20;
 
 /// Messages dropped because a lane was full (all connections).
 static DROPPED: AtomicU64 = AtomicU64::new(0);
@@ -60,7 +107,7 @@ static DROPPED: AtomicU64 = AtomicU64::new(0);
 static DROP_LOGGED: Mutex<Option<Instant>> = Mutex::new(None);
 
 impl Queue {
-    fn push(&self, lane: Lane, bytes: Vec<u8>) {
+    fn push(&self, lane: Lane, bytes: Out) {
         let pushed = self
             .outbox
             .lock()
@@ -90,21 +137,41 @@ impl Queue {
     }
 
     /// The next bytes to write, waiting for some; `None` once closed.
+    /// Messages are encoded here, outside the outbox lock, so the group
+    /// thread never waits for a big message's encoding to queue another.
     fn next(&self) -> Option<Vec<u8>> {
         let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             if self.closed.load(Ordering::SeqCst) {
                 return None;
             }
-            if let Some(bytes) = outbox.next_write() {
-                return Some(bytes);
+            match outbox.take_next() {
+                Some(Next::Bytes(b)) => return Some(b),
+                Some(Next::Control(m)) => {
+                    drop(outbox);
+                    if let Some(f) = m.encode() {
+                        return Some(f);
+                    }
+                    outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+                }
+                Some(Next::Bulk(m)) => {
+                    drop(outbox);
+                    let frame = m.encode();
+                    outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some(f) = frame {
+                        return Some(outbox.start_bulk(f));
+                    }
+                }
+                None => {
+                    // The timeout only re-checks `closed`; `close` also
+                    // wakes us.
+                    outbox = self
+                        .ready
+                        .wait_timeout(outbox, Duration::from_secs(1))
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
             }
-            // The timeout only re-checks `closed`; `close` also wakes us.
-            outbox = self
-                .ready
-                .wait_timeout(outbox, Duration::from_secs(1))
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
         }
     }
 }
@@ -239,7 +306,7 @@ impl Transport {
 
     /// Sends to a peer on `lane`; if there is no connection, dials `addr`
     /// (rate limited) and drops the message: Raft resends.
-    pub fn send(&self, to: u64, bytes: Vec<u8>, lane: Lane, addr: Option<&str>) {
+    pub fn send(&self, to: u64, bytes: Out, lane: Lane, addr: Option<&str>) {
         let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(conns) = t.by_peer.get(&to) {
             if let Some(c) = conns.first() {
@@ -269,7 +336,7 @@ impl Transport {
         let t = self.table.lock().unwrap_or_else(|p| p.into_inner());
         for conns in t.by_peer.values() {
             if let Some(c) = conns.first() {
-                c.out.push(Lane::Control, bytes.to_vec());
+                c.out.push(Lane::Control, Out::Frame(bytes.to_vec()));
             }
         }
     }
@@ -386,13 +453,28 @@ fn read_msg(
     peer: &str,
 ) -> Option<PeerMsg> {
     let mut buf = [0u8; 64 * 1024];
+    let mut started: Option<Instant> = None;
     loop {
         match dec.next_frame() {
             Ok(Some(f)) => {
                 let whole = match inbox.as_deref_mut() {
                     Some(inbox) => match inbox.accept(f) {
-                        Ok(Some(f)) => f,
-                        Ok(None) => continue,
+                        Ok(Some(f)) => {
+                            if let Some(t0) = started.take() {
+                                if f.payload.len() >= LOG_BIG {
+                                    info!(
+                                        "received a message of {} MiB from {peer} in {} ms",
+                                        f.payload.len() >> 20,
+                                        t0.elapsed().as_millis()
+                                    );
+                                }
+                            }
+                            f
+                        }
+                        Ok(None) => {
+                            started.get_or_insert_with(Instant::now);
+                            continue;
+                        }
                         Err(e) => {
                             warn!("dropping connection to {peer}: {e}");
                             return None;
@@ -573,11 +655,11 @@ mod tests {
         assert_eq!(peer_up(&rx_a), Some(2));
         assert_eq!(peer_up(&rx_b), Some(1));
         let frame = PeerMsg::Raft(vec![9, 9]).to_frame().unwrap();
-        b.send(1, frame, Lane::Control, None);
+        b.send(1, Out::Frame(frame), Lane::Control, None);
         // A message far larger than a frame arrives whole (in chunks).
         let big: Vec<u8> = (0..3_000_000u32).map(|i| i as u8).collect();
         let frame = PeerMsg::Raft(big.clone()).to_frame().unwrap();
-        b.send(1, frame, Lane::Bulk, None);
+        b.send(1, Out::Frame(frame), Lane::Bulk, None);
         let got = rx_a.recv_timeout(Duration::from_secs(2)).unwrap();
         assert!(
             matches!(got, Input::Peer { from: 2, msg: PeerMsg::Raft(ref m) } if m == &vec![9, 9])
@@ -634,7 +716,7 @@ mod tests {
             "b still has a connection to the isolated node"
         );
         let frame = PeerMsg::Raft(vec![1]).to_frame().unwrap();
-        b.send(1, frame, Lane::Control, Some(&a_addr));
+        b.send(1, Out::Frame(frame), Lane::Control, Some(&a_addr));
         thread::sleep(REDIAL_EVERY + Duration::from_millis(100));
         b.dial(&a_addr);
         assert_eq!(peer_up(&rx_a), None, "an isolated node accepted a peer");
