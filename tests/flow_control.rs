@@ -175,3 +175,63 @@ fn a_held_back_applier_pauses_the_writers_and_releases_them() {
         "flow control still active after catching up".into()
     });
 }
+
+/// A desynced node never pauses the cluster (as with Galera), so its
+/// queue may grow: `gcs.recv_q_hard_limit` bounds it. Past the limit the
+/// node leaves the cluster (Galera aborts it) and the others go on.
+#[test]
+fn a_desynced_node_past_the_hard_limit_leaves_instead_of_growing() {
+    if Provider::from_env() == Provider::Galera {
+        // Galera aborts mariadbd here; the rest of the test expects the
+        // server to stay up.
+        return;
+    }
+    let cluster = Cluster::builder(2)
+        .provider(Provider::from_env())
+        .cluster_name("fc_hard_limit")
+        .slave_threads(1)
+        .provider_options(&format!("gcs.fc_limit={FC_LIMIT}"))
+        .start()
+        .unwrap_or_else(|e| panic!("starting two nodes: {e}"));
+    let (node1, node2) = (cluster.node(0), cluster.node(1));
+    node1
+        .sql(
+            "CREATE DATABASE fc; \
+             CREATE TABLE fc.t (id INT AUTO_INCREMENT PRIMARY KEY, v LONGBLOB) ENGINE=InnoDB",
+        )
+        .or_logs(&cluster, "creating fc.t");
+    cluster
+        .wait_for_equal_last_committed(WAIT)
+        .or_logs(&cluster, "fc.t on both nodes");
+    node2
+        .sql("SET GLOBAL wsrep_provider_options='gcs.recv_q_hard_limit=1048576'")
+        .or_logs(&cluster, "gcs.recv_q_hard_limit=1M");
+    let mut holder = node2.session().or_logs(&cluster, "session on node2");
+    holder
+        .sql("SET GLOBAL wsrep_desync=ON")
+        .or_logs(&cluster, "wsrep_desync=ON");
+    holder
+        .sql("SET SESSION wsrep_sync_wait=0")
+        .or_logs(&cluster, "wsrep_sync_wait");
+    holder
+        .sql("LOCK TABLE fc.t READ")
+        .or_logs(&cluster, "LOCK TABLE on node2");
+    // 40 writesets of 64 KiB: 2.5 MiB, above node 2's hard limit; a
+    // desynced node asks for no pause, so node 1 is never held back.
+    for _ in 0..40 {
+        node1
+            .sql("INSERT INTO fc.t (v) VALUES (REPEAT('x', 65536))")
+            .or_logs(&cluster, "insert on node1");
+    }
+    let left = node1.wait_for_status("wsrep_cluster_size", "1", WAIT);
+    left.or_logs(&cluster, "node2 leaves past its hard limit");
+    let logged = multi_node::log_count(node2, "exceeds gcs.recv_q_hard_limit");
+    check(&cluster, logged >= 1, || {
+        "node2 did not say why it left".into()
+    });
+    let _ = holder.sql("UNLOCK TABLES");
+    // Node 1 goes on alone.
+    node1
+        .sql("INSERT INTO fc.t (v) VALUES ('after')")
+        .or_logs(&cluster, "node1 still writes");
+}

@@ -145,7 +145,7 @@ fn provider_options_round_trip_and_unknown_options_fail_the_statement() {
     let cluster = Cluster::builder(1)
         .provider(lockstep())
         .cluster_name("one_node_options")
-        .provider_options("evs.install_timeout=PT15S; gcs.fc_limit=16")
+        .provider_options("evs.install_timeout=PT15S; gcs.max_throttle=0.25")
         .start()
         .unwrap_or_else(|e| panic!("starting one Lockstep node: {e}"));
     let n = cluster.node(0);
@@ -162,13 +162,13 @@ fn provider_options_round_trip_and_unknown_options_fail_the_statement() {
         "[Note] WSREP: {}",
         no_effect("evs.install_timeout")
     )));
-    assert_eq!(log().matches(&no_effect("gcs.fc_limit")).count(), 0);
+    assert_eq!(log().matches(&no_effect("gcs.max_throttle")).count(), 0);
     // At runtime: a no-effect option warns instead of claiming "set"; an
     // honoured one says it is set.
-    n.sql("SET GLOBAL wsrep_provider_options = 'gcs.fc_limit=100'")
+    n.sql("SET GLOBAL wsrep_provider_options = 'gcs.max_throttle=0.5'")
         .unwrap();
-    assert_eq!(log().matches(&no_effect("gcs.fc_limit")).count(), 1);
-    assert!(!log().contains("provider option gcs.fc_limit set to"));
+    assert_eq!(log().matches(&no_effect("gcs.max_throttle")).count(), 1);
+    assert!(!log().contains("provider option gcs.max_throttle set to"));
     n.sql("SET GLOBAL wsrep_provider_options = 'repl.causal_read_timeout=PT7S'")
         .unwrap();
     assert!(log().contains("provider option repl.causal_read_timeout set to PT7S"));

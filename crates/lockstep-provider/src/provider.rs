@@ -175,6 +175,7 @@ impl Provider {
         let tunables = Tunables::from_options(&options);
         let mut inner = Inner::new(saved.uuid, position);
         inner.fc_limits = tunables.fc;
+        inner.recv_q_hard_limit = tunables.recv_q_hard_limit;
         Ok(Provider {
             node_name: cfg.node_name,
             node_incoming: cfg.node_incoming,
@@ -268,12 +269,16 @@ impl Provider {
     pub fn options_set(&self, conf: &str) -> Status {
         let mut options = self.options.lock().unwrap_or_else(|p| p.into_inner());
         let result = options.apply_runtime(conf);
-        if result.is_ok() {
-            let t = Tunables::from_options(&options);
-            *self.tunables.write().unwrap_or_else(|p| p.into_inner()) = t;
-            self.lock().fc_limits = t.fc;
-        }
+        let tunables = result.is_ok().then(|| Tunables::from_options(&options));
+        // The provider lock only after the options lock is released: the
+        // two are never held together.
         drop(options);
+        if let Some(t) = tunables {
+            *self.tunables.write().unwrap_or_else(|p| p.into_inner()) = t;
+            let mut g = self.lock();
+            g.fc_limits = t.fc;
+            g.recv_q_hard_limit = t.recv_q_hard_limit;
+        }
         match result {
             Ok(changed) => {
                 for (k, v) in changed {
@@ -395,6 +400,8 @@ pub struct Tunables {
     /// `gcs.fc_limit`, `gcs.fc_factor`, `gcs.fc_single_primary` (alias
     /// `gcs.fc_master_slave`); mirrored into `Inner` for the group thread.
     pub fc: lockstep_core::flow_control::Limits,
+    /// `gcs.recv_q_hard_limit`, bytes.
+    pub recv_q_hard_limit: u64,
 }
 
 impl Tunables {
@@ -414,6 +421,7 @@ impl Tunables {
                 single_primary: options.bool("gcs.fc_single_primary").unwrap_or(false)
                     || options.bool("gcs.fc_master_slave").unwrap_or(false),
             },
+            recv_q_hard_limit: options.size("gcs.recv_q_hard_limit").unwrap_or(u64::MAX),
         }
     }
 }

@@ -77,6 +77,14 @@ impl Event {
         !matches!(self, Event::Apply(_))
     }
 
+    /// Bytes this event holds in the receive queue (its writeset).
+    pub fn bytes(&self) -> usize {
+        match self {
+            Event::Apply(ws) => ws.ws.size(),
+            _ => 0,
+        }
+    }
+
     /// The seqno an ordered event occupies, if any.
     pub fn seqno(&self) -> Option<i64> {
         match self {
@@ -195,6 +203,13 @@ pub struct Inner {
     pub events: VecDeque<Event>,
     /// `wsrep_local_recv_queue_*`: lengths of `events` at each push.
     pub recv_queue: QueueStats,
+    /// `wsrep_local_send_queue*`: this node's proposals not yet ordered
+    /// (Galera's send queue: actions waiting to enter the total order),
+    /// sampled each group-thread round.
+    pub send_queue: usize,
+    pub send_queue_stats: QueueStats,
+    /// `gcs.recv_q_hard_limit` in bytes (`u64::MAX`: none).
+    pub recv_q_hard_limit: u64,
     /// `wsrep_apply_*` and `wsrep_commit_*`: how the apply gate (enter:
     /// dependencies met; leave: `finished`) and the commit gate overlapped.
     pub apply_stats: GateStats,
@@ -315,6 +330,9 @@ impl Inner {
             cert_stats_base: CertStats::default(),
             events: VecDeque::new(),
             recv_queue: QueueStats::default(),
+            send_queue: 0,
+            send_queue_stats: QueueStats::default(),
+            recv_q_hard_limit: u64::MAX,
             apply_stats: GateStats::default(),
             commit_stats: GateStats::default(),
             appliers: 0,

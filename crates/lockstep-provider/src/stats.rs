@@ -54,10 +54,16 @@ impl Provider {
             ("local_commits", Int(c.local_commits)),
             ("local_cert_failures", Int(c.local_cert_failures)),
             ("local_replays", Int(c.local_replays)),
-            ("local_send_queue", Int(0)),
-            ("local_send_queue_max", Int(0)),
-            ("local_send_queue_min", Int(0)),
-            ("local_send_queue_avg", Double(0.0)),
+            ("local_send_queue", Int(g.send_queue as i64)),
+            (
+                "local_send_queue_max",
+                Int(g.send_queue_stats.max(g.send_queue) as i64),
+            ),
+            (
+                "local_send_queue_min",
+                Int(g.send_queue_stats.min(g.send_queue) as i64),
+            ),
+            ("local_send_queue_avg", Double(g.send_queue_stats.avg())),
             ("local_recv_queue", Int(queued as i64)),
             ("local_recv_queue_max", Int(g.recv_queue.max(queued) as i64)),
             ("local_recv_queue_min", Int(g.recv_queue.min(queued) as i64)),
@@ -111,6 +117,7 @@ impl Provider {
     pub fn stats_reset(&self) {
         let mut g = self.lock();
         g.recv_queue.reset();
+        g.send_queue_stats.reset();
         g.fc.reset_stats(crate::state::mono_ns());
         g.apply_stats.reset();
         g.commit_stats.reset();

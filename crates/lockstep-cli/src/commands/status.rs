@@ -35,6 +35,17 @@ const COLUMNS: [&str; 7] = [
     "wsrep_provider_name",
 ];
 
+/// Flow control, shown as RECV_Q (the node's receive queue) and FLOW:
+/// `-`, `paused` (some node asked the cluster to pause), or `asked` (this
+/// node did, its appliers are behind), with the share of time paused since
+/// the last FLUSH STATUS.
+const FLOW: [&str; 4] = [
+    "wsrep_local_recv_queue",
+    "wsrep_flow_control_active",
+    "wsrep_flow_control_requested",
+    "wsrep_flow_control_paused",
+];
+
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let mut cluster = Cluster::attach(&args.dir.dir)?;
     for n in cluster.nodes_mut() {
@@ -53,6 +64,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         "READY",
         "LAST_COMMITTED",
         "IST_FROM",
+        "RECV_Q",
+        "FLOW",
         "PROVIDER",
     ];
     let mut rows = Vec::new();
@@ -87,22 +100,46 @@ fn node_row(node: &Node) -> Vec<String> {
     } else {
         Err("down".to_string())
     };
+    let get = |map: &HashMap<String, String>, c: &str| map.get(c).cloned().unwrap_or("?".into());
     match values {
-        Ok(map) => row.extend(
-            COLUMNS
-                .iter()
-                .map(|c| map.get(*c).cloned().unwrap_or_else(|| "?".into())),
-        ),
+        Ok(map) => {
+            let last = COLUMNS.len() - 1;
+            row.extend(COLUMNS[..last].iter().map(|c| get(&map, c)));
+            row.push(get(&map, FLOW[0]));
+            row.push(flow_cell(
+                &get(&map, FLOW[1]),
+                &get(&map, FLOW[2]),
+                &get(&map, FLOW[3]),
+            ));
+            row.push(get(&map, COLUMNS[last]));
+        }
         Err(state) => {
             row.push(state);
-            row.extend(COLUMNS[1..].iter().map(|_| "-".to_string()));
+            row.extend((1..COLUMNS.len() + 2).map(|_| "-".to_string()));
         }
     }
     row
 }
 
+/// FLOW: the pause state and the share of time paused, e.g. `asked,12%`.
+fn flow_cell(active: &str, requested: &str, paused: &str) -> String {
+    let state = match (active, requested) {
+        (_, "true") => "asked",
+        ("true", _) => "paused",
+        _ => "-",
+    };
+    match paused.parse::<f64>() {
+        Ok(f) if f > 0.0 => format!("{state},{:.0}%", f * 100.0),
+        _ => state.to_string(),
+    }
+}
+
 fn query(node: &Node) -> Result<HashMap<String, String>, String> {
-    let list: Vec<String> = COLUMNS.iter().map(|c| format!("'{c}'")).collect();
+    let list: Vec<String> = COLUMNS
+        .iter()
+        .chain(FLOW.iter())
+        .map(|c| format!("'{c}'"))
+        .collect();
     let sql = format!(
         "SHOW GLOBAL STATUS WHERE Variable_name IN ({})",
         list.join(",")
@@ -114,4 +151,18 @@ fn query(node: &Node) -> Result<HashMap<String, String>, String> {
         .filter(|r| r.len() >= 2)
         .map(|mut r| (r.swap_remove(0).to_ascii_lowercase(), r.swap_remove(0)))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::flow_cell;
+
+    #[test]
+    fn the_flow_cell_says_who_paused_and_for_how_long() {
+        assert_eq!(flow_cell("false", "false", "0.000000"), "-");
+        assert_eq!(flow_cell("true", "false", "0.25"), "paused,25%");
+        assert_eq!(flow_cell("true", "true", "0.5"), "asked,50%");
+        assert_eq!(flow_cell("false", "false", "0.031"), "-,3%");
+        assert_eq!(flow_cell("?", "?", "?"), "-");
+    }
 }

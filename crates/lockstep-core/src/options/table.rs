@@ -208,7 +208,7 @@ pub const TABLE: &[Spec] = &[
     o("gcs.fc_single_primary",         Fixed("no"),                  Bool,     Static).honoured(),
     o("gcs.max_packet_size",           Fixed("64500"),               Int,      Dynamic).check(POSITIVE),
     o("gcs.max_throttle",              Fixed("0.25"),                Float,    Dynamic).check(FRACTION),
-    o("gcs.recv_q_hard_limit",         Fixed("9223372036854775807"), Size,     Dynamic),
+    o("gcs.recv_q_hard_limit",         Fixed("9223372036854775807"), Size,     Dynamic).honoured(),
     o("gcs.recv_q_soft_limit",         Fixed("0.25"),                Float,    Dynamic).check(FRACTION),
     o("gcs.stateless",                 Unset,                        Bool,     Static),    // 26.4.23
     o("gcs.sync_donor",                Fixed("no"),                  Bool,     Dynamic),

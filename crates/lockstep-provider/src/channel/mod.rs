@@ -592,6 +592,29 @@ impl Worker {
         }
         let members = g.members.len();
         let queue = g.events.len() as u64;
+        if g.recv_q_hard_limit < u64::MAX {
+            let bytes: u64 = g.events.iter().map(|e| e.bytes() as u64).sum();
+            if bytes > g.recv_q_hard_limit {
+                // Galera aborts the node here; Lockstep leaves the cluster
+                // and the server runs on (it comes back by state
+                // transfer). The queued writesets are dropped: this
+                // node's state is no longer the group's, and the limit
+                // is about the memory they hold.
+                error!(
+                    "receive queue of {bytes} bytes exceeds gcs.recv_q_hard_limit ({}); \
+                     this node leaves the cluster and needs a state transfer to rejoin",
+                    g.recv_q_hard_limit
+                );
+                g.local.inconsistent();
+                g.events
+                    .retain(|e| !matches!(e, crate::state::Event::Apply(_)));
+                g.events.push_front(crate::state::Event::Removed);
+                drop(g);
+                self.shared.notify();
+                self.group.leave();
+                return;
+            }
+        }
         let exempt = g.local.state() == lockstep_core::group::MemberState::Donor;
         let limits = g.fc_limits;
         let Some(level) = g.fc_req.update(queue, members, &limits, exempt) else {
@@ -706,6 +729,9 @@ impl Worker {
             .map(|m| i64::from(m.weight))
             .sum();
         g.flush_cache();
+        g.send_queue = self.group.in_flight();
+        let sent = g.send_queue;
+        g.send_queue_stats.sample(sent);
         drop(g);
         self.shared.notify();
     }
