@@ -6,7 +6,7 @@ CARGO ?= cargo
 TESTS ?=
 PROVIDER ?= lockstep
 
-.PHONY: setup build demo test lint unit integration mtr mtr-suite bench bench-cert rejoin-bench hot-spots options-doc clean
+.PHONY: setup build demo test lint unit integration mtr mtr-suite bench bench-cert rejoin-bench soak hot-spots options-doc clean
 
 setup:
 	@scripts/setup.sh
@@ -48,6 +48,12 @@ bench: build
 #   make rejoin-bench REJOIN_ARGS="--size-mb 1024 --cut-secs 60"
 rejoin-bench: build
 	$(CARGO) run --release -p lockstep-integration --example rejoin_times -- $(REJOIN_ARGS)
+
+# Memory of every mariadbd under a mixed load with one node slowed to ~15 %
+# (SIGSTOP/SIGCONT): RSS every 10 s, growth over the second half (~12 min):
+#   make soak SOAK_ARGS="--minutes 10 [--galera 1]"
+soak: build
+	$(CARGO) run --release -p lockstep-integration --example memory_soak -- $(SOAK_ARGS)
 
 # Certification alone (criterion): writesets of 1, 10 and 10 000 keys, in
 # keys/s ("thrpt"); HTML report in target/criterion/.

@@ -38,35 +38,51 @@ fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
     false
 }
 
-#[test]
-fn a_held_back_applier_pauses_the_writers_and_releases_them() {
-    let provider = Provider::from_env();
+/// Two nodes with `gcs.fc_limit` = [`FC_LIMIT`] and one applier each, and
+/// `fc.t (id INT AUTO_INCREMENT PRIMARY KEY, v <column>)` on both.
+fn two_nodes_with_fc_t(name: &str, column: &str) -> Cluster {
     let cluster = Cluster::builder(2)
-        .provider(provider)
-        .cluster_name("flow_control")
+        .provider(Provider::from_env())
+        .cluster_name(name)
         .slave_threads(1)
         .provider_options(&format!("gcs.fc_limit={FC_LIMIT}"))
         .start()
         .unwrap_or_else(|e| panic!("starting two nodes: {e}"));
-    let (node1, node2) = (cluster.node(0), cluster.node(1));
-    node1
-        .sql(
+    cluster
+        .node(0)
+        .sql(&format!(
             "CREATE DATABASE fc; \
-             CREATE TABLE fc.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB",
-        )
+             CREATE TABLE fc.t (id INT AUTO_INCREMENT PRIMARY KEY, v {column}) ENGINE=InnoDB"
+        ))
         .or_logs(&cluster, "creating fc.t");
     cluster
         .wait_for_equal_last_committed(WAIT)
         .or_logs(&cluster, "fc.t on both nodes");
+    cluster
+}
 
+/// A session on node 2 that runs `first`, then holds `LOCK TABLE fc.t
+/// READ`: node 2's applier cannot write fc.t until it unlocks.
+fn hold_fc_t(cluster: &Cluster, first: &[&str]) -> lockstep_testkit::Session {
+    let mut holder = cluster
+        .node(1)
+        .session()
+        .or_logs(cluster, "session on node2");
+    for sql in first
+        .iter()
+        .chain(&["SET SESSION wsrep_sync_wait=0", "LOCK TABLE fc.t READ"])
+    {
+        holder.sql(sql).or_logs(cluster, sql);
+    }
+    holder
+}
+
+#[test]
+fn a_held_back_applier_pauses_the_writers_and_releases_them() {
+    let cluster = two_nodes_with_fc_t("flow_control", "INT");
+    let (node1, node2) = (cluster.node(0), cluster.node(1));
     // Node 2's applier cannot write fc.t while this session holds it.
-    let mut holder = node2.session().or_logs(&cluster, "session on node2");
-    holder
-        .sql("SET SESSION wsrep_sync_wait=0")
-        .or_logs(&cluster, "wsrep_sync_wait");
-    holder
-        .sql("LOCK TABLE fc.t READ")
-        .or_logs(&cluster, "LOCK TABLE on node2");
+    let mut holder = hold_fc_t(&cluster, &[]);
 
     // One writer on node 1, as fast as it can.
     let stop = Arc::new(AtomicBool::new(false));
@@ -186,36 +202,12 @@ fn a_desynced_node_past_the_hard_limit_leaves_instead_of_growing() {
         // server to stay up.
         return;
     }
-    let cluster = Cluster::builder(2)
-        .provider(Provider::from_env())
-        .cluster_name("fc_hard_limit")
-        .slave_threads(1)
-        .provider_options(&format!("gcs.fc_limit={FC_LIMIT}"))
-        .start()
-        .unwrap_or_else(|e| panic!("starting two nodes: {e}"));
+    let cluster = two_nodes_with_fc_t("fc_hard_limit", "LONGBLOB");
     let (node1, node2) = (cluster.node(0), cluster.node(1));
-    node1
-        .sql(
-            "CREATE DATABASE fc; \
-             CREATE TABLE fc.t (id INT AUTO_INCREMENT PRIMARY KEY, v LONGBLOB) ENGINE=InnoDB",
-        )
-        .or_logs(&cluster, "creating fc.t");
-    cluster
-        .wait_for_equal_last_committed(WAIT)
-        .or_logs(&cluster, "fc.t on both nodes");
     node2
         .sql("SET GLOBAL wsrep_provider_options='gcs.recv_q_hard_limit=1048576'")
         .or_logs(&cluster, "gcs.recv_q_hard_limit=1M");
-    let mut holder = node2.session().or_logs(&cluster, "session on node2");
-    holder
-        .sql("SET GLOBAL wsrep_desync=ON")
-        .or_logs(&cluster, "wsrep_desync=ON");
-    holder
-        .sql("SET SESSION wsrep_sync_wait=0")
-        .or_logs(&cluster, "wsrep_sync_wait");
-    holder
-        .sql("LOCK TABLE fc.t READ")
-        .or_logs(&cluster, "LOCK TABLE on node2");
+    let mut holder = hold_fc_t(&cluster, &["SET GLOBAL wsrep_desync=ON"]);
     // 40 writesets of 64 KiB: 2.5 MiB, above node 2's hard limit; a
     // desynced node asks for no pause, so node 1 is never held back.
     for _ in 0..40 {

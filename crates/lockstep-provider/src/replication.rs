@@ -105,9 +105,22 @@ impl Provider {
     /// cluster to stop (woken by its withdrawal, a view without it, or
     /// the end of the session), then, while a member throttles, waits
     /// the level's delay without the lock (at most 20 ms).
-    fn flow_control_wait<'a>(&'a self, g: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
+    ///
+    /// `trx`: the local transaction that waits. It holds row locks, so a
+    /// BF abort (a writeset ordered before it needs them) ends its wait:
+    /// it is then never replicated.
+    fn flow_control_wait<'a>(
+        &'a self,
+        g: MutexGuard<'a, Inner>,
+        trx: Option<u64>,
+    ) -> MutexGuard<'a, Inner> {
         let (g, _) = self.wait_until(g, None, |s| {
-            !s.fc.stopped() || s.conn != Conn::Open || !s.in_group
+            let aborted = trx.is_some_and(|id| {
+                s.trxs
+                    .get(&id)
+                    .is_none_or(|r| r.state != TrxState::Executing)
+            });
+            !s.fc.stopped() || s.conn != Conn::Open || !s.in_group || aborted
         });
         let delay = lockstep_core::flow_control::throttle_delay(g.fc.level());
         if delay.is_zero() {
@@ -154,7 +167,7 @@ impl Provider {
             );
             return status::SIZE_EXCEEDED;
         }
-        let g = self.flow_control_wait(g);
+        let g = self.flow_control_wait(g, Some(trx_id));
         let mut g = self.wait_unpaused(g);
         if g.local.state() == lockstep_core::group::MemberState::Error {
             return status::NODE_FAIL;
@@ -454,7 +467,7 @@ impl Provider {
             conn_id,
             oversized: false,
         };
-        let g = self.flow_control_wait(self.lock());
+        let g = self.flow_control_wait(self.lock(), None);
         let g = self.wait_unpaused(g);
         if !g.accepts_writes() {
             return status::CONN_FAIL;

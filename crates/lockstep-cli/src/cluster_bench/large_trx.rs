@@ -131,8 +131,6 @@ fn run_one(plan: &LargeTrxPlan, provider: &Provider) -> LargeTrxRun {
         .cluster_name("lockstep-bench-large")
         .slave_threads(plan.slave_threads)
         .sql_timeout(CATCH_UP)
-        // LOCKSTEP_BENCH_KEEP=1 keeps the datadirs and error logs.
-        .keep(std::env::var_os("LOCKSTEP_BENCH_KEEP").is_some())
         .start()
     {
         Ok(c) => c,

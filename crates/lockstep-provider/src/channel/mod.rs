@@ -580,8 +580,7 @@ impl Worker {
     }
 
     /// Flow control, this node's side: announces its level to the group
-    /// when its receive queue crosses a boundary (`flow_control`). A
-    /// donor or desynced node never holds the cluster back.
+    /// when its receive queue crosses a boundary (`flow_control`).
     fn flow_control(&mut self) {
         if !self.group.is_member() || !self.group.has_leader() {
             return;
@@ -615,7 +614,12 @@ impl Worker {
                 return;
             }
         }
-        let exempt = g.local.state() == lockstep_core::group::MemberState::Donor;
+        // Only a node whose state is the group's holds writers back
+        // (Synced, or Joined and catching up, as in Galera): a joiner
+        // waiting for its state transfer queues by design, and a donor or
+        // desynced node never holds the cluster back.
+        use lockstep_core::group::MemberState::{Joined, Synced};
+        let exempt = !matches!(g.local.state(), Synced | Joined);
         let limits = g.fc_limits;
         let Some(level) = g.fc_req.update(queue, members, &limits, exempt) else {
             return;
