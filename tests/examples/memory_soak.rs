@@ -18,18 +18,12 @@ use lockstep_testkit::{Cluster, Provider, Sysbench};
 
 const WAIT: Duration = Duration::from_secs(600);
 
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+#[path = "../support/example_args.rs"]
+mod example_args;
+use example_args::arg;
 
 fn die(what: &str, e: impl std::fmt::Display) -> ! {
-    eprintln!("soak: {what}: {e}");
-    std::process::exit(1)
+    example_args::die("soak", what, e)
 }
 
 /// Resident memory of a process, in MiB (`VmRSS` of /proc).
