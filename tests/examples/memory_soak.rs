@@ -98,20 +98,18 @@ fn main() {
     while t0.elapsed() < Duration::from_secs(minutes * 60) {
         std::thread::sleep(Duration::from_secs(10));
         let rss = [0, 1, 2].map(|i| rss_mib(pids[i]).unwrap_or(0));
-        // Node 2 answers only while it runs: asked through node 1's view
-        // of the cluster where possible.
-        let queue = cluster
-            .node(1)
-            .status("wsrep_local_recv_queue")
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| "?".into());
-        let paused = cluster
-            .node(0)
-            .status("wsrep_flow_control_paused")
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| "?".into());
+        // A status value, or `?` when the node does not answer (node 2
+        // answers only while it runs, so a query may take a while).
+        let status = |i: usize, name: &str| {
+            cluster
+                .node(i)
+                .status(name)
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| "?".into())
+        };
+        let queue = status(1, "wsrep_local_recv_queue");
+        let paused = status(0, "wsrep_flow_control_paused");
         let s = t0.elapsed().as_secs();
         println!(
             "{s:>6}  {:>8}  {:>8}  {:>8}  {queue:>16}  {paused:>17}",

@@ -400,8 +400,9 @@ pub struct Tunables {
     /// `gcs.fc_limit`, `gcs.fc_factor`, `gcs.fc_single_primary` (alias
     /// `gcs.fc_master_slave`); mirrored into `Inner` for the group thread.
     pub fc: lockstep_core::flow_control::Limits,
-    /// `gcs.recv_q_hard_limit`, bytes.
-    pub recv_q_hard_limit: u64,
+    /// `gcs.recv_q_hard_limit`, bytes; `None` at Galera's default
+    /// (`LLONG_MAX`), which means no limit.
+    pub recv_q_hard_limit: Option<u64>,
 }
 
 impl Tunables {
@@ -421,7 +422,10 @@ impl Tunables {
                 single_primary: options.bool("gcs.fc_single_primary").unwrap_or(false)
                     || options.bool("gcs.fc_master_slave").unwrap_or(false),
             },
-            recv_q_hard_limit: options.size("gcs.recv_q_hard_limit").unwrap_or(u64::MAX),
+            recv_q_hard_limit: options
+                .size("gcs.recv_q_hard_limit")
+                .ok()
+                .filter(|v| *v < i64::MAX as u64),
         }
     }
 }
@@ -438,6 +442,14 @@ fn initial_position(saved: &SavedState, state_id: Option<Gtid>) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn galeras_default_hard_limit_means_none() {
+        let mut o = Options::new("127.0.0.1:16001", "/data");
+        assert_eq!(Tunables::from_options(&o).recv_q_hard_limit, None);
+        o.apply_initial("gcs.recv_q_hard_limit=1M").unwrap();
+        assert_eq!(Tunables::from_options(&o).recv_q_hard_limit, Some(1 << 20));
+    }
 
     #[test]
     fn position_comes_from_state_id_only_for_the_same_history() {

@@ -208,8 +208,8 @@ pub struct Inner {
     /// sampled each group-thread round.
     pub send_queue: usize,
     pub send_queue_stats: QueueStats,
-    /// `gcs.recv_q_hard_limit` in bytes (`u64::MAX`: none).
-    pub recv_q_hard_limit: u64,
+    /// `gcs.recv_q_hard_limit` in bytes, if one is set.
+    pub recv_q_hard_limit: Option<u64>,
     /// `wsrep_apply_*` and `wsrep_commit_*`: how the apply gate (enter:
     /// dependencies met; leave: `finished`) and the commit gate overlapped.
     pub apply_stats: GateStats,
@@ -332,7 +332,7 @@ impl Inner {
             recv_queue: QueueStats::default(),
             send_queue: 0,
             send_queue_stats: QueueStats::default(),
-            recv_q_hard_limit: u64::MAX,
+            recv_q_hard_limit: None,
             apply_stats: GateStats::default(),
             commit_stats: GateStats::default(),
             appliers: 0,

@@ -82,9 +82,11 @@ impl Outgoing for Vec<u8> {
 /// The sending side of one connection.
 #[derive(Debug)]
 pub struct Outbox<M: Outgoing = Vec<u8>> {
-    control: VecDeque<M>,
+    /// Each message with its `frame_len`, taken once when queued (the
+    /// byte counts below subtract exactly what they added).
+    control: VecDeque<(usize, M)>,
     control_bytes: usize,
-    bulk: VecDeque<M>,
+    bulk: VecDeque<(usize, M)>,
     bulk_bytes: usize,
     /// How many of the queued bulk messages are big, and their bytes.
     big_queued: usize,
@@ -126,7 +128,7 @@ impl<M: Outgoing> Outbox<M> {
                     });
                 }
                 self.control_bytes += len;
-                self.control.push_back(frame);
+                self.control.push_back((len, frame));
             }
             Lane::Bulk => {
                 // Big messages (one writeset each) are bounded by count,
@@ -149,7 +151,7 @@ impl<M: Outgoing> Outbox<M> {
                     self.big_bytes += len;
                 }
                 self.bulk_bytes += len;
-                self.bulk.push_back(frame);
+                self.bulk.push_back((len, frame));
             }
         }
         Ok(())
@@ -172,15 +174,14 @@ impl<M: Outgoing> Outbox<M> {
     /// wait to queue a heartbeat meanwhile), and hands a bulk frame back
     /// through [`Outbox::start_bulk`].
     pub fn take_next(&mut self) -> Option<Next<M>> {
-        if let Some(m) = self.control.pop_front() {
-            self.control_bytes -= m.frame_len();
+        if let Some((len, m)) = self.control.pop_front() {
+            self.control_bytes -= len;
             return Some(Next::Control(m));
         }
         if self.current.is_some() {
             return Some(Next::Bytes(self.next_chunk()));
         }
-        let m = self.bulk.pop_front()?;
-        let len = m.frame_len();
+        let (len, m) = self.bulk.pop_front()?;
         self.bulk_bytes -= len;
         if len >= BIG_MESSAGE {
             self.big_queued -= 1;

@@ -591,18 +591,17 @@ impl Worker {
         }
         let members = g.members.len();
         let queue = g.events.len() as u64;
-        if g.recv_q_hard_limit < u64::MAX {
+        if let Some(limit) = g.recv_q_hard_limit {
             let bytes: u64 = g.events.iter().map(|e| e.bytes() as u64).sum();
-            if bytes > g.recv_q_hard_limit {
+            if bytes > limit {
                 // Galera aborts the node here; Lockstep leaves the cluster
                 // and the server runs on (it comes back by state
                 // transfer). The queued writesets are dropped: this
                 // node's state is no longer the group's, and the limit
                 // is about the memory they hold.
                 error!(
-                    "receive queue of {bytes} bytes exceeds gcs.recv_q_hard_limit ({}); \
-                     this node leaves the cluster and needs a state transfer to rejoin",
-                    g.recv_q_hard_limit
+                    "receive queue of {bytes} bytes exceeds gcs.recv_q_hard_limit ({limit}); \
+                     this node leaves the cluster and needs a state transfer to rejoin"
                 );
                 g.local.inconsistent();
                 g.events
