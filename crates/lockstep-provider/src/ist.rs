@@ -15,6 +15,7 @@
 //! back to SST) past `limit` bytes, so a bug elsewhere cannot make it grow
 //! without end.
 
+use crate::server::View;
 use crate::state::{Event, RemoteWs};
 use std::collections::VecDeque;
 use wsrep_abi::{Gtid, Uuid};
@@ -110,11 +111,13 @@ impl IstBuffer {
         self.history = Some(history);
     }
 
-    /// A view replayed before the one that adds this node.
-    pub fn view(&mut self, history: Uuid, seqno: i64, members: u32) {
+    /// A view replayed before the one that adds this node; `view`, the
+    /// server's form of it, when its members are known.
+    pub fn view(&mut self, history: Uuid, seqno: i64, members: u32, view: Option<View>) {
         self.history = Some(history);
         if self.take_place(seqno) {
-            self.events.push_back(Event::PastView(seqno, members));
+            self.events
+                .push_back(Event::PastView(seqno, members, view.map(Box::new)));
         }
     }
 
@@ -242,24 +245,24 @@ pub(crate) mod tests {
     #[test]
     fn a_replay_from_before_the_position_serves_every_missing_event() {
         let mut b = IstBuffer::new(at(5), 1 << 20);
-        b.view(H, 1, 0);
+        b.view(H, 1, 0, None);
         for s in 2..=7 {
             b.writeset(ws(s, 10));
         }
-        b.view(H, 8, 0);
+        b.view(H, 8, 0, None);
         b.writeset(ws(9, 10));
         assert_eq!(b.covers(at(10)), Ok(()));
         assert_eq!(b.writesets(), 3);
         let events = b.take_after(5).expect("covered");
         assert_eq!(seqnos(&events), vec![6, 7, 8, 9]);
-        assert!(matches!(events[2], Event::PastView(8, 0)));
+        assert!(matches!(events[2], Event::PastView(8, 0, None)));
     }
 
     #[test]
     fn a_log_that_starts_after_the_position_is_a_gap() {
         let mut b = IstBuffer::new(at(5), 1 << 20);
         // Restored from a snapshot whose last view is 3 and last seqno 8.
-        b.view(H, 3, 0);
+        b.view(H, 3, 0, None);
         b.writeset(ws(9, 10));
         let err = b.covers(at(10)).expect_err("gap");
         assert!(err.contains("starts at seqno 9"), "{err}");
@@ -269,7 +272,7 @@ pub(crate) mod tests {
     #[test]
     fn another_history_or_no_position_means_sst() {
         let mut b = IstBuffer::new(at(5), 1 << 20);
-        b.view(Uuid::from_bytes([9; 16]), 1, 0);
+        b.view(Uuid::from_bytes([9; 16]), 1, 0, None);
         b.writeset(ws(6, 1));
         assert!(b.covers(at(7)).unwrap_err().contains("history"));
 
@@ -286,7 +289,7 @@ pub(crate) mod tests {
     #[test]
     fn a_node_ahead_of_the_group_is_told_so() {
         let mut b = IstBuffer::new(at(20), 1 << 20);
-        b.view(H, 1, 0);
+        b.view(H, 1, 0, None);
         let err = b.covers(at(15)).unwrap_err();
         assert!(err.contains("ahead of the group"), "{err}");
     }
@@ -294,7 +297,7 @@ pub(crate) mod tests {
     #[test]
     fn the_buffer_gives_up_past_its_limit_and_frees_what_it_held() {
         let mut b = IstBuffer::new(at(0), 1000);
-        b.view(H, 1, 0);
+        b.view(H, 1, 0, None);
         for s in 2..=20 {
             b.writeset(ws(s, 100));
         }
@@ -306,14 +309,14 @@ pub(crate) mod tests {
     #[test]
     fn a_received_state_inside_the_window_skips_what_it_contains() {
         let mut b = IstBuffer::new(at(5), 1 << 20);
-        b.view(H, 1, 0);
+        b.view(H, 1, 0, None);
         for s in 6..=9 {
             b.writeset(ws(s, 1));
         }
         let events = b.take_after(7).expect("inside the window");
         assert_eq!(seqnos(&events), vec![8, 9]);
         let mut b = IstBuffer::new(at(5), 1 << 20);
-        b.view(H, 1, 0);
+        b.view(H, 1, 0, None);
         b.writeset(ws(6, 1));
         let err = b.take_after(4).err().expect("before the window");
         assert!(err.contains("before this node's 5"), "{err}");

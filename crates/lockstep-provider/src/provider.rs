@@ -22,15 +22,16 @@ pub const PROVIDER_NAME: &str = "Lockstep";
 pub const PROVIDER_VERSION: &str = concat!("26.4.23(lockstep ", env!("CARGO_PKG_VERSION"), ")");
 pub const PROVIDER_VENDOR: &str = "Lockstep";
 
-/// What this implementation offers (contract §2.3). No STREAMING yet: the
-/// server then refuses `wsrep_trx_fragment_size > 0` cleanly.
+/// What this implementation offers (contract §2.3), streaming replication
+/// included (§5.5, ADR 0010).
 pub const CAPABILITIES: u32 = caps::MULTI_MASTER
     | caps::CERTIFICATION
     | caps::PARALLEL_APPLYING
     | caps::TRX_REPLAY
     | caps::ISOLATION
     | caps::PAUSE
-    | caps::CAUSAL_READS;
+    | caps::CAUSAL_READS
+    | caps::STREAMING;
 
 /// `init_args` in Rust terms, copied out of the server's memory.
 pub struct InitConfig {

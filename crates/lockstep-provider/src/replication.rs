@@ -9,7 +9,7 @@ use crate::log::{error, info};
 use crate::provider::{Provider, Wake};
 use crate::server::ThreadCtx;
 use crate::state::{Conn, Inner, RemoteWs, Resolution};
-use crate::trx::{Handle, LocalTrx, TrxRecord, TrxState};
+use crate::trx::{is_open_fragment, is_streaming, Handle, LocalTrx, TrxRecord, TrxState};
 use lockstep_core::certification::{CertOutcome, Key, KeyType};
 use lockstep_core::group::{Action, Writeset};
 use std::sync::MutexGuard;
@@ -175,8 +175,12 @@ impl Provider {
         if !g.accepts_writes() {
             return status::CONN_FAIL;
         }
+        let open_fragment = is_open_fragment(wsflags);
         match g.trxs.get_mut(&trx_id) {
-            Some(rec) if rec.state == TrxState::Executing => rec.state = TrxState::Replicating,
+            Some(rec) if rec.state == TrxState::Executing => {
+                rec.state = TrxState::Replicating;
+                rec.open_fragment = open_fragment;
+            }
             // BF-aborted before it was ordered: never replicate it.
             _ => return status::CONN_FAIL,
         }
@@ -233,6 +237,11 @@ impl Provider {
             rec.state = TrxState::CertFailed;
             g.counters.local_cert_failures += 1;
             status::TRX_FAIL
+        } else if bf_aborted && open_fragment {
+            // A fragment cannot replay: the other nodes apply it, and the
+            // server rolls the streaming transaction back everywhere
+            // (`rollback`). Its seqno passes the gates at `release`.
+            status::TRX_FAIL
         } else if bf_aborted {
             // Aborted by a writeset ordered before it while in flight: it
             // keeps its seqno and replays (contract §2.11, BF_ABORT).
@@ -281,10 +290,15 @@ impl Provider {
         let Some(rec) = g.trxs.get_mut(&trx_id) else {
             return status::TRX_MISSING;
         };
-        // Only final writesets reach here (no streaming yet), so a BF
-        // abort always means replay (contract §2.12).
+        // A BF abort means replay for a final writeset; an open streaming
+        // fragment fails instead (contract §2.12, as Galera does).
         if rec.state == TrxState::MustReplay {
-            return status::BF_ABORT;
+            return if rec.open_fragment {
+                rec.state = TrxState::MustAbort;
+                status::TRX_FAIL
+            } else {
+                status::BF_ABORT
+            };
         }
         if rec.state == TrxState::Certified {
             rec.state = TrxState::Committing;
@@ -327,13 +341,20 @@ impl Provider {
         status::OK
     }
 
-    /// End of a local transaction: its seqno (if any) is finished, passing
-    /// commit order now if a rollback never went through it.
-    pub fn release(&self, trx_id: u64) -> Status {
+    /// End of a local transaction, or of one fragment of a streaming
+    /// transaction: its seqno (if any) is finished, passing commit order
+    /// now if a rollback never went through it.
+    ///
+    /// Returns the status and whether the object lives on: a streaming
+    /// fragment that committed keeps it for the next fragment (contract
+    /// §2.14). An abort that arrived while the fragment was inside commit
+    /// order is reported now, with `BF_ABORT` (Galera's deferred abort).
+    pub fn release(&self, trx_id: u64) -> (Status, bool) {
         let mut g = self.lock();
         let Some(rec) = g.trxs.remove(&trx_id) else {
-            return status::OK;
+            return (status::OK, false);
         };
+        let fragment_done = rec.open_fragment && rec.commit_left && rec.seqno >= 0;
         if rec.seqno >= 0 {
             if !rec.commit_left {
                 let (ng, _) = self.wait_until(g, None, |s| {
@@ -342,19 +363,65 @@ impl Provider {
                 g = ng;
                 if g.commit.level() < rec.seqno - 1 {
                     // The session ended: the gates no longer move.
-                    return status::OK;
+                    return (status::OK, false);
                 }
                 if let Err(e) = g.leave_commit(rec.seqno) {
-                    return self.inconsistent(g, &e.to_string());
+                    return (self.inconsistent(g, &e.to_string()), false);
                 }
             }
             if let Err(e) = g.leave_apply(rec.seqno) {
-                return self.inconsistent(g, &e.to_string());
+                return (self.inconsistent(g, &e.to_string()), false);
             }
-            if matches!(rec.state, TrxState::Committing | TrxState::Replaying) && rec.commit_left {
+            if matches!(rec.state, TrxState::Committing | TrxState::Replaying)
+                && rec.commit_left
+                && !rec.open_fragment
+            {
                 g.counters.local_commits += 1;
             }
         }
+        let outcome = if !fragment_done {
+            (status::OK, false)
+        } else if rec.state == TrxState::MustAbort {
+            (status::BF_ABORT, false)
+        } else {
+            g.trxs.insert(trx_id, TrxRecord::new());
+            (status::OK, true)
+        };
+        drop(g);
+        self.notify_gates();
+        outcome
+    }
+
+    /// Contract §2.17: broadcasts the rollback of this node's streaming
+    /// transaction `trx_id` without waiting for it. It is ordered like any
+    /// writeset and applied on every node, this one included, where the
+    /// server's streaming applier removes the fragments.
+    pub fn rollback(&self, trx_id: u64) -> Status {
+        let mut g = self.lock();
+        if let Some(rec) = g.trxs.get_mut(&trx_id) {
+            if matches!(rec.state, TrxState::Executing | TrxState::Replicating) {
+                rec.state = TrxState::MustAbort;
+            }
+        }
+        if !g.accepts_writes() {
+            // The server keeps the id and sends it again at the next
+            // certification or sync.
+            return status::CONN_FAIL;
+        }
+        let ws = Writeset {
+            source: g.member_id.data,
+            trx_id,
+            conn_id: u64::MAX,
+            last_seen: g.last_committed(),
+            flags: flags::ROLLBACK | flags::PA_UNSAFE,
+            keys: Vec::new(),
+            data: Vec::new(),
+        };
+        let Some(id) = g.propose(Action::Writeset(ws), false) else {
+            return status::CONN_FAIL;
+        };
+        g.detached.insert(id);
+        info!("streaming transaction {trx_id}: rollback sent");
         drop(g);
         self.notify_gates();
         status::OK
@@ -378,8 +445,16 @@ impl Provider {
                 rec.state = TrxState::MustAbort;
                 status::OK
             }
-            TrxState::Certified if rec.seqno > bf_seqno => {
+            // An open streaming fragment never commits the transaction, so
+            // it holds nothing the aborter must wait for: it fails wherever
+            // it is (contract §2.16, "not TRX_END"). Inside commit order the
+            // abort is deferred to `release`.
+            TrxState::Certified if rec.open_fragment || rec.seqno > bf_seqno => {
                 rec.state = TrxState::MustReplay;
+                status::OK
+            }
+            TrxState::Committing if rec.open_fragment => {
+                rec.state = TrxState::MustAbort;
                 status::OK
             }
             // Ahead of the aborter in total order, already aborting, or
@@ -584,7 +659,12 @@ impl Provider {
         let seqno = r.seqno;
         let toi = r.ws.flags & flags::ISOLATION != 0;
         let (passed, depends_on) = match r.outcome {
-            CertOutcome::Pass { depends_on } => (true, if toi { seqno - 1 } else { depends_on }),
+            // TOI runs alone; the writesets of a streaming transaction run
+            // one after the other, because the server applies them all
+            // through the same streaming applier (Galera makes each fragment
+            // depend on the previous one; serial is the simple safe form).
+            CertOutcome::Pass { .. } if toi || is_streaming(r.ws.flags) => (true, seqno - 1),
+            CertOutcome::Pass { depends_on } => (true, depends_on),
             CertOutcome::Fail { .. } => (false, seqno - 1),
         };
         let mut g = self.lock();

@@ -75,9 +75,15 @@ impl Provider {
         } else {
             self.recovery_vote()
         };
-        let member_id = recovery.as_ref().map_or_else(random_uuid, |r| r.2);
+        // A new member id for every start, as with Galera's gcomm: the
+        // server recovers the streaming transactions of this node's last
+        // run from its streaming log, and rolls them back only if their
+        // origin id is not in the view (wsrep-lib
+        // `close_orphaned_sr_transactions`); the others roll back theirs
+        // when the old id leaves. pc.recovery votes with the saved id.
+        let member_id = random_uuid();
         let mut setup = self.channel_setup(cluster_name, seeds.clone(), member_id, founding);
-        setup.recovery = recovery.map(|(vote, mut addrs, _)| {
+        setup.recovery = recovery.map(|(vote, mut addrs)| {
             addrs.extend(seeds.iter().cloned());
             addrs.retain(|a| *a != setup.me.peer_addr);
             addrs.sort();
@@ -191,9 +197,9 @@ impl Provider {
     }
 
     /// A joining node with a saved view of this history takes part in
-    /// re-forming it if no primary component runs: its vote, the saved
-    /// view's addresses, and its member id in that view.
-    fn recovery_vote(&self) -> Option<(Vote, Vec<String>, Uuid)> {
+    /// re-forming it if no primary component runs: its vote (as the member
+    /// it was in that view) and the saved view's addresses.
+    fn recovery_vote(&self) -> Option<(Vote, Vec<String>)> {
         if !self.pc_recovery() {
             viewstate::remove(&self.data_dir);
             return None;
@@ -234,7 +240,7 @@ impl Provider {
             .filter(|m| !m.addr.is_empty())
             .map(|m| m.addr.clone())
             .collect();
-        Some((vote, addrs, saved.me))
+        Some((vote, addrs))
     }
 
     /// Saves the primary view just delivered (`pc.recovery`).
@@ -535,7 +541,7 @@ impl Provider {
                 }
                 None
             }
-            Event::PastView(seqno, _) => self.pass_past_view(ctx, seqno),
+            Event::PastView(seqno, _, view) => self.pass_past_view(ctx, seqno, view.as_deref()),
             Event::Rejoin => self.rejoin(ctx),
             Event::Inconsistent(why) => Some(self.fail_session(ctx, &why)),
             Event::Synced => {
@@ -608,17 +614,28 @@ impl Provider {
         None
     }
 
-    /// A view from before this node joined, carried by IST: the server
-    /// does not see it (this node is not in it), its seqno passes the
-    /// gates in order so the writesets after it can commit.
-    fn pass_past_view(&self, ctx: ThreadCtx, seqno: i64) -> Option<Status> {
+    /// A view from before this node joined, carried by IST: its seqno
+    /// passes the gates in order so the writesets after it can commit.
+    /// When its members are known the server sees it first (this node not
+    /// in it, `own_index` -1, as with Galera's IST): the server then rolls
+    /// back the streaming transactions of members that had left, which it
+    /// recovered from its streaming log, before later writesets need
+    /// their rows.
+    fn pass_past_view(&self, ctx: ThreadCtx, seqno: i64, view: Option<&View>) -> Option<Status> {
         let g = self.lock();
-        let (mut g, _) = self.wait_until(g, None, |s| {
+        let (g, _) = self.wait_until(g, None, |s| {
             s.last_committed() >= seqno - 1 || s.conn == Conn::Closed
         });
         if g.conn == Conn::Closed {
             return None;
         }
+        drop(g);
+        if let Some(view) = view {
+            if !self.server.view(ctx, view) {
+                return Some(self.fail_session(ctx, "view callback failed, restart required"));
+            }
+        }
+        let mut g = self.lock();
         if let Err(e) = pass_view_gates(&mut g, seqno) {
             drop(g);
             return Some(self.fail_session(ctx, &e));

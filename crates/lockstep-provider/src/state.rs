@@ -42,8 +42,11 @@ pub enum Event {
     /// A primary configuration with its seqno (`state_id.seqno`).
     PrimaryView(View),
     /// A view from before this node joined, replayed by IST: its seqno
-    /// passes the gates; the server only sees the view that added it.
-    PastView(i64, u32),
+    /// passes the gates. With its members (known when the group log is
+    /// replayed) the server sees it too, as Galera delivers IST views: it
+    /// then rolls back the streaming transactions whose origin had left
+    /// before the writesets after it are applied.
+    PastView(i64, u32, Option<Box<View>>),
     /// A writeset from another member.
     Apply(RemoteWs),
     /// This node was chosen to donate its state.
@@ -90,7 +93,7 @@ impl Event {
         match self {
             Event::Apply(ws) => Some(ws.seqno),
             Event::PrimaryView(v) => Some(v.state_id.seqno),
-            Event::PastView(seqno, _) => Some(*seqno),
+            Event::PastView(seqno, ..) => Some(*seqno),
             _ => None,
         }
     }
@@ -288,6 +291,11 @@ pub struct Inner {
     /// it like a remote writeset, as every other node does. Bound: the
     /// operations in flight at that moment (one per client thread).
     pub abandoned: HashSet<u64>,
+    /// Local proposals nobody waits for (streaming rollbacks, contract
+    /// §2.17): once ordered they are applied like remote writesets, this
+    /// node included. Bound: one per streaming transaction this node rolls
+    /// back; an entry leaves when its proposal is ordered or settled.
+    pub detached: HashSet<u64>,
     /// Consistency votes (`vote.rs`): this node's own outcomes, seqnos it
     /// was asked to report on, and the group's outcomes. Bounded there.
     pub my_votes: BTreeMap<i64, u64>,
@@ -373,6 +381,7 @@ impl Inner {
             cache_live: false,
             rejoining: false,
             abandoned: HashSet::new(),
+            detached: HashSet::new(),
             my_votes: BTreeMap::new(),
             votes_asked: BTreeSet::new(),
             vote_results: BTreeMap::new(),
@@ -443,7 +452,7 @@ impl Inner {
                         outcome: ws.outcome.clone(),
                     },
                 )),
-                Event::PastView(seqno, members) => {
+                Event::PastView(seqno, members, _) => {
                     Some((*seqno, CachedKind::View { members: *members }))
                 }
                 Event::PrimaryView(v) => Some((v.state_id.seqno, view_kind(v))),

@@ -173,7 +173,7 @@ fn certify(p: &Provider, id: u64, h: &mut Handle) -> (i32, TrxMeta) {
 fn commit(p: &Provider, id: u64, h: &Handle, meta: &TrxMeta) {
     assert_eq!(p.commit_order_enter(id, h, meta), status::OK);
     assert_eq!(p.commit_order_leave(id, h, meta, &[]), status::OK);
-    assert_eq!(p.release(id), status::OK);
+    assert_eq!(p.release(id), (status::OK, false));
 }
 
 #[test]
@@ -448,7 +448,7 @@ fn bad_inputs_fail_cleanly() {
     let replicated = n.p.lock().counters.replicated;
     assert_eq!(certify(&n.p, 77, &mut h).0, status::SIZE_EXCEEDED);
     assert_eq!(n.p.lock().counters.replicated, replicated);
-    assert_eq!(n.p.release(77), status::OK);
+    assert_eq!(n.p.release(77), (status::OK, false));
     n.stop();
 }
 

@@ -57,6 +57,32 @@ impl LocalTrx {
     pub fn size(&self) -> usize {
         self.key_bytes + self.data.len()
     }
+
+    /// A streaming fragment committed: the object lives on for the next
+    /// fragment, which starts empty (contract §5.5, Galera's
+    /// `release_commit`). The connection stays.
+    pub fn start_next_fragment(&mut self) {
+        *self = LocalTrx {
+            conn_id: self.conn_id,
+            ..LocalTrx::default()
+        };
+    }
+}
+
+/// Whether certify `flags` describe a streaming fragment that does not end
+/// its transaction (neither commit nor rollback): its object outlives
+/// `release`, and a BF abort cannot replay it.
+pub fn is_open_fragment(wsflags: u32) -> bool {
+    use wsrep_abi::flags;
+    wsflags & (flags::TRX_END | flags::ROLLBACK) == 0
+}
+
+/// Whether a replicated writeset is part of a streaming transaction (any
+/// fragment, its commit or its rollback) rather than a whole transaction.
+pub fn is_streaming(wsflags: u32) -> bool {
+    use wsrep_abi::flags;
+    let whole = flags::TRX_START | flags::TRX_END;
+    wsflags & flags::ISOLATION == 0 && wsflags & whole != whole
 }
 
 /// Where a local transaction is in its life, as other threads see it.
@@ -75,7 +101,9 @@ pub enum TrxState {
     CertFailed,
     /// Inside commit order.
     Committing,
-    /// BF-aborted after ordering: the server rolls back and replays it.
+    /// BF-aborted after ordering: the server rolls back and replays it
+    /// (an open streaming fragment cannot replay: it fails instead, and
+    /// the server rolls the whole streaming transaction back).
     MustReplay,
     Replaying,
 }
@@ -89,6 +117,9 @@ pub struct TrxRecord {
     pub depends_on: i64,
     /// Has left commit order (committed or rolled back in order).
     pub commit_left: bool,
+    /// The writeset being certified is a streaming fragment that does not
+    /// end the transaction ([`is_open_fragment`]).
+    pub open_fragment: bool,
 }
 
 impl TrxRecord {
@@ -98,6 +129,7 @@ impl TrxRecord {
             seqno: -1,
             depends_on: -1,
             commit_left: false,
+            open_fragment: false,
         }
     }
 }

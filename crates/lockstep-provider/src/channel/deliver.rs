@@ -70,7 +70,8 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                 );
             }
             let abandoned = origin == me && g.abandoned.remove(&proposal);
-            if origin == me && !abandoned {
+            let detached = origin == me && g.detached.remove(&proposal);
+            if origin == me && !abandoned && !detached {
                 if let Some(w) = g.waiting.get_mut(&proposal) {
                     *w = Resolution::Ordered { seqno, outcome };
                 }
@@ -134,6 +135,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
         }
         Delivery::Settled { origin, proposal } if origin == me => {
             g.abandoned.remove(&proposal);
+            g.detached.remove(&proposal);
             if let Some(w) = g.waiting.get_mut(&proposal) {
                 if *w == Resolution::Pending {
                     *w = Resolution::Dropped;
@@ -158,7 +160,8 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
             // Still replaying the log from before this node joined.
             g.group_history = v.history;
             g.check_fork(v.seqno, &CachedKind::View { members });
-            g.ist.view(Uuid::from_bytes(v.history), v.seqno, members);
+            g.ist
+                .view(Uuid::from_bytes(v.history), v.seqno, members, Some(mine));
             return;
         }
         g.in_group = true;

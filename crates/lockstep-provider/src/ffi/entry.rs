@@ -347,12 +347,21 @@ unsafe extern "C" fn release(w: *mut Wsrep, handle: *mut WsHandle) -> Status {
             h.opaque = std::ptr::null_mut();
             return status::OK;
         }
+        let (rc, keep) = p.release(h.trx_id);
+        if keep {
+            // A streaming fragment committed: the same object collects the
+            // next fragment.
+            // SAFETY: opaque is our live Box<Handle>, used only by the
+            // client thread that owns the transaction, which called us.
+            if let Handle::Local(trx) = unsafe { &mut *h.opaque.cast::<Handle>() } {
+                trx.start_next_fragment();
+            }
+            return rc;
+        }
         // SAFETY: opaque is the Box<Handle> leaked in append_*; the server
         // releases each transaction once, and we clear opaque right away.
-        let obj = unsafe { Box::from_raw(h.opaque.cast::<Handle>()) };
+        drop(unsafe { Box::from_raw(h.opaque.cast::<Handle>()) });
         h.opaque = std::ptr::null_mut();
-        let rc = p.release(h.trx_id);
-        drop(obj);
         rc
     })
 }
@@ -389,8 +398,9 @@ unsafe extern "C" fn abort_certification(
     rc
 }
 
-unsafe extern "C" fn rollback(_w: *mut Wsrep, _trx: u64, _data: *const Buf) -> Status {
-    status::NOT_IMPLEMENTED
+unsafe extern "C" fn rollback(w: *mut Wsrep, trx: u64, _data: *const Buf) -> Status {
+    // `data` is always NULL from wsrep-lib (contract §2.17).
+    with_provider!("rollback", w, status::FATAL, |p| p.rollback(trx))
 }
 
 /// The transaction object behind `handle`, created on first use.
