@@ -114,7 +114,10 @@ impl Node {
         let p = Arc::new(Provider::with_store(cfg, options, Box::new(store.clone())).unwrap());
         assert_eq!(p.connect("test", "gcomm://", "", true), status::OK);
         let pa = p.clone();
-        let applier = std::thread::spawn(move || pa.recv(ThreadCtx(std::ptr::null_mut())));
+        // The applier's context is the recorder too: this node's own
+        // streaming rollbacks come back through `apply_cb`.
+        let recv_ctx = &*recorder as *const Recorder as usize;
+        let applier = std::thread::spawn(move || pa.recv(ThreadCtx(recv_ctx as *mut c_void)));
         let node = Node {
             p,
             store,
@@ -547,4 +550,142 @@ fn honoured_options_are_the_options_the_provider_reads() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// One fragment of streaming transaction `id` with a row key, certified
+/// with `wsflags`.
+fn fragment(p: &Provider, id: u64, h: &mut Handle, row: &str, wsflags: u32) -> (i32, TrxMeta) {
+    let Handle::Local(t) = h else {
+        unreachable!("a local transaction")
+    };
+    t.keys.push(Key {
+        parts: vec![b"db".to_vec(), b"t".to_vec(), row.as_bytes().to_vec()],
+        kind: KeyType::Exclusive,
+    });
+    t.data = format!("fragment {row}").into_bytes();
+    let mut meta = TrxMeta::undefined();
+    let rc = p.certify(id, Some(t), 1, wsflags, &mut meta);
+    (rc, meta)
+}
+
+/// A fragment's storage transaction passes commit order; `release` says
+/// whether the object lives on.
+fn store_fragment(p: &Provider, id: u64, h: &mut Handle, meta: &TrxMeta) -> (i32, bool) {
+    assert_eq!(p.commit_order_enter(id, h, meta), status::OK);
+    assert_eq!(p.commit_order_leave(id, h, meta, &[]), status::OK);
+    let released = p.release(id);
+    if released.1 {
+        let Handle::Local(t) = h else {
+            unreachable!("a local transaction")
+        };
+        t.start_next_fragment();
+    }
+    released
+}
+
+#[test]
+fn a_streaming_transaction_keeps_its_object_from_fragment_to_fragment() {
+    let mut n = Node::start();
+    let mut h = Handle::Local(LocalTrx::default());
+    n.p.begin_trx(5);
+    let (rc, m1) = fragment(&n.p, 5, &mut h, "a", flags::TRX_START);
+    assert_eq!(rc, status::OK);
+    assert_eq!(store_fragment(&n.p, 5, &mut h, &m1), (status::OK, true));
+    let Handle::Local(t) = &h else {
+        unreachable!("a local transaction")
+    };
+    assert!(
+        t.data.is_empty() && t.keys.is_empty(),
+        "the next fragment starts empty"
+    );
+    // Between fragments the transaction executes again: a BF abort would
+    // mark it (checked in the next test), and the next fragment certifies.
+    let (rc, m2) = fragment(&n.p, 5, &mut h, "b", 0);
+    assert_eq!(rc, status::OK);
+    assert!(m2.gtid.seqno > m1.gtid.seqno);
+    assert_eq!(store_fragment(&n.p, 5, &mut h, &m2), (status::OK, true));
+    let (rc, m3) = fragment(&n.p, 5, &mut h, "c", flags::TRX_END | flags::PA_UNSAFE);
+    assert_eq!(rc, status::OK);
+    assert_eq!(store_fragment(&n.p, 5, &mut h, &m3), (status::OK, false));
+    assert_eq!(n.p.last_committed_id().seqno, m3.gtid.seqno);
+    assert!(
+        !n.p.lock().trxs.contains_key(&5),
+        "the final release drops it"
+    );
+    assert_eq!(n.p.lock().counters.local_commits, 1, "one transaction");
+    n.stop();
+}
+
+#[test]
+fn a_bf_aborted_open_fragment_fails_instead_of_replaying() {
+    let mut n = Node::start();
+    let mut seqno = 0;
+    // Certified, waiting for commit order: aborted even by an earlier
+    // seqno (an open fragment commits nothing), then TRX_FAIL; its seqno
+    // still passes the gates at release.
+    let mut h = Handle::Local(LocalTrx::default());
+    n.p.begin_trx(6);
+    let (_, m) = fragment(&n.p, 6, &mut h, "a", flags::TRX_START);
+    assert_eq!(
+        n.p.abort_certification(m.gtid.seqno - 1, 6, &mut seqno),
+        status::OK
+    );
+    assert_eq!(n.p.commit_order_enter(6, &h, &m), status::TRX_FAIL);
+    assert_eq!(n.p.release(6), (status::OK, false));
+    assert_eq!(n.p.last_committed_id().seqno, m.gtid.seqno);
+    // Inside commit order: the abort is deferred to release (BF_ABORT).
+    let mut h = Handle::Local(LocalTrx::default());
+    n.p.begin_trx(7);
+    let (_, m) = fragment(&n.p, 7, &mut h, "b", flags::TRX_START);
+    assert_eq!(n.p.commit_order_enter(7, &h, &m), status::OK);
+    assert_eq!(
+        n.p.abort_certification(m.gtid.seqno + 1, 7, &mut seqno),
+        status::OK
+    );
+    assert_eq!(n.p.commit_order_leave(7, &h, &m, &[]), status::OK);
+    assert_eq!(n.p.release(7), (status::BF_ABORT, false));
+    assert_eq!(n.p.last_committed_id().seqno, m.gtid.seqno);
+    // A final writeset in the same place is refused, as before.
+    let mut f = trx("t", "c");
+    let (_, m) = certify(&n.p, 8, &mut f);
+    assert_eq!(n.p.commit_order_enter(8, &f, &m), status::OK);
+    assert_eq!(
+        n.p.abort_certification(m.gtid.seqno + 1, 8, &mut seqno),
+        status::NOT_ALLOWED
+    );
+    assert_eq!(n.p.commit_order_leave(8, &f, &m, &[]), status::OK);
+    assert_eq!(n.p.release(8), (status::OK, false));
+    n.stop();
+}
+
+#[test]
+fn rollback_sends_a_rollback_writeset_that_comes_back_to_this_node() {
+    let mut n = Node::start();
+    let mut h = Handle::Local(LocalTrx::default());
+    n.p.begin_trx(9);
+    let (_, m) = fragment(&n.p, 9, &mut h, "a", flags::TRX_START);
+    assert_eq!(store_fragment(&n.p, 9, &mut h, &m), (status::OK, true));
+    // The server rolls the transaction back: rollback() returns at once,
+    // the local object is marked, and the ROLLBACK writeset is ordered and
+    // applied here like a remote one, with no data.
+    assert_eq!(n.p.rollback(9), status::OK);
+    let Handle::Local(t) = &mut h else {
+        unreachable!("a local transaction")
+    };
+    let mut meta = TrxMeta::undefined();
+    assert_eq!(
+        n.p.certify(9, Some(t), 1, 0, &mut meta),
+        status::CONN_FAIL,
+        "a rolled-back streaming transaction replicates nothing more"
+    );
+    assert_eq!(n.p.release(9), (status::OK, false));
+    let want = format!(
+        "apply {} flags {:#x} bytes 0",
+        m.gtid.seqno + 1,
+        flags::ROLLBACK | flags::PA_UNSAFE
+    );
+    n.wait_for(|n| n.events().contains(&want));
+    n.wait_for(|n| n.p.last_committed_id().seqno == m.gtid.seqno + 1);
+    assert!(n.p.lock().detached.is_empty());
+    n.stop();
 }
