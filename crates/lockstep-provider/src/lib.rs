@@ -7,6 +7,7 @@
 //! state machines; `server` wraps the server's callbacks; `grastate` keeps
 //! the saved position on disk.
 
+mod bypass;
 mod channel;
 mod control;
 pub mod ffi;

@@ -11,7 +11,7 @@ use crate::state::Inner;
 use lockstep_core::options::table::Effect;
 use lockstep_core::options::{self, Options, OptionsError};
 use lockstep_core::saved_state::SavedState;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 use wsrep_abi::{caps, status, Gtid, Status};
@@ -161,7 +161,7 @@ impl Provider {
         mut store: Box<dyn StateStore>,
     ) -> Result<Provider, InitError> {
         let saved = store.load().map_err(InitError::State)?;
-        let position = initial_position(&saved, cfg.state_id);
+        let position = startup_position(&saved, cfg.state_id, &cfg.data_dir);
         info!(
             "Lockstep {} loaded: node '{}' at {}, data dir {}, position {}",
             PROVIDER_VERSION,
@@ -175,8 +175,10 @@ impl Provider {
         );
         let tunables = Tunables::from_options(&options);
         let mut inner = Inner::new(saved.uuid, position);
+        inner.bypass.marker_dir = Some(cfg.data_dir.clone());
         inner.fc_limits = tunables.fc;
         inner.recv_q_hard_limit = tunables.recv_q_hard_limit;
+        inner.bypass.threshold = tunables.commit_bypass;
         Ok(Provider {
             node_name: cfg.node_name,
             node_incoming: cfg.node_incoming,
@@ -279,6 +281,7 @@ impl Provider {
             let mut g = self.lock();
             g.fc_limits = t.fc;
             g.recv_q_hard_limit = t.recv_q_hard_limit;
+            g.bypass.threshold = t.commit_bypass;
         }
         match result {
             Ok(changed) => {
@@ -404,6 +407,10 @@ pub struct Tunables {
     /// `gcs.recv_q_hard_limit`, bytes; `None` at Galera's default
     /// (`LLONG_MAX`), which means no limit.
     pub recv_q_hard_limit: Option<u64>,
+    /// `lockstep.commit_bypass`, bytes (0: never): local transactions
+    /// that do not depend on a remote writeset at least this big may
+    /// commit before it (ADR 0011).
+    pub commit_bypass: u64,
 }
 
 impl Tunables {
@@ -427,8 +434,31 @@ impl Tunables {
                 .size("gcs.recv_q_hard_limit")
                 .ok()
                 .filter(|v| *v < i64::MAX as u64),
+            commit_bypass: options.size("lockstep.commit_bypass").unwrap_or(0),
         }
     }
+}
+
+/// The position to start from: [`initial_position`], unless the node
+/// crashed inside a commit bypass (ADR 0011), when the storage engine's
+/// recovered seqno cannot be trusted and only a full state transfer helps.
+fn startup_position(saved: &SavedState, state_id: Option<Gtid>, data_dir: &Path) -> i64 {
+    let position = initial_position(saved, state_id);
+    if !crate::bypass::marker_present(data_dir) {
+        return position;
+    }
+    if saved.seqno >= 0 {
+        // A clean shutdown saved the contiguous position.
+        crate::bypass::remove_marker(data_dir);
+        return position;
+    }
+    warn!(
+        "this node stopped without a clean shutdown while local transactions had committed \
+         ahead of a large writeset (lockstep.commit_bypass): the position its storage engine \
+         recovered may not cover every commit below it; a full state transfer brings the \
+         whole state"
+    );
+    -1
 }
 
 /// Contract §2.2: use grastate; take the seqno from `state_id` only when the
@@ -443,6 +473,35 @@ fn initial_position(saved: &SavedState, state_id: Option<Gtid>) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_crash_inside_a_commit_bypass_means_a_full_state_transfer() {
+        let dir = tempfile::tempdir().unwrap();
+        let history = wsrep_abi::Uuid::from_bytes([7; 16]);
+        let crashed = SavedState {
+            uuid: history,
+            seqno: -1,
+            ..SavedState::default()
+        };
+        let recovered = Some(Gtid {
+            uuid: history,
+            seqno: 40,
+        });
+        assert_eq!(startup_position(&crashed, recovered, dir.path()), 40);
+        std::fs::write(dir.path().join(crate::bypass::MARKER_FILE), "x").unwrap();
+        assert_eq!(startup_position(&crashed, recovered, dir.path()), -1);
+        assert!(
+            crate::bypass::marker_present(dir.path()),
+            "kept until a state transfer succeeds"
+        );
+        // After a clean shutdown grastate holds the contiguous position.
+        let clean = SavedState {
+            seqno: 35,
+            ..crashed
+        };
+        assert_eq!(startup_position(&clean, recovered, dir.path()), 35);
+        assert!(!crate::bypass::marker_present(dir.path()));
+    }
 
     #[test]
     fn galeras_default_hard_limit_means_none() {

@@ -296,6 +296,8 @@ pub struct Inner {
     /// node included. Bound: one per streaming transaction this node rolls
     /// back; an entry leaves when its proposal is ordered or settled.
     pub detached: HashSet<u64>,
+    /// Local commits ahead of a large writeset (`bypass.rs`, ADR 0011).
+    pub bypass: crate::bypass::Bypass,
     /// Consistency votes (`vote.rs`): this node's own outcomes, seqnos it
     /// was asked to report on, and the group's outcomes. Bounded there.
     pub my_votes: BTreeMap<i64, u64>,
@@ -382,6 +384,7 @@ impl Inner {
             rejoining: false,
             abandoned: HashSet::new(),
             detached: HashSet::new(),
+            bypass: crate::bypass::Bypass::default(),
             my_votes: BTreeMap::new(),
             votes_asked: BTreeSet::new(),
             vote_results: BTreeMap::new(),
@@ -530,6 +533,7 @@ impl Inner {
     /// `seqno` leaves commit order.
     pub fn leave_commit(&mut self, seqno: i64) -> Result<(), OrderError> {
         self.commit.mark(seqno)?;
+        self.bypass.large.remove(&seqno);
         self.commit_stats.left(seqno, self.commit.level());
         Ok(())
     }
@@ -538,6 +542,7 @@ impl Inner {
     pub fn leave_apply(&mut self, seqno: i64) -> Result<(), OrderError> {
         self.finished.mark(seqno)?;
         self.apply_stats.left(seqno, self.finished.level());
+        self.bypass.settle(self.finished.level());
         Ok(())
     }
 

@@ -662,6 +662,13 @@ impl Provider {
             return status::CONN_FAIL;
         }
         info!("state received: {state_id} (code {rcode})");
+        if rcode == 0 {
+            // A whole state replaces whatever a crash inside a commit
+            // bypass may have left.
+            if let Some(dir) = g.bypass.marker_dir.clone() {
+                crate::bypass::remove_marker(&dir);
+            }
+        }
         g.sst.received = Some((state_id, rcode));
         drop(g);
         self.notify();

@@ -82,6 +82,9 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                          node lost the primary component was ordered after all; applying it"
                     );
                 }
+                if ws.flags & wsrep_abi::flags::ISOLATION == 0 {
+                    g.bypass.ordered(seqno, ws.size());
+                }
                 g.enqueue(Event::Apply(RemoteWs { seqno, ws, outcome }));
             } else {
                 if !g.fork_check.is_empty() {

@@ -1,0 +1,240 @@
+//! Commit bypass (ADR 0011): a local transaction that does not depend on a
+//! large remote writeset still being applied may commit before it, so a
+//! 300 MB `UPDATE` elsewhere does not stop this node's clients for the
+//! seconds its apply takes. Everything else keeps the total commit order.
+//!
+//! The storage engine's recovered position is the highest seqno committed,
+//! so a crash inside a bypass could leave it above the large writeset that
+//! never committed (or, once InnoDB's per-segment checkpoint is
+//! overwritten by the late writeset, below a transaction that did). While
+//! that can be, a marker file sits in the data directory; a node that finds
+//! it after a crash does not trust its position and takes a full state
+//! transfer. The marker goes once a later seqno has committed in order and
+//! the storage engine has had time to write its log.
+
+use crate::log::{info, warn};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub const MARKER_FILE: &str = "lockstep_commit_bypass.dat";
+
+/// How long after the bypass closed the marker stays: InnoDB writes and
+/// flushes its redo log at least once a second by default
+/// (`innodb_flush_log_at_timeout`), so the in-order commit that closed the
+/// window is on disk by then.
+pub const SETTLE: Duration = Duration::from_secs(3);
+
+/// Writesets queued behind a large writeset that has not committed, which
+/// flow control does not count (ADR 0011): at most this many, of at most
+/// [`BEHIND_LARGE_BYTES`] in all. Waiting behind a large writeset is a
+/// bounded lag (its apply time), not a node falling behind; counting it
+/// would stop every writer of the cluster for that time (Galera's stall).
+pub const BEHIND_LARGE_EVENTS: usize = 65_536;
+pub const BEHIND_LARGE_BYTES: u64 = 64 << 20;
+
+/// The bypass bookkeeping, in `Inner`.
+#[derive(Default)]
+pub struct Bypass {
+    /// `lockstep.commit_bypass`, bytes; 0: never (mirrored from the
+    /// provider's tunables).
+    pub threshold: u64,
+    /// Remote writesets of at least `lockstep.commit_bypass` bytes that
+    /// have not left commit order. Bound: the applier queue (flow
+    /// control), entries leave at commit order.
+    pub large: BTreeSet<i64>,
+    /// The highest seqno that committed ahead of an earlier one, while the
+    /// window is open.
+    pub highest: Option<i64>,
+    /// When `last_committed` first passed `highest`.
+    pub settled_since: Option<Instant>,
+    /// Where the marker lives; `None` in unit tests without a data dir.
+    pub marker_dir: Option<PathBuf>,
+    /// The marker is on disk.
+    pub marker_written: bool,
+    /// Transactions that committed ahead (unit tests; the log says when a
+    /// window opens).
+    pub count: u64,
+}
+
+impl Bypass {
+    /// A remote writeset was ordered at `seqno`: remembered if it is large.
+    pub fn ordered(&mut self, seqno: i64, bytes: usize) {
+        if self.threshold > 0 && bytes as u64 >= self.threshold {
+            self.large.insert(seqno);
+        }
+    }
+
+    /// The lowest large writeset above commit level `level`: the one that
+    /// holds the commit order now, or will.
+    pub fn holding(&self, level: i64) -> Option<i64> {
+        self.large.range(level + 1..).next().copied()
+    }
+
+    /// Of `queued` (seqno, bytes) events, how many flow control counts:
+    /// those behind the large writeset that holds commit order are left
+    /// out, up to [`BEHIND_LARGE_EVENTS`] and [`BEHIND_LARGE_BYTES`].
+    pub fn counted(&self, level: i64, queued: impl Iterator<Item = (Option<i64>, usize)>) -> u64 {
+        let large = self.holding(level);
+        let (mut total, mut behind, mut bytes) = (0u64, 0usize, 0u64);
+        for (seqno, size) in queued {
+            total += 1;
+            let after_large = matches!((seqno, large), (Some(s), Some(l)) if s > l);
+            if after_large
+                && behind < BEHIND_LARGE_EVENTS
+                && bytes + size as u64 <= BEHIND_LARGE_BYTES
+            {
+                behind += 1;
+                bytes += size as u64;
+            }
+        }
+        total - behind as u64
+    }
+
+    /// Whether a local transaction at `seqno` whose dependencies end at
+    /// `depends_on` may enter commit order now, with the commit level at
+    /// `level`: everything it depends on has committed, and a large
+    /// writeset is what holds it back.
+    pub fn allows(&self, seqno: i64, depends_on: i64, level: i64) -> bool {
+        depends_on <= level && self.large.range(level + 1..seqno).next().is_some()
+    }
+
+    /// `seqno` commits ahead of an earlier seqno: opens (or widens) the
+    /// window, writing the marker first.
+    pub fn opened(&mut self, seqno: i64) {
+        self.highest = Some(self.highest.map_or(seqno, |h| h.max(seqno)));
+        self.settled_since = None;
+        self.count += 1;
+        if !self.marker_written {
+            info!(
+                "seqno {seqno} commits ahead of large writeset {}, still being applied \
+                 (lockstep.commit_bypass)",
+                self.large.first().copied().unwrap_or(-1)
+            );
+            if let Some(dir) = &self.marker_dir {
+                if let Err(e) = write_marker(dir, seqno) {
+                    // Without the marker a crash in this window would go
+                    // unnoticed; the commit still goes ahead (refusing it
+                    // would only bring back the stall).
+                    warn!("cannot write {}: {e}", dir.join(MARKER_FILE).display());
+                }
+            }
+            self.marker_written = true;
+        }
+    }
+
+    /// Called as seqnos finish: closes the window once `last_committed`
+    /// has passed every bypassing seqno for [`SETTLE`].
+    pub fn settle(&mut self, last_committed: i64) {
+        // Entries a state transfer jumped over never leave commit order.
+        while self.large.first().is_some_and(|s| *s <= last_committed) {
+            self.large.pop_first();
+        }
+        let Some(highest) = self.highest else {
+            return;
+        };
+        if last_committed <= highest {
+            self.settled_since = None;
+            return;
+        }
+        let since = *self.settled_since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= SETTLE {
+            if let Some(dir) = &self.marker_dir {
+                remove_marker(dir);
+            }
+            self.highest = None;
+            self.settled_since = None;
+            self.marker_written = false;
+        }
+    }
+}
+
+fn write_marker(dir: &Path, seqno: i64) -> std::io::Result<()> {
+    use std::io::Write;
+    let path = dir.join(MARKER_FILE);
+    let mut f = std::fs::File::create(&path)?;
+    writeln!(
+        f,
+        "# Lockstep: local transactions committed ahead of a large writeset \
+         (from seqno {seqno}).\n# Present after a crash: the node takes a full state transfer."
+    )?;
+    f.sync_all()?;
+    // The file's name must be durable too.
+    std::fs::File::open(dir)?.sync_all()
+}
+
+pub fn marker_present(dir: &Path) -> bool {
+    dir.join(MARKER_FILE).exists()
+}
+
+pub fn remove_marker(dir: &Path) {
+    let path = dir.join(MARKER_FILE);
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => warn!("cannot remove {}: {e}", path.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_large_writeset_in_the_way_lets_a_transaction_pass() {
+        let mut b = Bypass::default();
+        // Nothing large pending: strict order.
+        assert!(!b.allows(12, 5, 10));
+        b.large.insert(11);
+        assert!(b.allows(12, 10, 10), "independent of 11, which is large");
+        assert!(!b.allows(12, 11, 10), "depends on the large one");
+        assert!(!b.allows(11, 5, 10), "the large one itself");
+        assert!(
+            !b.allows(15, 5, 11),
+            "11 has committed: nothing large below"
+        );
+        b.large.insert(20);
+        assert!(!b.allows(15, 12, 11), "a dependency (12) has not committed");
+        assert!(b.allows(21, 11, 11));
+    }
+
+    #[test]
+    fn flow_control_leaves_out_what_waits_behind_a_large_writeset_up_to_a_bound() {
+        let mut b = Bypass::default();
+        let queued = |n: i64| (20..20 + n).map(|s| (Some(s), 100usize));
+        assert_eq!(b.counted(10, queued(50)), 50, "nothing large: all count");
+        b.large.insert(15);
+        assert_eq!(b.counted(10, queued(50)), 0, "all behind 15");
+        b.large = BTreeSet::from([30]);
+        assert_eq!(b.counted(10, queued(50)), 11, "20..=30 count, 31.. do not");
+        let many = (31..31 + BEHIND_LARGE_EVENTS as i64 + 7).map(|s| (Some(s), 10usize));
+        assert_eq!(b.counted(10, many), 7, "past the bound they count again");
+        let big = (31..41).map(|s| (Some(s), (BEHIND_LARGE_BYTES / 4) as usize));
+        assert_eq!(b.counted(10, big), 6, "4 fit in the byte bound");
+        assert_eq!(b.counted(30, queued(50)), 50, "30 committed: all count");
+    }
+
+    #[test]
+    fn the_marker_stays_until_a_later_seqno_committed_and_settled() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Bypass {
+            marker_dir: Some(dir.path().into()),
+            ..Bypass::default()
+        };
+        b.opened(12);
+        assert!(marker_present(dir.path()));
+        b.settle(11);
+        b.settle(12);
+        assert!(marker_present(dir.path()), "nothing past 12 committed yet");
+        b.settle(13);
+        assert!(b.settled_since.is_some());
+        b.settled_since = Some(Instant::now() - SETTLE);
+        b.settle(13);
+        assert!(!marker_present(dir.path()));
+        assert_eq!(b.highest, None);
+        // A new window writes it again.
+        b.opened(30);
+        assert!(marker_present(dir.path()));
+        assert_eq!(b.count, 2);
+    }
+}
