@@ -265,32 +265,43 @@ impl Worker {
         self.transport.shutdown();
     }
 
+    /// A message from a connected peer (its bytes already given back to
+    /// the input budget).
+    fn peer_message(&mut self, from: u64, msg: PeerMsg) {
+        match msg {
+            PeerMsg::Raft(bytes) => match raft::eraftpb::Message::parse_from_bytes(&bytes) {
+                Ok(m) if m.from == from => self.group.step(m),
+                Ok(m) => warn!(
+                    "peer {from} sent a Raft message claiming to be from {}; dropped",
+                    m.from
+                ),
+                Err(e) => warn!("peer {from} sent an undecodable Raft message: {e}"),
+            },
+            PeerMsg::Join(info) if info.raft_id == from => self.group.handle_join(info),
+            PeerMsg::Join(_) => warn!("peer {from} asked to add another node; ignored"),
+            // Ends a graceful leave; the loop passes it on (has_left).
+            PeerMsg::Farewell => {
+                self.group.handle_farewell(from);
+            }
+            PeerMsg::NotMember => self.removed_notice(from),
+            PeerMsg::Recovery(vote) => {
+                if let Some(r) = self.recovery.as_mut() {
+                    r.heard(vote);
+                }
+            }
+            PeerMsg::Hello { .. } | PeerMsg::Refuse { .. } => {}
+        }
+    }
+
     /// Returns whether to stop.
     fn handle(&mut self, input: Input) -> bool {
         match input {
-            Input::Peer { from, msg } => match msg {
-                PeerMsg::Raft(bytes) => match raft::eraftpb::Message::parse_from_bytes(&bytes) {
-                    Ok(m) if m.from == from => self.group.step(m),
-                    Ok(m) => warn!(
-                        "peer {from} sent a Raft message claiming to be from {}; dropped",
-                        m.from
-                    ),
-                    Err(e) => warn!("peer {from} sent an undecodable Raft message: {e}"),
-                },
-                PeerMsg::Join(info) if info.raft_id == from => self.group.handle_join(info),
-                PeerMsg::Join(_) => warn!("peer {from} asked to add another node; ignored"),
-                // Ends a graceful leave; the loop passes it on (has_left).
-                PeerMsg::Farewell => {
-                    self.group.handle_farewell(from);
-                }
-                PeerMsg::NotMember => self.removed_notice(from),
-                PeerMsg::Recovery(vote) => {
-                    if let Some(r) = self.recovery.as_mut() {
-                        r.heard(vote);
-                    }
-                }
-                PeerMsg::Hello { .. } | PeerMsg::Refuse { .. } => {}
-            },
+            Input::Peer { from, msg } => {
+                self.transport
+                    .input_budget()
+                    .give_back(transport::input_bytes(&msg));
+                self.peer_message(from, msg);
+            }
             Input::PeerUp { raft_id, peer_addr } => {
                 self.addrs.insert(raft_id, peer_addr);
             }

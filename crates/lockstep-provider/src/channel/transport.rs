@@ -19,7 +19,7 @@ use protobuf::Message as _;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -188,6 +188,60 @@ struct Table {
     refusals_logged: HashMap<String, Instant>,
 }
 
+/// Bytes of peer messages handed to the group thread and not handled yet,
+/// at most (one message may always go, whatever its size): a reader waits
+/// above it, and TCP then holds the peer back, so a group thread slowed
+/// by a big writeset does not make the readers queue without bound.
+pub const INPUT_BUDGET: usize = 256 << 20;
+
+/// The bytes counted against [`INPUT_BUDGET`], shared by the readers and
+/// the group thread.
+#[derive(Clone, Default)]
+pub struct InputBudget(Arc<AtomicUsize>);
+
+impl InputBudget {
+    /// Waits until `bytes` fit (they always do when nothing is in flight);
+    /// `false` if `stop` was set meanwhile.
+    fn take(&self, bytes: usize, stop: &AtomicBool) -> bool {
+        loop {
+            let used = self.0.load(Ordering::SeqCst);
+            if used == 0 || used + bytes <= INPUT_BUDGET {
+                let next = used + bytes;
+                if self
+                    .0
+                    .compare_exchange(used, next, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+                {
+                    return true;
+                }
+                continue;
+            }
+            if stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// The group thread handled a message of `bytes`.
+    pub fn give_back(&self, bytes: usize) {
+        self.0.fetch_sub(bytes, Ordering::SeqCst);
+    }
+
+    #[cfg(test)]
+    fn in_flight(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// What a peer message counts against [`INPUT_BUDGET`].
+pub fn input_bytes(msg: &PeerMsg) -> usize {
+    match msg {
+        PeerMsg::Raft(bytes) => bytes.len(),
+        _ => 64,
+    }
+}
+
 /// A refused peer is logged again after this long.
 const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(30);
 
@@ -211,6 +265,7 @@ pub struct Transport {
     me: Identity,
     table: Arc<Mutex<Table>>,
     inputs: Sender<Input>,
+    budget: InputBudget,
     stop: Arc<AtomicBool>,
     /// `gmcast.isolate`: while set, every connection is closed, nothing is
     /// dialed and accepted connections are dropped before the hello.
@@ -238,6 +293,7 @@ impl Transport {
             me,
             table: Arc::default(),
             inputs,
+            budget: InputBudget::default(),
             stop: Arc::default(),
             isolated: Arc::default(),
             next_conn: Arc::new(AtomicU64::new(1)),
@@ -259,11 +315,17 @@ impl Transport {
         self.local
     }
 
+    /// The budget the group thread gives back to as it handles messages.
+    pub fn input_budget(&self) -> InputBudget {
+        self.budget.clone()
+    }
+
     fn context(&self) -> Ctx {
         Ctx {
             me: self.me.clone(),
             table: self.table.clone(),
             inputs: self.inputs.clone(),
+            budget: self.budget.clone(),
             stop: self.stop.clone(),
             isolated: self.isolated.clone(),
             next_conn: self.next_conn.clone(),
@@ -405,6 +467,7 @@ struct Ctx {
     me: Identity,
     table: Arc<Mutex<Table>>,
     inputs: Sender<Input>,
+    budget: InputBudget,
     stop: Arc<AtomicBool>,
     isolated: Arc<AtomicBool>,
     next_conn: Arc<AtomicU64>,
@@ -611,6 +674,9 @@ fn serve_connection(mut stream: TcpStream, ctx: &Ctx, conn_id: u64) -> Option<u6
             warn!("peer {peer} refused the group connection: {reason}");
             break;
         }
+        if !ctx.budget.take(input_bytes(&msg), &ctx.stop) {
+            break;
+        }
         if ctx.inputs.send(Input::Peer { from: raft_id, msg }).is_err() {
             break;
         }
@@ -626,6 +692,35 @@ fn serve_connection(mut stream: TcpStream, ctx: &Ctx, conn_id: u64) -> Option<u6
 mod tests {
     use super::*;
     use std::sync::mpsc::{channel, Receiver};
+
+    #[test]
+    fn the_input_budget_holds_readers_back_until_the_group_thread_catches_up() {
+        let budget = InputBudget::default();
+        let stop = AtomicBool::new(false);
+        assert!(budget.take(INPUT_BUDGET * 2, &stop), "alone, any size goes");
+        budget.give_back(INPUT_BUDGET * 2);
+        assert!(budget.take(INPUT_BUDGET - 10, &stop));
+        // One more that does not fit waits until the first is handled.
+        let waiting = {
+            let b = budget.clone();
+            thread::spawn(move || b.take(100, &AtomicBool::new(false)))
+        };
+        thread::sleep(Duration::from_millis(50));
+        assert!(!waiting.is_finished(), "a reader past the budget waits");
+        budget.give_back(INPUT_BUDGET - 10);
+        assert!(waiting.join().unwrap());
+        assert_eq!(budget.in_flight(), 100);
+        // Shutting down ends a wait.
+        assert!(budget.take(INPUT_BUDGET - 100, &stop));
+        let stop = Arc::new(AtomicBool::new(false));
+        let waiting = {
+            let (b, s) = (budget.clone(), stop.clone());
+            thread::spawn(move || b.take(1, &s))
+        };
+        thread::sleep(Duration::from_millis(20));
+        stop.store(true, Ordering::SeqCst);
+        assert!(!waiting.join().unwrap());
+    }
 
     fn start(cluster: &str, raft_id: u64) -> (Transport, Receiver<Input>) {
         let (tx, rx) = channel();
