@@ -128,6 +128,8 @@ pub struct Expect {
     /// The joiner's own newest writeset at or before its position (seqno,
     /// `event_digest`): the donor's record for it must match.
     pub check: Vec<(i64, u32)>,
+    /// For the views shown to the server (`View::proto_ver`).
+    pub proto_ver: i32,
 }
 
 /// Joiner side: a listener that takes one IST stream.
@@ -333,9 +335,14 @@ fn receive(stream: TcpStream, expect: &Expect) -> Result<IstBuffer, ReceiveError
             continue;
         }
         match kind {
-            // A cached view keeps only a digest of its members: the
-            // server does not see it (ARCHITECTURE, not there yet).
-            CachedKind::View { members } => buffer.view(expect.have.uuid, ev.seqno, members, None),
+            // With its members (records written since they are kept) the
+            // server sees the view, as with IST from the group log.
+            CachedKind::View { members, who } => {
+                let view = who.map(|w| {
+                    crate::state::past_view(expect.have.uuid, ev.seqno, &w, expect.proto_ver)
+                });
+                buffer.view(expect.have.uuid, ev.seqno, members, view)
+            }
             CachedKind::Writeset { ws, outcome } => buffer.writeset(RemoteWs {
                 seqno: ev.seqno,
                 ws,

@@ -122,10 +122,54 @@ pub enum Resolution {
     Dropped,
 }
 
-/// The cache record kind of a wsrep view (`membership_digest`).
+/// The cache record kind of a wsrep view (`membership_digest`), with its
+/// members, so that IST from the cache can show it to a joiner.
 pub fn view_kind(v: &View) -> CachedKind {
+    use lockstep_core::writeset_cache::{CachedMember, CachedMembers};
     CachedKind::View {
         members: membership_digest(v.conf_id, v.members.iter().map(|m| *m.id.as_bytes())),
+        who: Some(Arc::new(CachedMembers {
+            conf_id: v.conf_id,
+            members: v
+                .members
+                .iter()
+                .map(|m| CachedMember {
+                    uuid: *m.id.as_bytes(),
+                    name: m.name.clone(),
+                    incoming: m.incoming.clone(),
+                })
+                .collect(),
+        })),
+    }
+}
+
+/// A cached view as the server is shown it during IST: primary, this
+/// node not in it (`my_idx` -1).
+pub fn past_view(
+    history: Uuid,
+    seqno: i64,
+    who: &lockstep_core::writeset_cache::CachedMembers,
+    proto_ver: i32,
+) -> View {
+    View {
+        state_id: Gtid {
+            uuid: history,
+            seqno,
+        },
+        conf_id: who.conf_id,
+        status: wsrep_abi::view_status::PRIMARY,
+        capabilities: crate::provider::CAPABILITIES,
+        my_idx: -1,
+        proto_ver,
+        members: who
+            .members
+            .iter()
+            .map(|m| crate::server::Member {
+                id: Uuid::from_bytes(m.uuid),
+                name: m.name.clone(),
+                incoming: m.incoming.clone(),
+            })
+            .collect(),
     }
 }
 
@@ -455,9 +499,16 @@ impl Inner {
                         outcome: ws.outcome.clone(),
                     },
                 )),
-                Event::PastView(seqno, members, _) => {
-                    Some((*seqno, CachedKind::View { members: *members }))
-                }
+                Event::PastView(seqno, members, view) => Some((
+                    *seqno,
+                    view.as_deref().map_or(
+                        CachedKind::View {
+                            members: *members,
+                            who: None,
+                        },
+                        view_kind,
+                    ),
+                )),
                 Event::PrimaryView(v) => Some((v.state_id.seqno, view_kind(v))),
                 _ => None,
             })

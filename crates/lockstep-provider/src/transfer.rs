@@ -173,6 +173,7 @@ impl Provider {
                 limit: g.ist.limit(),
                 max_payload: self.max_payload(),
                 check: g.fork_check.clone(),
+                proto_ver: self.proto_ver,
             }
         };
         let from_cache = CacheIst {

@@ -511,7 +511,10 @@ mod tests {
             history: H,
             seqno,
             kind: if seqno % 10 == 0 {
-                CachedKind::View { members: 0 }
+                CachedKind::View {
+                    members: 0,
+                    who: None,
+                }
             } else {
                 let r = crate::ist::tests::ws(seqno, data);
                 CachedKind::Writeset {

@@ -17,7 +17,7 @@ mod stream;
 
 pub use record::{
     decode_record, encode_record, event_digest, membership_digest, CachedEvent, CachedKind,
-    Decoded, RecordError, RECORD_HEADER_LEN,
+    CachedMember, CachedMembers, Decoded, RecordError, RECORD_HEADER_LEN,
 };
 pub use stream::{
     decode_file_header, decode_stream_header, encode_file_header, encode_stream_header,

@@ -6,10 +6,14 @@
 //!      0     4  payload length n, little endian, <= the reader's bound
 //!      4     4  CRC-32 (IEEE) of the payload, little endian
 //!      8     n  payload:
-//!                 u8    kind: 1 writeset, 2 view, 3 end of an IST stream
+//!                 u8    kind: 1 writeset, 2 view, 3 end of an IST stream,
+//!                       4 view with its members
 //!                 [16]  history UUID
 //!                 i64   seqno
 //!                 view only: u32 membership digest (below)
+//!                 view with members: u32 membership digest, i64 conf_id,
+//!                   u32 count (<= 256), then per member: [16] UUID,
+//!                   name and incoming address (u32 length + UTF-8 each)
 //!                 writeset only:
 //!                   u8  outcome: 0 pass (then i64 depends_on),
 //!                                1 fail (then the reason, below)
@@ -33,6 +37,23 @@ pub const RECORD_HEADER_LEN: usize = 8;
 const K_WRITESET: u8 = 1;
 const K_VIEW: u8 = 2;
 const K_END: u8 = 3;
+const K_VIEW_MEMBERS: u8 = 4;
+
+/// A member of a cached view, as the server is shown it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachedMember {
+    pub uuid: [u8; 16],
+    pub name: String,
+    pub incoming: String,
+}
+
+/// Who was in a cached view: what IST needs to show the view to a joiner
+/// (streaming transactions of members that left are rolled back there).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachedMembers {
+    pub conf_id: i64,
+    pub members: Vec<CachedMember>,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CachedKind {
@@ -43,7 +64,11 @@ pub enum CachedKind {
     },
     /// A view took this seqno; `members` is its [`membership_digest`],
     /// so the same seqno on two forks of one history tells them apart.
-    View { members: u32 },
+    /// `who`: its members, when known (records of kind 2 have none).
+    View {
+        members: u32,
+        who: Option<Arc<CachedMembers>>,
+    },
     /// The last record of an IST stream (`seqno` = the stream's last).
     End,
 }
@@ -104,8 +129,22 @@ pub fn encode_record(ev: &CachedEvent, out: &mut Vec<u8>) {
             write_outcome(&mut w, outcome);
             write_writeset(&mut w, ws);
         }
-        CachedKind::View { members } => {
+        CachedKind::View { members, who: None } => {
             w.u8(K_VIEW).uuid(&ev.history).i64(ev.seqno).u32(*members);
+        }
+        CachedKind::View {
+            members,
+            who: Some(who),
+        } => {
+            w.u8(K_VIEW_MEMBERS)
+                .uuid(&ev.history)
+                .i64(ev.seqno)
+                .u32(*members)
+                .i64(who.conf_id)
+                .u32(who.members.len() as u32);
+            for m in &who.members {
+                w.uuid(&m.uuid).str(&m.name).str(&m.incoming);
+            }
         }
         CachedKind::End => {
             w.u8(K_END).uuid(&ev.history).i64(ev.seqno);
@@ -143,7 +182,9 @@ pub fn event_digest(ev: &CachedEvent) -> u32 {
             w.u8(K_WRITESET).u8(u8::from(outcome.is_pass()));
             write_writeset(&mut w, ws);
         }
-        CachedKind::View { members } => {
+        // The member list is not part of the identity: a record with it
+        // and one without describe the same view.
+        CachedKind::View { members, .. } => {
             w.u8(K_VIEW).u32(*members);
         }
         CachedKind::End => {
@@ -188,7 +229,35 @@ pub fn decode_record(buf: &[u8], max_payload: usize) -> Result<Decoded, RecordEr
         }
         K_VIEW => CachedKind::View {
             members: r.u32("record.members")?,
+            who: None,
         },
+        K_VIEW_MEMBERS => {
+            let members = r.u32("record.members")?;
+            let conf_id = r.i64("record.conf_id")?;
+            // Each member takes at least its UUID and two lengths.
+            let n = r.count("record.member_count", 24)?;
+            if n > crate::saved_view::MAX_MEMBERS {
+                return Err(RecordError::Decode(DecodeError::Invalid {
+                    field: "record.member_count",
+                    value: n as u64,
+                }));
+            }
+            let mut list = Vec::with_capacity(n);
+            for _ in 0..n {
+                list.push(CachedMember {
+                    uuid: r.uuid("record.member.uuid")?,
+                    name: r.string("record.member.name")?,
+                    incoming: r.string("record.member.incoming")?,
+                });
+            }
+            CachedKind::View {
+                members,
+                who: Some(Arc::new(CachedMembers {
+                    conf_id,
+                    members: list,
+                })),
+            }
+        }
         K_END => CachedKind::End,
         other => {
             return Err(RecordError::Decode(DecodeError::Invalid {
@@ -361,7 +430,32 @@ mod tests {
             CachedEvent {
                 history: H,
                 seqno: 7,
-                kind: CachedKind::View { members: 0x1234 },
+                kind: CachedKind::View {
+                    members: 0x1234,
+                    who: None,
+                },
+            },
+            CachedEvent {
+                history: H,
+                seqno: 8,
+                kind: CachedKind::View {
+                    members: 0x5678,
+                    who: Some(Arc::new(CachedMembers {
+                        conf_id: 4,
+                        members: vec![
+                            CachedMember {
+                                uuid: [1; 16],
+                                name: "node1".into(),
+                                incoming: "127.0.0.1:3306".into(),
+                            },
+                            CachedMember {
+                                uuid: [2; 16],
+                                name: "node2".into(),
+                                incoming: String::new(),
+                            },
+                        ],
+                    })),
+                },
             },
             CachedEvent {
                 history: H,
@@ -388,6 +482,37 @@ mod tests {
             }
         }
         assert_eq!(at, buf.len());
+    }
+
+    #[test]
+    fn a_view_is_the_same_event_with_or_without_its_members() {
+        let with = &samples()[6];
+        let mut without = with.clone();
+        if let CachedKind::View { who, .. } = &mut without.kind {
+            assert!(who.is_some());
+            *who = None;
+        }
+        assert_eq!(event_digest(with), event_digest(&without));
+    }
+
+    #[test]
+    fn a_view_claiming_too_many_members_is_an_error() {
+        let mut w = Writer::new();
+        w.u8(K_VIEW_MEMBERS).uuid(&H).i64(1).u32(0).i64(1).u32(300);
+        for i in 0..300u32 {
+            w.uuid(&[i as u8; 16]).str("").str("");
+        }
+        let payload = w.finish();
+        let mut buf = (payload.len() as u32).to_le_bytes().to_vec();
+        buf.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        buf.extend_from_slice(&payload);
+        assert!(matches!(
+            decode_record(&buf, 1 << 20),
+            Err(RecordError::Decode(DecodeError::Invalid {
+                field: "record.member_count",
+                ..
+            }))
+        ));
     }
 
     #[test]

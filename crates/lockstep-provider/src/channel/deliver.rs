@@ -6,7 +6,7 @@
 use crate::log::info;
 use crate::provider::CAPABILITIES;
 use crate::server::{Member, View};
-use crate::state::{Conn, Event, Inner, RemoteWs, Resolution};
+use crate::state::{view_kind, Conn, Event, Inner, RemoteWs, Resolution};
 use lockstep_core::group::{Delivery, GroupView, MemberState};
 use lockstep_core::writeset_cache::{membership_digest, CachedKind};
 use wsrep_abi::{view_status, Gtid, Uuid};
@@ -162,7 +162,7 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
         if !included {
             // Still replaying the log from before this node joined.
             g.group_history = v.history;
-            g.check_fork(v.seqno, &CachedKind::View { members });
+            g.check_fork(v.seqno, &view_kind(&mine));
             g.ist
                 .view(Uuid::from_bytes(v.history), v.seqno, members, Some(mine));
             return;
@@ -180,7 +180,7 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
         if founder {
             // Its state is the group's: the cache continues from it.
             g.cache_live = true;
-            g.cache_event(v.seqno, CachedKind::View { members });
+            g.cache_event(v.seqno, view_kind(&mine));
         }
         if founder {
             g.enqueue(Event::PrimaryView(mine));
@@ -199,7 +199,7 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
             }
         }
         g.group_history = v.history;
-        g.cache_event(v.seqno, CachedKind::View { members });
+        g.cache_event(v.seqno, view_kind(&mine));
         g.enqueue(Event::PrimaryView(mine));
         if g.non_primary {
             // Back in the primary component with every event in between
