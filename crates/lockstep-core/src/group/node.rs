@@ -30,7 +30,7 @@ use protobuf::Message as _;
 use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, Message, Snapshot};
 use raft::storage::MemStorage;
 use raft::{Config, ProgressState, RawNode, SnapshotStatus, StateRole};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// A proposal handed to Raft and not yet seen delivered.
 #[derive(Debug, Clone)]
@@ -88,6 +88,14 @@ pub struct GroupConfig {
     /// one log entry each (`Action::Fragment`), so no Raft round copies
     /// more than about this much.
     pub fragment_bytes: usize,
+    /// Fragments of this node's big writesets proposed and not yet
+    /// delivered, in bytes, at most (the rest wait in `Group::fragments`).
+    /// Proposing all of a 300 MB writeset at once put every later proposal
+    /// of every node behind it in the log and filled the peers' send
+    /// queues until messages were dropped and re-sent; a window keeps the
+    /// pipe full while other proposals interleave. At least one fragment
+    /// is always in flight.
+    pub fragment_window: usize,
     /// Ticks replayed at most when `tick` is called late (the thread was
     /// busy, e.g. certifying a writeset of a million keys). Missed ticks
     /// beyond it are dropped: this node's own stall is no evidence that
@@ -114,6 +122,7 @@ impl Default for GroupConfig {
             compact_bytes: 128 << 20,
             max_catch_up_ticks: 2,
             fragment_bytes: 4 << 20,
+            fragment_window: 32 << 20,
         }
     }
 }
@@ -159,6 +168,10 @@ pub struct Group {
     next_tick: u64,
     next_id: u64,
     queued: Vec<Proposal>,
+    /// Fragments waiting for room in `fragment_window`, in order. Bounded
+    /// by the writesets queued (each at most `repl.max_ws_size`), which
+    /// the client threads wait for.
+    fragments: VecDeque<Proposal>,
     pending: BTreeMap<u64, Pending>,
     /// Retry counts of proposals queued again (as many as `pending`).
     retries: HashMap<u64, u32>,
@@ -234,6 +247,7 @@ impl Group {
             now,
             next_id: 1,
             queued: Vec::new(),
+            fragments: VecDeque::new(),
             pending: BTreeMap::new(),
             retries: HashMap::new(),
             big_appends: HashMap::new(),
@@ -375,13 +389,14 @@ impl Group {
             .map(|p| p.proposal)
             .collect();
         all.append(&mut self.queued);
+        all.extend(std::mem::take(&mut self.fragments));
         all.sort_by_key(|p| p.id);
         all
     }
 
     /// Proposals not yet seen delivered.
     pub fn in_flight(&self) -> usize {
-        self.queued.len() + self.pending.len()
+        self.queued.len() + self.fragments.len() + self.pending.len()
     }
 
     /// Queues an action for the total order; returns its proposal id.
@@ -413,7 +428,7 @@ impl Group {
         for (index, part) in bytes.chunks(step).enumerate() {
             let fid = self.next_id;
             self.next_id += 1;
-            self.queued.push(Proposal {
+            self.fragments.push_back(Proposal {
                 origin,
                 id: fid,
                 action: Action::Fragment {
@@ -741,8 +756,31 @@ impl Group {
         std::mem::take(&mut self.out)
     }
 
+    /// Moves fragments into `queued` while the window has room.
+    fn release_fragments(&mut self) {
+        let in_window = |p: &Proposal| match &p.action {
+            Action::Fragment { bytes, .. } => bytes.len(),
+            _ => 0,
+        };
+        let mut used: usize = self.pending.values().map(|p| in_window(&p.proposal)).sum();
+        used += self.queued.iter().map(in_window).sum::<usize>();
+        while let Some(next) = self.fragments.front() {
+            let size = in_window(next);
+            if used > 0 && used + size > self.cfg.fragment_window {
+                break;
+            }
+            used += size;
+            let next = self.fragments.pop_front().expect("front exists");
+            self.queued.push(next);
+        }
+    }
+
     fn flush_proposals(&mut self) {
-        if self.queued.is_empty() || self.raw.raft.leader_id == raft::INVALID_ID {
+        if self.raw.raft.leader_id == raft::INVALID_ID {
+            return;
+        }
+        self.release_fragments();
+        if self.queued.is_empty() {
             return;
         }
         let queued = std::mem::take(&mut self.queued);

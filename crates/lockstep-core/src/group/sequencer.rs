@@ -649,9 +649,16 @@ impl Sequencer {
     fn committed_report(&mut self, raft_id: u64, seqno: Seqno) {
         let slot = self.committed.entry(raft_id).or_insert(seqno);
         *slot = (*slot).max(seqno).min(self.last_seqno);
+        // A joiner waiting for its state transfer commits nothing until
+        // it has it, however long that takes; counting it would keep every
+        // writeset of the SST in every node's index (Galera leaves joiners
+        // out of its commit cut too). Its first writesets may then find
+        // their last-seen seqno purged: they fail as too old, alike on
+        // every node, and are retried by the client.
         let cut = self
             .members
             .iter()
+            .filter(|m| m.state != MemberState::Joiner)
             .map(|m| self.committed.get(&m.info.raft_id).copied().unwrap_or(-1))
             .min()
             .unwrap_or(-1);
@@ -754,3 +761,7 @@ impl Sequencer {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "sequencer_tests.rs"]
+mod tests;

@@ -18,7 +18,9 @@ use wsrep_abi::Uuid;
 /// action tags 12 (IST from a writeset cache) and 13 (weight); a node of
 /// version 1 is refused at the hello rather than failing on an entry.
 /// 3: two lanes, messages over 64 KiB in chunks (`wire::lanes`).
-pub const PROTOCOL_VERSION: u32 = 3;
+/// 4: the certification purge cut leaves joiners waiting for their state
+/// out (the same log purges differently, so versions must not mix).
+pub const PROTOCOL_VERSION: u32 = 4;
 /// Bound on one message on the group channel: the largest Raft message
 /// (one writeset up to `repl.max_ws_size` travels in one log entry). On
 /// the wire it travels in chunks (`wire::lanes`).

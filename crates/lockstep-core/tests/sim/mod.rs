@@ -174,6 +174,8 @@ pub fn group_config() -> GroupConfig {
         // Tiny, so that writesets of a few keys travel as fragments and
         // the simulations exercise reassembly under faults.
         fragment_bytes: 96,
+        // Two fragments in flight: big writesets wait for the window.
+        fragment_window: 192,
     }
 }
 

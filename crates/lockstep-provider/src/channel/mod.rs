@@ -34,6 +34,13 @@ const POKE_EVERY: Duration = Duration::from_secs(1);
 /// How often to report `last_committed` for index purging.
 const REPORT_COMMITTED: Duration = Duration::from_millis(500);
 
+/// Log entries this node applies before it reports them even when
+/// `last_committed` did not move (a joiner waiting for its SST): the
+/// leader compacts its log only below what every member has applied.
+/// The reports themselves are entries, so an idle group reports about
+/// once per `APPLIED_STEP / members` rounds, not every round.
+const APPLIED_STEP: u64 = 256;
+
 /// `evs.suspect_timeout` in milliseconds, at start and at runtime alike;
 /// at least 1 s, so that a mistyped value cannot make the leader evict
 /// members between two heartbeats.
@@ -144,6 +151,7 @@ impl GroupChannel {
             started: Instant::now(),
             last_report: Instant::now(),
             reported: -1,
+            reported_applied: 0,
         };
         let thread = thread::Builder::new()
             .name("lockstep-group".into())
@@ -199,6 +207,7 @@ struct Worker {
     started: Instant,
     last_report: Instant,
     reported: i64,
+    reported_applied: u64,
     /// `pc.weight`, and when the group was last told (the group's record
     /// of it is what counts; told again until it matches).
     weight: u32,
@@ -552,10 +561,11 @@ impl Worker {
         }
         self.last_report = Instant::now();
         let committed = self.shared.lock().purgeable_upto();
-        if committed > self.reported {
-            self.reported = committed;
+        let applied = self.group.applied_index();
+        if committed > self.reported || applied >= self.reported_applied + APPLIED_STEP {
+            self.reported = self.reported.max(committed);
+            self.reported_applied = applied;
             let raft_id = self.group.me().raft_id;
-            let applied = self.group.applied_index();
             self.group.propose(Action::Committed {
                 raft_id,
                 seqno: committed,

@@ -1,0 +1,98 @@
+//! The commit cut that purges the certification index.
+
+use super::*;
+use crate::certification::{Key, KeyType};
+
+fn member(raft_id: u64) -> MemberInfo {
+    MemberInfo {
+        raft_id,
+        uuid: [raft_id as u8; 16],
+        name: format!("node{raft_id}"),
+        incoming: String::new(),
+        peer_addr: format!("127.0.0.1:{raft_id}"),
+    }
+}
+
+fn one(seq: &mut Sequencer, origin: u64, id: u64, action: Action) -> Vec<Delivery> {
+    let mut out = Vec::new();
+    seq.entry(vec![Proposal { origin, id, action }], &mut out)
+        .expect("sequencer accepts the entry");
+    out
+}
+
+/// A founder (1) writes and reports its commits while member 2 has joined
+/// but waits for its state transfer. Returns the sequencer and the next
+/// proposal id.
+fn founder_writes_while_2_joins(writesets: i64) -> (Sequencer, u64) {
+    let mut seq = Sequencer::new();
+    let genesis = Action::Genesis {
+        history: [7; 16],
+        last_seqno: 0,
+        founder: member(1),
+    };
+    one(&mut seq, 1, 1, genesis);
+    let mut out = Vec::new();
+    seq.membership(&Membership::Add(member(2)), &mut out)
+        .expect("joiner added");
+    assert_eq!(seq.member(2).map(|m| m.state), Some(MemberState::Joiner));
+    let mut id = 2;
+    for _ in 0..writesets {
+        let last_seen = seq.last_seqno();
+        let ws = Writeset {
+            source: [1; 16],
+            trx_id: id,
+            conn_id: 1,
+            last_seen,
+            flags: flags::TRX_START | flags::TRX_END,
+            keys: vec![Key::new(
+                [b"db".to_vec(), id.to_be_bytes().to_vec()],
+                KeyType::Exclusive,
+            )],
+            data: vec![1; 16],
+        };
+        one(&mut seq, 1, id, Action::Writeset(ws));
+        id += 1;
+        let committed = Action::Committed {
+            raft_id: 1,
+            seqno: seq.last_seqno(),
+            applied: id,
+        };
+        one(&mut seq, 1, id, committed);
+        id += 1;
+    }
+    (seq, id)
+}
+
+#[test]
+fn a_joiner_waiting_for_its_state_does_not_hold_the_purge_back() {
+    let (seq, _) = founder_writes_while_2_joins(3 * PURGE_STEP);
+    assert!(
+        seq.certifier().purged_upto() >= 2 * PURGE_STEP,
+        "index purged up to {} only: the joiner held the cut back",
+        seq.certifier().purged_upto()
+    );
+}
+
+#[test]
+fn a_joined_member_counts_again() {
+    let (mut seq, id) = founder_writes_while_2_joins(PURGE_STEP);
+    let joined = Action::Joined {
+        raft_id: 2,
+        seqno: 1,
+    };
+    one(&mut seq, 2, id, joined);
+    assert_eq!(seq.member(2).map(|m| m.state), Some(MemberState::Joined));
+    let before = seq.certifier().purged_upto();
+    let last = seq.last_seqno();
+    let report = Action::Committed {
+        raft_id: 1,
+        seqno: last + 10 * PURGE_STEP,
+        applied: id + 1,
+    };
+    one(&mut seq, 1, id + 1, report);
+    assert_eq!(
+        seq.certifier().purged_upto(),
+        before,
+        "a joined member that has not reported must hold the cut"
+    );
+}
