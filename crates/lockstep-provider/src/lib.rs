@@ -16,6 +16,7 @@ mod ist;
 mod ist_transfer;
 mod log;
 mod provider;
+mod recv_spool;
 mod replication;
 mod server;
 mod session;

@@ -6,6 +6,7 @@
 use crate::channel::{self, GroupChannel, Setup};
 use crate::log::{error, info, warn};
 use crate::provider::{Provider, Wake, CAPABILITIES};
+use crate::recv_spool::{RecvSpool, Spilled};
 use crate::server::{ThreadCtx, View};
 use crate::state::{Conn, Event, GroupLink};
 use crate::viewstate;
@@ -133,6 +134,18 @@ impl Provider {
         };
         g.member_id = member_id;
         g.conn = Conn::Open;
+        g.spool = match RecvSpool::create(&self.data_dir) {
+            Ok(spool) => Some(spool),
+            Err(e) => {
+                warn!(
+                    "cannot create {} in {}: {e}; a long receive queue (a joiner during SST, \
+                     a donor) stays in memory",
+                    crate::recv_spool::SPOOL_FILE,
+                    self.data_dir.display()
+                );
+                None
+            }
+        };
         g.final_delivered = false;
         g.ending = false;
         g.paused_at = None;
@@ -485,7 +498,7 @@ impl Provider {
             let (mut g, _) = self.wait_on(Wake::Work, g, None, |s| {
                 (!s.events.is_empty() && !s.isolating) || s.conn == Conn::Closed
             });
-            let Some(event) = g.events.pop_front() else {
+            let Some(event) = g.pop_event() else {
                 return status::CONN_FAIL;
             };
             let isolating = event.isolating();
@@ -513,6 +526,24 @@ impl Provider {
         }
     }
 
+    /// A writeset that waited in the receive spool: read it back (outside
+    /// the lock) and apply it. One that cannot be read back stops the
+    /// node: skipping it would diverge.
+    fn apply_spilled(&self, ctx: ThreadCtx, s: Spilled) -> Option<Status> {
+        let current = self.lock().spool.as_ref().is_none_or(|sp| sp.is_current(&s));
+        if !current {
+            return None; // its queue was cleared since (the session ended)
+        }
+        let read = RecvSpool::read(&s, self.max_payload());
+        if let Some(sp) = self.lock().spool.as_mut() {
+            sp.consumed(&s);
+        }
+        match read {
+            Ok(ws) => self.apply_remote(ctx, ws),
+            Err(e) => Some(self.fail_session(ctx, &e)),
+        }
+    }
+
     /// Runs one event; `Some(rc)` ends this applier's `recv()`.
     fn run_event(&self, ctx: ThreadCtx, event: Event) -> Option<Status> {
         match event {
@@ -525,6 +556,7 @@ impl Provider {
             Event::JoinView(view) => self.join_view(ctx, view),
             Event::PrimaryView(view) => self.deliver_primary_view(ctx, view),
             Event::Apply(ws) => self.apply_remote(ctx, ws),
+            Event::Spilled(s) => self.apply_spilled(ctx, s),
             Event::Donate {
                 request,
                 seqno,
@@ -686,7 +718,7 @@ impl Provider {
         let mut g = self.lock();
         g.local.inconsistent();
         g.conn = Conn::Closing;
-        g.events.clear();
+        g.clear_events();
         if let Some(link) = &g.group {
             let _ = link.tx.send(channel::Input::Leave);
         }
@@ -722,7 +754,7 @@ impl Provider {
         g.final_delivered = true;
         g.view = None;
         g.in_group = false;
-        g.events.clear();
+        g.clear_events();
         for w in g.waiting.values_mut() {
             if *w == crate::state::Resolution::Pending {
                 *w = crate::state::Resolution::Dropped;
@@ -784,6 +816,9 @@ impl Provider {
         g.trxs.clear();
         g.toi.clear();
         g.group = None;
+        if let Some(spool) = g.spool.take() {
+            spool.remove();
+        }
         drop(g);
         self.stop_channel();
         self.save_state(position);

@@ -7,6 +7,7 @@
 
 use crate::ist::IstBuffer;
 use crate::log::info;
+use crate::recv_spool::{RecvSpool, Spilled, MEMORY_BUDGET};
 use crate::server::View;
 use crate::trx::TrxRecord;
 use crate::writeset_cache::WritesetCache;
@@ -49,6 +50,9 @@ pub enum Event {
     PastView(i64, u32, Option<Box<View>>),
     /// A writeset from another member.
     Apply(RemoteWs),
+    /// A writeset from another member that waits in the receive spool
+    /// (`recv_spool`): read back when its turn comes.
+    Spilled(Spilled),
     /// This node was chosen to donate its state.
     Donate {
         request: Vec<u8>,
@@ -77,13 +81,22 @@ pub enum Event {
 impl Event {
     /// Events that run alone: nothing after them starts until they end.
     pub fn isolating(&self) -> bool {
-        !matches!(self, Event::Apply(_))
+        !matches!(self, Event::Apply(_) | Event::Spilled(_))
+    }
+
+    /// Bytes this event holds in memory (a spilled writeset: none).
+    pub fn memory_bytes(&self) -> usize {
+        match self {
+            Event::Apply(ws) => ws.ws.size(),
+            _ => 0,
+        }
     }
 
     /// Bytes this event holds in the receive queue (its writeset).
     pub fn bytes(&self) -> usize {
         match self {
             Event::Apply(ws) => ws.ws.size(),
+            Event::Spilled(s) => s.bytes,
             _ => 0,
         }
     }
@@ -92,6 +105,7 @@ impl Event {
     pub fn seqno(&self) -> Option<i64> {
         match self {
             Event::Apply(ws) => Some(ws.seqno),
+            Event::Spilled(s) => Some(s.seqno),
             Event::PrimaryView(v) => Some(v.state_id.seqno),
             Event::PastView(seqno, ..) => Some(*seqno),
             _ => None,
@@ -248,6 +262,12 @@ pub struct Inner {
     /// `cert_stats` at the last `FLUSH STATUS`: the averages start there.
     pub cert_stats_base: CertStats,
     pub events: VecDeque<Event>,
+    /// Bytes the writesets in `events` hold in memory; past
+    /// `recv_spool::MEMORY_BUDGET` the next ones go to `spool`.
+    pub events_memory: usize,
+    /// Where writesets beyond the budget wait (`None`: none could be
+    /// created; the queue then stays in memory).
+    pub spool: Option<RecvSpool>,
     /// `wsrep_local_recv_queue_*`: lengths of `events` at each push.
     pub recv_queue: QueueStats,
     /// `wsrep_local_send_queue*`: this node's proposals not yet ordered
@@ -383,6 +403,8 @@ impl Inner {
             cert_index_size: 0,
             cert_stats_base: CertStats::default(),
             events: VecDeque::new(),
+            events_memory: 0,
+            spool: None,
             recv_queue: QueueStats::default(),
             send_queue: 0,
             send_queue_stats: QueueStats::default(),
@@ -499,6 +521,11 @@ impl Inner {
                         outcome: ws.outcome.clone(),
                     },
                 )),
+                // Not read back here, under the lock, at the join: the
+                // cache starts a new run after them (it never claims a
+                // range with a gap), so IST from this node's cache starts
+                // after the last spilled writeset.
+                Event::Spilled(_) => None,
                 Event::PastView(seqno, members, view) => Some((
                     *seqno,
                     view.as_deref().map_or(
@@ -560,10 +587,71 @@ impl Inner {
         }
     }
 
-    /// Queues an ordered event for the appliers.
+    /// Queues an ordered event for the appliers; a writeset beyond the
+    /// queue's memory budget waits in the spool.
     pub fn enqueue(&mut self, event: Event) {
+        let event = match event {
+            Event::Apply(ws) if self.events_memory + ws.ws.size() > MEMORY_BUDGET => self.spill(ws),
+            other => other,
+        };
+        self.events_memory += event.memory_bytes();
         self.events.push_back(event);
         self.recv_queue.sample(self.events.len());
+    }
+
+    fn spill(&mut self, ws: RemoteWs) -> Event {
+        let history = self.group_history;
+        let Some(spool) = self.spool.as_mut() else {
+            return Event::Apply(ws);
+        };
+        let first = spool.outstanding() == 0;
+        match spool.spill(history, &ws) {
+            Ok(s) => {
+                if first {
+                    info!(
+                        "receive queue holds {} MiB of writesets: the next ones wait in {} \
+                         until the appliers reach them",
+                        self.events_memory >> 20,
+                        spool.path().display()
+                    );
+                }
+                Event::Spilled(s)
+            }
+            Err(e) => {
+                crate::log::warn!(
+                    "cannot write to {}: {e}; the receive queue stays in memory",
+                    spool.path().display()
+                );
+                self.spool = None;
+                Event::Apply(ws)
+            }
+        }
+    }
+
+    /// Takes the next event for an applier.
+    pub fn pop_event(&mut self) -> Option<Event> {
+        let event = self.events.pop_front()?;
+        self.events_memory = self.events_memory.saturating_sub(event.memory_bytes());
+        Some(event)
+    }
+
+    /// After `events` was cleared or filtered other than by `pop_event`.
+    pub fn recount_events(&mut self) {
+        self.events_memory = self.events.iter().map(Event::memory_bytes).sum();
+        let spilled = self
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::Spilled(_)))
+            .count();
+        if let Some(spool) = self.spool.as_mut() {
+            spool.recount(spilled);
+        }
+    }
+
+    /// Clears the receive queue.
+    pub fn clear_events(&mut self) {
+        self.events.clear();
+        self.recount_events();
     }
 
     /// An applier picked up `seqno`; it waits for its dependencies.

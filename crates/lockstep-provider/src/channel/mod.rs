@@ -630,8 +630,13 @@ impl Worker {
                      this node leaves the cluster and needs a state transfer to rejoin"
                 );
                 g.local.inconsistent();
-                g.events
-                    .retain(|e| !matches!(e, crate::state::Event::Apply(_)));
+                g.events.retain(|e| {
+                    !matches!(
+                        e,
+                        crate::state::Event::Apply(_) | crate::state::Event::Spilled(_)
+                    )
+                });
+                g.recount_events();
                 g.events.push_front(crate::state::Event::Removed);
                 drop(g);
                 self.shared.notify();

@@ -1,0 +1,295 @@
+//! Writesets queued for this node's appliers beyond a memory budget wait
+//! on disk instead of in RAM.
+//!
+//! Flow control keeps a synced node's receive queue short, but three kinds
+//! of node queue by design: a joiner waiting for a long SST (the server
+//! applies nothing until the state has arrived), a donor, and a desynced
+//! node (both exempt from flow control, as in Galera). Each of them queues
+//! every writeset the group orders meanwhile. Galera keeps that queue in
+//! gcache, whose page files spill to disk; here, once the writesets in the
+//! queue hold [`MEMORY_BUDGET`] bytes, the next one is appended to
+//! `lockstep_recv_spool.dat` in the data directory and the queue keeps a
+//! small placeholder ([`Spilled`]) in its place. The applier whose turn it
+//! is reads the writeset back (outside the provider's lock) and applies it
+//! like any other.
+//!
+//! Records use the writeset cache's record format (length, CRC-32 of the
+//! payload, payload; `docs/formats.md`), appended in queue order; a record
+//! that fails its checksum or names another seqno is an inconsistency
+//! (the node stops, it does not skip a writeset). The file is truncated
+//! whenever no placeholder is left in the queue, and created empty at
+//! every connect, so it only holds what the queue holds. Its size is
+//! bounded by `gcs.recv_q_hard_limit` where one is set (the limit counts
+//! spilled writesets too), else by the disk, like Galera's page files.
+
+use crate::state::RemoteWs;
+use lockstep_core::writeset_cache::{decode_record, encode_record, CachedEvent, CachedKind};
+use lockstep_core::writeset_cache::Decoded;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Bytes of writesets the receive queue keeps in memory; beyond it they
+/// are spilled. 64 MiB is far above what a synced node under flow control
+/// queues (`gcs.fc_limit` writesets of ordinary size) and small next to
+/// the buffer pool of a database server.
+pub const MEMORY_BUDGET: usize = 64 << 20;
+
+/// The spool file's name in the data directory.
+pub const SPOOL_FILE: &str = "lockstep_recv_spool.dat";
+
+/// A writeset waiting in the spool, at its place in the queue.
+#[derive(Debug, Clone)]
+pub struct Spilled {
+    pub seqno: i64,
+    /// Its size as a writeset (what the queue counts), not its record's.
+    pub bytes: usize,
+    offset: u64,
+    len: usize,
+    /// The spool it was written to: a placeholder left over from a queue
+    /// that was cleared since is recognised and ignored.
+    generation: u64,
+    file: Arc<File>,
+}
+
+pub struct RecvSpool {
+    path: PathBuf,
+    file: Arc<File>,
+    /// Where the next record goes.
+    end: u64,
+    /// Placeholders in the queue not yet read back.
+    outstanding: usize,
+    generation: u64,
+}
+
+impl RecvSpool {
+    /// Creates (or empties) the spool file in `dir`.
+    pub fn create(dir: &Path) -> io::Result<RecvSpool> {
+        let path = dir.join(SPOOL_FILE);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)?;
+        Ok(RecvSpool {
+            path,
+            file: Arc::new(file),
+            end: 0,
+            outstanding: 0,
+            generation: 0,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Spilled writesets still in the queue.
+    pub fn outstanding(&self) -> usize {
+        self.outstanding
+    }
+
+    /// Appends `ws` and returns its placeholder.
+    pub fn spill(&mut self, history: [u8; 16], ws: &RemoteWs) -> io::Result<Spilled> {
+        let mut record = Vec::with_capacity(ws.ws.size() + 256);
+        let event = CachedEvent {
+            history,
+            seqno: ws.seqno,
+            kind: CachedKind::Writeset {
+                ws: ws.ws.clone(),
+                outcome: ws.outcome.clone(),
+            },
+        };
+        encode_record(&event, &mut record);
+        self.file.write_all_at(&record, self.end)?;
+        let spilled = Spilled {
+            seqno: ws.seqno,
+            bytes: ws.ws.size(),
+            offset: self.end,
+            len: record.len(),
+            generation: self.generation,
+            file: self.file.clone(),
+        };
+        self.end += record.len() as u64;
+        self.outstanding += 1;
+        Ok(spilled)
+    }
+
+    /// Reads a placeholder's writeset back. Needs no lock: records are
+    /// written before their placeholder is queued and not truncated while
+    /// one is outstanding.
+    pub fn read(s: &Spilled, max_payload: usize) -> Result<RemoteWs, String> {
+        let mut buf = vec![0; s.len];
+        s.file
+            .read_exact_at(&mut buf, s.offset)
+            .map_err(|e| format!("cannot read writeset {} back from the spool: {e}", s.seqno))?;
+        let event = match decode_record(&buf, max_payload) {
+            Ok(Decoded::Record(event, used)) if used == s.len => event,
+            Ok(_) => return Err(format!("spooled writeset {} is truncated", s.seqno)),
+            Err(e) => return Err(format!("spooled writeset {}: {e}", s.seqno)),
+        };
+        match event.kind {
+            CachedKind::Writeset { ws, outcome } if event.seqno == s.seqno => Ok(RemoteWs {
+                seqno: s.seqno,
+                ws,
+                outcome,
+            }),
+            _ => Err(format!(
+                "the spool holds seqno {} where writeset {} should be",
+                event.seqno, s.seqno
+            )),
+        }
+    }
+
+    /// A placeholder was read back (or dropped from the queue): with none
+    /// left, the file starts over.
+    pub fn consumed(&mut self, s: &Spilled) {
+        if s.generation != self.generation {
+            return;
+        }
+        self.outstanding = self.outstanding.saturating_sub(1);
+        if self.outstanding == 0 {
+            self.truncate();
+        }
+    }
+
+    /// Whether a placeholder still belongs to the current queue.
+    pub fn is_current(&self, s: &Spilled) -> bool {
+        s.generation == self.generation
+    }
+
+    /// The queue was cleared or filtered: `still` placeholders remain.
+    pub fn recount(&mut self, still: usize) {
+        self.outstanding = still;
+        if still == 0 {
+            self.truncate();
+        }
+    }
+
+    fn truncate(&mut self) {
+        if self.end == 0 {
+            return;
+        }
+        // Placeholders of the old contents (an applier may hold one it
+        // popped before the queue was cleared) no longer match.
+        self.generation += 1;
+        self.end = 0;
+        if let Err(e) = self.file.set_len(0) {
+            crate::log::warn!("cannot truncate {}: {e}", self.path.display());
+        }
+    }
+
+    /// Removes the file (clean close).
+    pub fn remove(self) {
+        drop(self.file);
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockstep_core::certification::CertOutcome;
+    use lockstep_core::group::action::Writeset;
+
+    const MAX: usize = 1 << 20;
+
+    fn remote(seqno: i64, data: usize) -> RemoteWs {
+        RemoteWs {
+            seqno,
+            ws: Arc::new(Writeset {
+                source: [1; 16],
+                trx_id: seqno as u64,
+                conn_id: 1,
+                last_seen: seqno - 1,
+                flags: 1,
+                keys: Vec::new(),
+                data: vec![seqno as u8; data],
+            }),
+            outcome: CertOutcome::Pass { depends_on: seqno - 1 },
+        }
+    }
+
+    #[test]
+    fn writesets_come_back_as_spilled_and_the_file_starts_over_when_all_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spool = RecvSpool::create(dir.path()).unwrap();
+        let a = spool.spill([3; 16], &remote(5, 1000)).unwrap();
+        let b = spool.spill([3; 16], &remote(6, 10)).unwrap();
+        assert_eq!(spool.outstanding(), 2);
+        let back = RecvSpool::read(&b, MAX).unwrap();
+        assert_eq!((back.seqno, back.ws.data.len()), (6, 10));
+        spool.consumed(&b);
+        let back = RecvSpool::read(&a, MAX).unwrap();
+        assert_eq!(back.ws, remote(5, 1000).ws);
+        assert_eq!(back.outcome, remote(5, 1000).outcome);
+        spool.consumed(&a);
+        assert_eq!(spool.outstanding(), 0);
+        let len = std::fs::metadata(dir.path().join(SPOOL_FILE)).unwrap().len();
+        assert_eq!(len, 0, "an empty queue leaves an empty spool");
+    }
+
+    #[test]
+    fn a_damaged_record_is_an_error_not_a_writeset() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spool = RecvSpool::create(dir.path()).unwrap();
+        let a = spool.spill([3; 16], &remote(5, 100)).unwrap();
+        let f = OpenOptions::new()
+            .write(true)
+            .open(dir.path().join(SPOOL_FILE))
+            .unwrap();
+        f.write_all_at(&[0xff; 4], 40).unwrap();
+        let Err(e) = RecvSpool::read(&a, MAX) else {
+            panic!("a damaged record was read back as a writeset");
+        };
+        assert!(e.contains("checksum"), "{e}");
+    }
+
+    #[test]
+    fn placeholders_of_a_cleared_queue_are_recognised() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spool = RecvSpool::create(dir.path()).unwrap();
+        let old = spool.spill([3; 16], &remote(5, 100)).unwrap();
+        spool.recount(0);
+        assert!(!spool.is_current(&old));
+        let new = spool.spill([3; 16], &remote(9, 100)).unwrap();
+        spool.consumed(&old);
+        assert_eq!(spool.outstanding(), 1, "a stale placeholder counts for nothing");
+        assert_eq!(RecvSpool::read(&new, MAX).unwrap().seqno, 9);
+    }
+
+    #[test]
+    fn the_queue_keeps_its_memory_budget_and_hands_out_writesets_in_order() {
+        use crate::state::{Event, Inner};
+        let dir = tempfile::tempdir().unwrap();
+        let mut g = Inner::new(wsrep_abi::Uuid::NIL, 0);
+        g.spool = Some(RecvSpool::create(dir.path()).unwrap());
+        let each = 8 << 20;
+        for seqno in 1..=20 {
+            g.enqueue(Event::Apply(remote(seqno, each)));
+            assert!(g.events_memory <= MEMORY_BUDGET, "{} in memory", g.events_memory);
+        }
+        g.enqueue(Event::Synced);
+        let spilled = g.spool.as_ref().unwrap().outstanding();
+        assert_eq!(spilled, 20 - MEMORY_BUDGET / each);
+        for seqno in 1..=20 {
+            let ws = match g.pop_event() {
+                Some(Event::Apply(ws)) => ws,
+                Some(Event::Spilled(s)) => {
+                    let ws = RecvSpool::read(&s, 16 << 20).unwrap();
+                    g.spool.as_mut().unwrap().consumed(&s);
+                    ws
+                }
+                _ => panic!("writeset {seqno} missing"),
+            };
+            assert_eq!((ws.seqno, ws.ws.data[0]), (seqno, seqno as u8));
+        }
+        assert!(matches!(g.pop_event(), Some(Event::Synced)));
+        assert_eq!(g.events_memory, 0);
+        let len = std::fs::metadata(dir.path().join(SPOOL_FILE)).unwrap().len();
+        assert_eq!(len, 0);
+    }
+}
