@@ -384,3 +384,123 @@ fn an_isolated_node_of_three_is_non_primary_while_the_two_others_stay_primary() 
         || format!("the majority has {got:?}"),
     );
 }
+
+/// The donor's SST script of a joiner that uses method `slowrsync`: it
+/// waits `DELAY` seconds, then runs MariaDB's rsync script.
+const SLOW_SST_DELAY: u64 = 25;
+
+fn install_slow_sst_method(cluster: &Cluster) {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = cluster.base_dir().join("bin");
+    let script = bin.join("wsrep_sst_slowrsync");
+    let body = format!(
+        "#!/bin/sh\n\
+         # The donor side waits, so the joiner waits for its state.\n\
+         case \"$*\" in *'--role donor'*) sleep {SLOW_SST_DELAY};; esac\n\
+         exec wsrep_sst_rsync \"$@\"\n"
+    );
+    let mode = std::fs::Permissions::from_mode(0o755);
+    let made = std::fs::create_dir_all(&bin)
+        .and_then(|()| std::fs::write(&script, body))
+        .and_then(|()| std::fs::set_permissions(&bin, mode.clone()))
+        .and_then(|()| std::fs::set_permissions(&script, mode));
+    if let Err(e) = made {
+        multi_node::fail(cluster, &format!("installing {}: {e}", script.display()));
+    }
+}
+
+/// While a joiner waits for a long SST, the others write about 100 MB.
+/// Nothing grows with the length of the wait: the joiner's receive queue
+/// keeps 64 MiB in memory and the rest waits on disk, every node's
+/// certification index is purged (the joiner is left out of the commit
+/// cut) and their group logs are compacted (the joiner reports what it
+/// has applied). Then the joiner catches up with every row.
+#[test]
+fn a_long_state_transfer_keeps_every_queue_bounded() {
+    let mut cluster = start("longsst", 2, "gcache.size=32M");
+    install_slow_sst_method(&cluster);
+    cluster
+        .node(0)
+        .sql("CREATE DATABASE ls; CREATE TABLE ls.t (id INT PRIMARY KEY, b LONGBLOB) ENGINE=InnoDB")
+        .or_logs(&cluster, "create ls.t");
+    let log_from = |cluster: &Cluster| {
+        multi_node::status_u64(cluster.node(0), "wsrep_lockstep_group_log_from").unwrap_or(0)
+    };
+    let compacted_before = log_from(&cluster);
+    let i = cluster.add_node().or_logs(&cluster, "add node");
+    cluster
+        .node_mut(i)
+        .spawn(&["--wsrep-sst-method=slowrsync", "--wsrep-sst-donor=node2"])
+        .or_logs(&cluster, "start the joiner");
+    cluster
+        .node(1)
+        .wait_for_status("wsrep_local_state_comment", "Donor/Desynced", WAIT)
+        .or_logs(&cluster, "node2 donates");
+    let t0 = Instant::now();
+    let rows = 400;
+    for k in 0..rows {
+        let sql = format!("INSERT INTO ls.t VALUES ({k}, REPEAT(CHAR(65 + {k} % 26), 262144))");
+        cluster
+            .node(0)
+            .sql(&sql)
+            .or_logs(&cluster, "write during the SST");
+    }
+    // Still inside the transfer, or the test proves nothing.
+    let joiner = cluster.node(i);
+    let state = status(joiner, "wsrep_local_state_comment").unwrap_or_default();
+    check(
+        &cluster,
+        t0.elapsed() < Duration::from_secs(SLOW_SST_DELAY - 5) && state != "Synced",
+        || {
+            format!(
+                "the writes outlasted the SST ({:?}, joiner {state})",
+                t0.elapsed()
+            )
+        },
+    );
+    // A joiner's server answers no queries before its SST: look at the
+    // spool itself.
+    let spool = joiner.datadir().join("lockstep_recv_spool.dat");
+    let spilled = std::fs::metadata(&spool).map_or(0, |m| m.len());
+    check(&cluster, spilled > 16 << 20, || {
+        format!("the joiner queued 100 MB during its SST and spilled {spilled} bytes of it")
+    });
+    for n in [0, 1] {
+        let index = multi_node::status_u64(cluster.node(n), "wsrep_cert_index_size")
+            .or_logs(&cluster, "cert index size");
+        check(&cluster, index < rows, || {
+            format!(
+                "node{}: {index} keys in the certification index after {rows} writes: the \
+                 joiner held the purge back",
+                n + 1
+            )
+        });
+    }
+    let compacted = log_from(&cluster);
+    eprintln!("node1's group log starts at seqno {compacted_before}, then {compacted}");
+    check(&cluster, compacted > compacted_before, || {
+        format!(
+            "node1's group log still starts at seqno {compacted} (before: \
+             {compacted_before}): the joiner held its compaction back"
+        )
+    });
+    cluster
+        .node(i)
+        .wait_synced(Duration::from_secs(180))
+        .or_logs(&cluster, "the joiner catches up");
+    let sql = "SELECT COUNT(*), SUM(LENGTH(b)), SUM(CRC32(b)) FROM ls.t";
+    let want = causal_rows(cluster.node(0), sql).or_logs(&cluster, "node1 rows");
+    for n in 1..cluster.len() {
+        let got = causal_rows(cluster.node(n), sql).or_logs(&cluster, "rows");
+        check(&cluster, got == want, || {
+            format!("node{} has {got:?}, node1 {want:?}", n + 1)
+        });
+    }
+    check(&cluster, want[0][0] == rows.to_string(), || {
+        format!("{want:?}: rows are missing")
+    });
+    let log = std::fs::read_to_string(cluster.node(i).error_log_path()).unwrap_or_default();
+    check(&cluster, log.contains("the next ones wait in"), || {
+        "the joiner never said that its queue spilled to disk".to_string()
+    });
+}

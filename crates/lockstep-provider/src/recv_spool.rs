@@ -23,8 +23,8 @@
 //! spilled writesets too), else by the disk, like Galera's page files.
 
 use crate::state::RemoteWs;
-use lockstep_core::writeset_cache::{decode_record, encode_record, CachedEvent, CachedKind};
 use lockstep_core::writeset_cache::Decoded;
+use lockstep_core::writeset_cache::{decode_record, encode_record, CachedEvent, CachedKind};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -209,7 +209,9 @@ mod tests {
                 keys: Vec::new(),
                 data: vec![seqno as u8; data],
             }),
-            outcome: CertOutcome::Pass { depends_on: seqno - 1 },
+            outcome: CertOutcome::Pass {
+                depends_on: seqno - 1,
+            },
         }
     }
 
@@ -228,7 +230,9 @@ mod tests {
         assert_eq!(back.outcome, remote(5, 1000).outcome);
         spool.consumed(&a);
         assert_eq!(spool.outstanding(), 0);
-        let len = std::fs::metadata(dir.path().join(SPOOL_FILE)).unwrap().len();
+        let len = std::fs::metadata(dir.path().join(SPOOL_FILE))
+            .unwrap()
+            .len();
         assert_eq!(len, 0, "an empty queue leaves an empty spool");
     }
 
@@ -257,7 +261,11 @@ mod tests {
         assert!(!spool.is_current(&old));
         let new = spool.spill([3; 16], &remote(9, 100)).unwrap();
         spool.consumed(&old);
-        assert_eq!(spool.outstanding(), 1, "a stale placeholder counts for nothing");
+        assert_eq!(
+            spool.outstanding(),
+            1,
+            "a stale placeholder counts for nothing"
+        );
         assert_eq!(RecvSpool::read(&new, MAX).unwrap().seqno, 9);
     }
 
@@ -270,7 +278,11 @@ mod tests {
         let each = 8 << 20;
         for seqno in 1..=20 {
             g.enqueue(Event::Apply(remote(seqno, each)));
-            assert!(g.events_memory <= MEMORY_BUDGET, "{} in memory", g.events_memory);
+            assert!(
+                g.events_memory <= MEMORY_BUDGET,
+                "{} in memory",
+                g.events_memory
+            );
         }
         g.enqueue(Event::Synced);
         let spilled = g.spool.as_ref().unwrap().outstanding();
@@ -289,7 +301,9 @@ mod tests {
         }
         assert!(matches!(g.pop_event(), Some(Event::Synced)));
         assert_eq!(g.events_memory, 0);
-        let len = std::fs::metadata(dir.path().join(SPOOL_FILE)).unwrap().len();
+        let len = std::fs::metadata(dir.path().join(SPOOL_FILE))
+            .unwrap()
+            .len();
         assert_eq!(len, 0);
     }
 }

@@ -530,7 +530,11 @@ impl Provider {
     /// the lock) and apply it. One that cannot be read back stops the
     /// node: skipping it would diverge.
     fn apply_spilled(&self, ctx: ThreadCtx, s: Spilled) -> Option<Status> {
-        let current = self.lock().spool.as_ref().is_none_or(|sp| sp.is_current(&s));
+        let current = self
+            .lock()
+            .spool
+            .as_ref()
+            .is_none_or(|sp| sp.is_current(&s));
         if !current {
             return None; // its queue was cleared since (the session ended)
         }

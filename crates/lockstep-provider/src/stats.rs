@@ -109,6 +109,17 @@ impl Provider {
             ),
             ("gcomm_uuid", Str(member_id.to_string())),
             ("gmcast_segment", Str("0".into())),
+            // Lockstep's own: the first seqno the in-memory group log can
+            // replay (-1: all of it; it moves when the log is compacted),
+            // and writesets of the receive queue waiting on disk.
+            (
+                "lockstep_group_log_from",
+                Int(g.cached_after.map_or(-1, |s| s + 1)),
+            ),
+            (
+                "lockstep_recv_spilled",
+                Int(g.spool.as_ref().map_or(0, |s| s.outstanding()) as i64),
+            ),
         ]
     }
 

@@ -30,6 +30,18 @@ pub(crate) fn spawn(node: &NodeConfig, extra: &[&str], detach: bool) -> io::Resu
         .append(true)
         .open(&node.console_log)?;
     let mut cmd = Command::new(server_binary());
+    // Scripts the cluster provides (`<cluster dir>/bin`, e.g. a custom
+    // `wsrep_sst_<method>` a test installs while the servers run) come
+    // first in the server's PATH, which MariaDB searches for its SST
+    // scripts. Prepended whether or not it exists yet.
+    if let Some(bin) = node.dir.parent().map(|d| d.join("bin")) {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs = vec![bin];
+        dirs.extend(std::env::split_paths(&path));
+        if let Ok(joined) = std::env::join_paths(dirs) {
+            cmd.env("PATH", joined);
+        }
+    }
     // --defaults-file must come first.
     cmd.arg(format!("--defaults-file={}", node.defaults_file.display()))
         .args(extra)
