@@ -591,7 +591,10 @@ impl Inner {
     /// queue's memory budget waits in the spool.
     pub fn enqueue(&mut self, event: Event) {
         let event = match event {
-            Event::Apply(ws) if self.events_memory + ws.ws.size() > MEMORY_BUDGET => self.spill(ws),
+            // Only once the queue is over its budget: one big writeset at
+            // the head of a short queue stays in memory (writing it out
+            // and reading it back would only delay its apply).
+            Event::Apply(ws) if self.events_memory >= MEMORY_BUDGET => self.spill(ws),
             other => other,
         };
         self.events_memory += event.memory_bytes();
