@@ -185,6 +185,10 @@ fn wait_primary_alone(cluster: &Cluster, node: &Node) {
         .or_logs(cluster, "a component of one");
     node.wait_for_status("wsrep_cluster_status", "Primary", WAIT)
         .or_logs(cluster, "Primary alone");
+    // A new primary component is Joined, then Synced: clients are served
+    // from then on (Galera too; its own tests wait for wsrep_ready).
+    node.wait_for_status("wsrep_ready", "ON", WAIT)
+        .or_logs(cluster, "ready alone");
 }
 
 fn assert_same_rows(cluster: &Cluster, want: &str) {
