@@ -13,7 +13,8 @@
 //! the storage engine has had time to write its log.
 
 use crate::log::{info, warn};
-use std::collections::BTreeSet;
+use lockstep_core::ordering::Watermark;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -55,6 +56,11 @@ pub struct Bypass {
     /// Transactions that committed ahead (unit tests; the log says when a
     /// window opens).
     pub count: u64,
+    /// What each local transaction waiting for commit order depends on
+    /// (`Certifier::last_related`), by seqno, while the bypass is on.
+    /// Bound: the local transactions in flight (one per client thread);
+    /// entries leave with commit order (`forget_upto`).
+    pub related: BTreeMap<i64, Vec<i64>>,
 }
 
 impl Bypass {
@@ -92,11 +98,44 @@ impl Bypass {
     }
 
     /// Whether a local transaction at `seqno` whose dependencies end at
-    /// `depends_on` may enter commit order now, with the commit level at
-    /// `level`: everything it depends on has committed, and a large
-    /// writeset is what holds it back.
-    pub fn allows(&self, seqno: i64, depends_on: i64, level: i64) -> bool {
-        depends_on <= level && self.large.range(level + 1..seqno).next().is_some()
+    /// `depends_on` may enter commit order now, given what has passed
+    /// commit order (`commit`): a large writeset is what holds it back, and
+    /// everything it depends on has committed. That is everything up to
+    /// `depends_on`, or, when certification listed its dependencies
+    /// (`related`), just those: a transaction that depends on one that
+    /// itself committed ahead of the large writeset may follow it (without
+    /// the list, the first such dependency stopped every client thread of
+    /// the node in turn until the large writeset had committed).
+    pub fn allows(&self, seqno: i64, depends_on: i64, commit: &Watermark) -> bool {
+        let level = commit.level();
+        if self.large.range(level + 1..seqno).next().is_none() {
+            return false;
+        }
+        if depends_on <= level {
+            return true;
+        }
+        self.related
+            .get(&seqno)
+            .is_some_and(|deps| deps.iter().all(|&d| d < seqno && commit.has_passed(d)))
+    }
+
+    /// A local transaction ordered at `seqno` depends on `related`
+    /// (`None`: on everything before it). Kept only while the bypass is on.
+    pub fn note_related(&mut self, seqno: i64, related: Option<Vec<i64>>) {
+        if let (true, Some(deps)) = (self.threshold > 0, related) {
+            self.related.insert(seqno, deps);
+        }
+    }
+
+    /// Commit order passed `level`: what waited below it is done.
+    pub fn forget_upto(&mut self, level: i64) {
+        while self
+            .related
+            .first_key_value()
+            .is_some_and(|(s, _)| *s <= level)
+        {
+            self.related.pop_first();
+        }
     }
 
     /// `seqno` commits ahead of an earlier seqno: opens (or widens) the
@@ -183,19 +222,52 @@ mod tests {
     #[test]
     fn only_a_large_writeset_in_the_way_lets_a_transaction_pass() {
         let mut b = Bypass::default();
+        let at = Watermark::new;
         // Nothing large pending: strict order.
-        assert!(!b.allows(12, 5, 10));
+        assert!(!b.allows(12, 5, &at(10)));
         b.large.insert(11);
-        assert!(b.allows(12, 10, 10), "independent of 11, which is large");
-        assert!(!b.allows(12, 11, 10), "depends on the large one");
-        assert!(!b.allows(11, 5, 10), "the large one itself");
         assert!(
-            !b.allows(15, 5, 11),
+            b.allows(12, 10, &at(10)),
+            "independent of 11, which is large"
+        );
+        assert!(!b.allows(12, 11, &at(10)), "depends on the large one");
+        assert!(!b.allows(11, 5, &at(10)), "the large one itself");
+        assert!(
+            !b.allows(15, 5, &at(11)),
             "11 has committed: nothing large below"
         );
         b.large.insert(20);
-        assert!(!b.allows(15, 12, 11), "a dependency (12) has not committed");
-        assert!(b.allows(21, 11, 11));
+        assert!(
+            !b.allows(15, 12, &at(11)),
+            "a dependency (12) has not committed"
+        );
+        assert!(b.allows(21, 11, &at(11)));
+    }
+
+    #[test]
+    fn a_transaction_may_follow_one_that_committed_ahead() {
+        let mut b = Bypass {
+            threshold: 1,
+            ..Bypass::default()
+        };
+        b.large.insert(11);
+        let mut commit = Watermark::new(10);
+        commit.mark(12).unwrap(); // committed ahead of 11
+                                  // 14 depends on 12 (committed) and 13 (not yet).
+        b.note_related(14, Some(vec![12, 13]));
+        assert!(!b.allows(14, 13, &commit));
+        commit.mark(13).unwrap();
+        assert!(b.allows(14, 13, &commit), "12 and 13 have committed");
+        // 15 depends on the large writeset itself, and on 14.
+        b.note_related(15, Some(vec![11, 14]));
+        commit.mark(14).unwrap();
+        assert!(!b.allows(15, 14, &commit));
+        // Without the list: everything up to depends_on, 11 included.
+        b.note_related(16, None);
+        assert!(!b.allows(16, 14, &commit));
+        commit.mark(11).unwrap();
+        b.forget_upto(commit.level());
+        assert_eq!(b.related.keys().copied().collect::<Vec<_>>(), vec![15]);
     }
 
     #[test]

@@ -30,6 +30,7 @@ struct Ordered {
     seqno: i64,
     depends_on: i64,
     passed: bool,
+    related: Option<Vec<i64>>,
 }
 
 impl Provider {
@@ -81,11 +82,16 @@ impl Provider {
         });
         g.inflight_last_seen.remove(&id);
         let ordered = match g.waiting.remove(&id) {
-            Some(Resolution::Ordered { seqno, outcome }) => Some(match outcome {
+            Some(Resolution::Ordered {
+                seqno,
+                outcome,
+                related,
+            }) => Some(match outcome {
                 CertOutcome::Pass { depends_on } => Ordered {
                     seqno,
                     depends_on,
                     passed: true,
+                    related,
                 },
                 CertOutcome::Fail { reason } => {
                     info!("seqno {seqno} failed certification: {reason}");
@@ -93,6 +99,7 @@ impl Provider {
                         seqno,
                         depends_on: seqno - 1,
                         passed: false,
+                        related: None,
                     }
                 }
             }),
@@ -232,6 +239,8 @@ impl Provider {
             // one: the same bypass applies behind it.
             let size = trx.size();
             g.bypass.ordered(ordered.seqno, size);
+            g.bypass
+                .note_related(ordered.seqno, ordered.related.clone());
         }
         let rec = g.trxs.get_mut(&trx_id).expect("registered above");
         rec.seqno = ordered.seqno;
@@ -286,11 +295,11 @@ impl Provider {
                 Some(TrxState::MustReplay)
             );
             let level = s.commit.level();
-            let turn = level >= seqno - 1 || s.bypass.allows(seqno, depends_on, level);
+            let turn = level >= seqno - 1 || s.bypass.allows(seqno, depends_on, &s.commit);
             bf || (turn && s.may_commit(seqno)) || s.conn == Conn::Closed
         });
         let in_order = g.commit.level() >= seqno - 1;
-        let turn = in_order || g.bypass.allows(seqno, depends_on, g.commit.level());
+        let turn = in_order || g.bypass.allows(seqno, depends_on, &g.commit);
         if g.conn == Conn::Closed && !(turn && g.may_commit(seqno)) {
             // The session ended (shutdown, a fatal error): the seqnos
             // before this one will not commit here.

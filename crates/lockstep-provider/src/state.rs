@@ -127,6 +127,8 @@ pub enum Resolution {
     Ordered {
         seqno: i64,
         outcome: CertOutcome,
+        /// What it depends on (`Certifier::last_related`).
+        related: Option<Vec<i64>>,
     },
     /// A causal-read fence passed after `seqno` was ordered.
     Fence {
@@ -676,6 +678,7 @@ impl Inner {
     pub fn leave_commit(&mut self, seqno: i64) -> Result<(), OrderError> {
         self.commit.mark(seqno)?;
         self.bypass.large.remove(&seqno);
+        self.bypass.forget_upto(self.commit.level());
         self.commit_stats.left(seqno, self.commit.level());
         Ok(())
     }

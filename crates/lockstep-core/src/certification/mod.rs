@@ -335,7 +335,14 @@ pub struct Certifier {
     nodes: HashMap<NodeId, u32>,
     last_node: Option<(NodeId, u32)>,
     stats: CertStats,
+    /// The seqnos after its last-seen one that the last passed writeset
+    /// depends on (`last_related`); `None` when there were more than
+    /// [`MAX_RELATED`].
+    related: Option<Vec<Seqno>>,
 }
+
+/// Dependencies listed per writeset at most (`Certifier::last_related`).
+pub const MAX_RELATED: usize = 64;
 
 impl Certifier {
     /// An empty certifier whose index starts after `initial_position` (the
@@ -354,6 +361,7 @@ impl Certifier {
             nodes: HashMap::new(),
             last_node: None,
             stats: CertStats::default(),
+            related: Some(Vec::new()),
         }
     }
 
@@ -491,6 +499,7 @@ impl Certifier {
     /// its place in the writeset map.
     pub fn certify(&mut self, req: &CertRequest<'_>) -> Result<CertOutcome, CertError> {
         self.advance(req.seqno)?;
+        self.related = None;
         let (s, ls) = (req.seqno, req.last_seen);
         self.stats.certified += 1;
         if let Some(reason) = self.structural_check(req) {
@@ -502,6 +511,21 @@ impl Certifier {
         self.stats.interval_count += 1;
 
         let node = self.node_number(req.source);
+        let mut related = Some(Vec::new());
+        let mut relate = |r: Seqno| {
+            if r <= ls {
+                return;
+            }
+            if let Some(list) = related.as_mut() {
+                if !list.contains(&r) {
+                    if list.len() == MAX_RELATED {
+                        related = None;
+                    } else {
+                        list.push(r);
+                    }
+                }
+            }
+        };
         self.scratch.expand(req.keys, req.is_toi, &self.index);
         self.stats.keys_processed += self.scratch.probes.len() as u64;
 
@@ -527,7 +551,10 @@ impl Certifier {
                     }
                     match relation(earlier, p.kind) {
                         Relation::None => {}
-                        Relation::Dependency => depends = depends.max(r),
+                        Relation::Dependency => {
+                            depends = depends.max(r);
+                            relate(r);
+                        }
                         Relation::Conflict => {
                             let origin = e.origin[earlier.index()];
                             let toi = origin & TOI_BIT != 0;
@@ -545,12 +572,19 @@ impl Certifier {
                                 });
                             }
                             depends = depends.max(r);
+                            relate(r);
                         }
                     }
                 }
             }
         }
         depends = depends.max(self.last_pa_unsafe);
+        relate(self.last_pa_unsafe);
+        if req.is_toi || req.implicit_deps || !self.optimistic_pa {
+            // Ordered after everything before it, not just its keys.
+            related = None;
+        }
+        self.related = related;
         if req.is_toi {
             depends = s - 1;
         }
@@ -622,6 +656,18 @@ impl Certifier {
             self.last_pa_unsafe = req.seqno;
         }
         Ok(())
+    }
+
+    /// What the last passed writeset depends on beyond its last-seen seqno:
+    /// the seqnos of its related keys (a dependency, or a conflict that is
+    /// not a real one) and the last PA-unsafe writeset. `depends_on` is
+    /// their maximum (or the lower bound); this is the set itself, for a
+    /// node that lets a local transaction commit ahead of unrelated earlier
+    /// writesets (`lockstep.commit_bypass`). Local information: it changes
+    /// no outcome. `None`: more than [`MAX_RELATED`], or a writeset ordered
+    /// after everything before it (TOI, implicit dependencies).
+    pub fn last_related(&self) -> Option<&[Seqno]> {
+        self.related.as_deref()
     }
 
     /// Purges writesets `<= cut` from the map and their references from the

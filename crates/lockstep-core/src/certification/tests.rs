@@ -716,3 +716,27 @@ fn certification_many_keys_and_nodes() {
     assert_eq!(c.index_size(), 3 + 300);
     assert!(format!("{c:?}").contains("index_size"));
 }
+
+/// `last_related` names each seqno after the last-seen one that a passed
+/// writeset depends on, not just the highest (`depends_on`); a TOI is
+/// ordered after everything and names none.
+#[test]
+fn related_lists_every_dependency_after_last_seen() {
+    let mut c = Certifier::new(0);
+    cert(&mut c, 1, 0, NODE_B, &[row("d", "t", "1", U)], PLAIN);
+    cert(&mut c, 2, 0, NODE_B, &[row("d", "t", "9", U)], PLAIN); // the big one
+    cert(&mut c, 3, 0, NODE_A, &[row("d", "t", "2", U)], PLAIN);
+    // Node A's next transaction touches its own row 2 and reads row 1.
+    let keys = [row("d", "t", "2", U), row("d", "t", "1", R)];
+    let out = cert(&mut c, 4, 0, NODE_A, &keys, PLAIN);
+    assert_eq!(out, CertOutcome::Pass { depends_on: 3 });
+    let mut related = c.last_related().expect("listed").to_vec();
+    related.sort_unstable();
+    assert_eq!(related, vec![1, 3], "seqno 2 is not a dependency");
+    // Seqnos up to last-seen are committed at the origin: not listed.
+    let out = cert(&mut c, 5, 3, NODE_A, &keys, PLAIN);
+    assert!(out.is_pass());
+    assert_eq!(c.last_related().expect("listed"), &[4]);
+    cert(&mut c, 6, 5, NODE_A, &[row("d", "t", "3", U)], TOI);
+    assert_eq!(c.last_related(), None, "a TOI comes after everything");
+}

@@ -63,6 +63,10 @@ pub enum Delivery {
         proposal: u64,
         ws: Arc<Writeset>,
         outcome: CertOutcome,
+        /// What it depends on beyond its last-seen seqno
+        /// (`Certifier::last_related`), for the commit bypass of its
+        /// origin; `None`: unknown or everything before it.
+        related: Option<Vec<Seqno>>,
     },
     View(GroupView),
     /// `donor` must send its state to `joiner`; `seqno` is the last seqno
@@ -629,6 +633,10 @@ impl Sequencer {
             keys: &ws.keys,
         };
         let outcome = self.certifier.certify(&req)?;
+        let related = match outcome {
+            CertOutcome::Pass { .. } => self.certifier.last_related().map(<[Seqno]>::to_vec),
+            CertOutcome::Fail { .. } => None,
+        };
         self.last_seqno = seqno;
         let ws = Arc::new(ws);
         self.window
@@ -639,6 +647,7 @@ impl Sequencer {
             proposal,
             ws,
             outcome,
+            related,
         });
         Ok(())
     }

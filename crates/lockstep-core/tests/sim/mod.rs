@@ -1117,6 +1117,7 @@ impl Sim {
                 proposal,
                 outcome,
                 ws,
+                related,
             } => {
                 let req = CertRequest {
                     seqno: *seqno,
@@ -1133,6 +1134,25 @@ impl Sim {
                     other => self.fail(format!(
                         "seqno {seqno}: the group certified {outcome:?}, an unpurged index says {other:?}"
                     )),
+                }
+                // What it depends on beyond its last-seen seqno was never
+                // purged (a writeset whose last-seen seqno was fails): the
+                // purged index names the same seqnos as the unpurged one.
+                if outcome.is_pass() {
+                    let sorted = |r: Option<&[i64]>| {
+                        r.map(|r| {
+                            let mut r = r.to_vec();
+                            r.sort_unstable();
+                            r
+                        })
+                    };
+                    let want = sorted(self.oracle.last_related());
+                    if sorted(related.as_deref()) != want {
+                        self.fail(format!(
+                            "seqno {seqno}: the group says it depends on {related:?}, an unpurged \
+                             index says {want:?}"
+                        ));
+                    }
                 }
                 self.stats.seqnos += 1;
                 self.stats.writesets += 1;
@@ -1828,6 +1848,7 @@ fn short(d: &Delivery) -> String {
             proposal,
             ws,
             outcome,
+            ..
         } => format!(
             "Writeset seqno={seqno} origin={origin} proposal={proposal} trx={} last_seen={} outcome={outcome:?}",
             ws.trx_id, ws.last_seen

@@ -51,6 +51,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
             proposal,
             ws,
             outcome,
+            related,
         } => {
             g.last_ordered = seqno;
             if ws.size() >= crate::replication::LARGE_WRITESET && origin != me {
@@ -73,7 +74,11 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
             let detached = origin == me && g.detached.remove(&proposal);
             if origin == me && !abandoned && !detached {
                 if let Some(w) = g.waiting.get_mut(&proposal) {
-                    *w = Resolution::Ordered { seqno, outcome };
+                    *w = Resolution::Ordered {
+                        seqno,
+                        outcome,
+                        related,
+                    };
                 }
             } else if g.in_group {
                 if abandoned {
