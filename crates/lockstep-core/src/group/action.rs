@@ -306,6 +306,31 @@ pub fn decode_action(bytes: &[u8]) -> Result<Action, DecodeError> {
     Ok(a)
 }
 
+/// [`decode_action`] of a buffer it may consume (a reassembled big
+/// writeset, `Sequencer::fragment`): a writeset's data is taken out of
+/// `bytes` in place instead of copied, which saves the group thread one
+/// fresh allocation of the writeset's size and its page faults (for a
+/// 300 MB writeset, a good part of the round that processes it).
+pub fn decode_action_owned(mut bytes: Vec<u8>) -> Result<Action, DecodeError> {
+    let (ws, data_at, data_len) = {
+        let mut r = Reader::new(&bytes);
+        check_version(&mut r)?;
+        if r.u8("action.tag")? != T_WRITESET {
+            return decode_action(&bytes);
+        }
+        let ws = read_writeset_header(&mut r)?;
+        let data = r.bytes("ws.data")?;
+        // Where the data starts in `bytes`: both point into one buffer.
+        let at = data.as_ptr() as usize - bytes.as_ptr() as usize;
+        let len = data.len();
+        r.end()?;
+        (ws, at, len)
+    };
+    bytes.truncate(data_at + data_len);
+    bytes.drain(..data_at);
+    Ok(Action::Writeset(Writeset { data: bytes, ..ws }))
+}
+
 /// Decodes a log entry written by [`encode_batch`].
 pub fn decode_batch(bytes: &[u8]) -> Result<Vec<Proposal>, DecodeError> {
     let mut r = Reader::new(bytes);
@@ -518,6 +543,13 @@ pub(crate) fn write_writeset(w: &mut Writer, ws: &Writeset) {
 }
 
 pub(crate) fn read_writeset(r: &mut Reader<'_>) -> Result<Writeset, DecodeError> {
+    let mut ws = read_writeset_header(r)?;
+    ws.data = r.bytes("ws.data")?.to_vec();
+    Ok(ws)
+}
+
+/// A writeset's fields before its data (left empty).
+fn read_writeset_header(r: &mut Reader<'_>) -> Result<Writeset, DecodeError> {
     let source = r.uuid("ws.source")?;
     let trx_id = r.u64("ws.trx_id")?;
     let conn_id = r.u64("ws.conn_id")?;
@@ -528,7 +560,6 @@ pub(crate) fn read_writeset(r: &mut Reader<'_>) -> Result<Writeset, DecodeError>
     for _ in 0..nkeys {
         keys.push(read_key(r)?);
     }
-    let data = r.bytes("ws.data")?.to_vec();
     Ok(Writeset {
         source,
         trx_id,
@@ -536,7 +567,7 @@ pub(crate) fn read_writeset(r: &mut Reader<'_>) -> Result<Writeset, DecodeError>
         last_seen,
         flags,
         keys,
-        data,
+        data: Vec::new(),
     })
 }
 
@@ -654,6 +685,21 @@ pub(crate) mod tests {
         assert_eq!(decode_batch(&encode_batch(&batch)).unwrap(), batch);
         let m = member(4);
         assert_eq!(MemberInfo::decode(&m.encode()).unwrap(), m);
+    }
+
+    #[test]
+    fn owned_decoding_gives_what_borrowed_decoding_gives() {
+        for p in sample_batch() {
+            let bytes = encode_action(&p.action);
+            assert_eq!(decode_action_owned(bytes.clone()).unwrap(), p.action);
+            for cut in 0..bytes.len() {
+                let short = bytes[..cut].to_vec();
+                assert!(decode_action_owned(short).is_err(), "cut at {cut}");
+            }
+            let mut longer = bytes;
+            longer.push(0);
+            assert!(decode_action_owned(longer).is_err());
+        }
     }
 
     #[test]

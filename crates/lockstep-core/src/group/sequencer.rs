@@ -5,7 +5,7 @@
 //! node's own identity, so a joiner replaying the log arrives at exactly
 //! the state everyone else has.
 
-use super::action::{decode_action, Action, CacheIst, MemberInfo, Proposal, Writeset};
+use super::action::{decode_action_owned, Action, CacheIst, MemberInfo, Proposal, Writeset};
 use super::member_state::MemberState;
 use super::vote::{VoteEvent, Votes};
 use crate::certification::{CertError, CertOutcome, CertRequest, Certifier, Seqno};
@@ -424,7 +424,7 @@ impl Sequencer {
         for part in whole.parts.into_values() {
             all.extend_from_slice(&part);
         }
-        match decode_action(&all) {
+        match decode_action_owned(all) {
             Ok(action @ Action::Writeset(_)) => self.proposal(
                 Proposal {
                     origin,
