@@ -18,7 +18,8 @@
 //! payload, payload; `docs/formats.md`), appended in queue order; a record
 //! that fails its checksum or names another seqno is an inconsistency
 //! (the node stops, it does not skip a writeset). The file is truncated
-//! whenever no placeholder is left in the queue, and created empty at
+//! whenever no placeholder is left in the queue or being read back by an
+//! applier, and created empty at
 //! every connect, so it only holds what the queue holds. Its size is
 //! bounded by `gcs.recv_q_hard_limit` where one is set (the limit counts
 //! spilled writesets too), else by the disk, like Galera's page files.
@@ -60,8 +61,11 @@ pub struct RecvSpool {
     file: Arc<File>,
     /// Where the next record goes.
     end: u64,
-    /// Placeholders in the queue not yet read back.
-    outstanding: usize,
+    /// Placeholders in the queue.
+    queued: usize,
+    /// Placeholders an applier took from the queue and has not read back
+    /// yet: the file is not truncated under them.
+    reading: usize,
     generation: u64,
 }
 
@@ -79,7 +83,8 @@ impl RecvSpool {
             path,
             file: Arc::new(file),
             end: 0,
-            outstanding: 0,
+            queued: 0,
+            reading: 0,
             generation: 0,
         })
     }
@@ -88,9 +93,10 @@ impl RecvSpool {
         &self.path
     }
 
-    /// Spilled writesets still in the queue.
+    /// Spilled writesets not read back yet (in the queue, or taken by an
+    /// applier).
     pub fn outstanding(&self) -> usize {
-        self.outstanding
+        self.queued + self.reading
     }
 
     /// Appends `ws` and returns its placeholder.
@@ -115,7 +121,7 @@ impl RecvSpool {
             file: self.file.clone(),
         };
         self.end += record.len() as u64;
-        self.outstanding += 1;
+        self.queued += 1;
         Ok(spilled)
     }
 
@@ -145,15 +151,20 @@ impl RecvSpool {
         }
     }
 
-    /// A placeholder was read back (or dropped from the queue): with none
-    /// left, the file starts over.
-    pub fn consumed(&mut self, s: &Spilled) {
-        if s.generation != self.generation {
-            return;
+    /// An applier took a placeholder from the queue (`Inner::pop_event`).
+    pub fn taken(&mut self, s: &Spilled) {
+        if self.is_current(s) {
+            self.queued = self.queued.saturating_sub(1);
+            self.reading += 1;
         }
-        self.outstanding = self.outstanding.saturating_sub(1);
-        if self.outstanding == 0 {
-            self.truncate();
+    }
+
+    /// A taken placeholder was read back: with none left in the queue or
+    /// being read, the file starts over.
+    pub fn consumed(&mut self, s: &Spilled) {
+        if self.is_current(s) {
+            self.reading = self.reading.saturating_sub(1);
+            self.truncate_if_unused();
         }
     }
 
@@ -162,20 +173,19 @@ impl RecvSpool {
         s.generation == self.generation
     }
 
-    /// The queue was cleared or filtered: `still` placeholders remain.
+    /// The queue was cleared or filtered: `still` placeholders remain in
+    /// it (those being read are still counted apart).
     pub fn recount(&mut self, still: usize) {
-        self.outstanding = still;
-        if still == 0 {
-            self.truncate();
-        }
+        self.queued = still;
+        self.truncate_if_unused();
     }
 
-    fn truncate(&mut self) {
-        if self.end == 0 {
+    fn truncate_if_unused(&mut self) {
+        if self.end == 0 || self.queued > 0 || self.reading > 0 {
             return;
         }
-        // Placeholders of the old contents (an applier may hold one it
-        // popped before the queue was cleared) no longer match.
+        // Placeholders of the old contents (dropped from the queue) no
+        // longer match.
         self.generation += 1;
         self.end = 0;
         if let Err(e) = self.file.set_len(0) {
@@ -193,28 +203,9 @@ impl RecvSpool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockstep_core::certification::CertOutcome;
-    use lockstep_core::group::action::Writeset;
+    use crate::ist::tests::ws as remote;
 
     const MAX: usize = 1 << 20;
-
-    fn remote(seqno: i64, data: usize) -> RemoteWs {
-        RemoteWs {
-            seqno,
-            ws: Arc::new(Writeset {
-                source: [1; 16],
-                trx_id: seqno as u64,
-                conn_id: 1,
-                last_seen: seqno - 1,
-                flags: 1,
-                keys: Vec::new(),
-                data: vec![seqno as u8; data],
-            }),
-            outcome: CertOutcome::Pass {
-                depends_on: seqno - 1,
-            },
-        }
-    }
 
     #[test]
     fn writesets_come_back_as_spilled_and_the_file_starts_over_when_all_are_read() {
@@ -223,9 +214,11 @@ mod tests {
         let a = spool.spill([3; 16], &remote(5, 1000)).unwrap();
         let b = spool.spill([3; 16], &remote(6, 10)).unwrap();
         assert_eq!(spool.outstanding(), 2);
+        spool.taken(&b);
         let back = RecvSpool::read(&b, MAX).unwrap();
         assert_eq!((back.seqno, back.ws.data.len()), (6, 10));
         spool.consumed(&b);
+        spool.taken(&a);
         let back = RecvSpool::read(&a, MAX).unwrap();
         assert_eq!(back.ws, remote(5, 1000).ws);
         assert_eq!(back.outcome, remote(5, 1000).outcome);
@@ -268,6 +261,23 @@ mod tests {
             "a stale placeholder counts for nothing"
         );
         assert_eq!(RecvSpool::read(&new, MAX).unwrap().seqno, 9);
+    }
+
+    #[test]
+    fn a_writeset_being_read_survives_a_cleared_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spool = RecvSpool::create(dir.path()).unwrap();
+        let a = spool.spill([3; 16], &remote(5, 100)).unwrap();
+        spool.spill([3; 16], &remote(6, 100)).unwrap();
+        spool.taken(&a);
+        spool.recount(0); // 6 dropped from the queue, 5 still being read
+        assert_eq!(RecvSpool::read(&a, MAX).unwrap().seqno, 5);
+        spool.consumed(&a);
+        assert_eq!(spool.outstanding(), 0);
+        let len = std::fs::metadata(dir.path().join(SPOOL_FILE))
+            .unwrap()
+            .len();
+        assert_eq!(len, 0);
     }
 
     #[test]

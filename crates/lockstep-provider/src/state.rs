@@ -637,6 +637,9 @@ impl Inner {
     pub fn pop_event(&mut self) -> Option<Event> {
         let event = self.events.pop_front()?;
         self.events_memory = self.events_memory.saturating_sub(event.memory_bytes());
+        if let (Event::Spilled(s), Some(spool)) = (&event, self.spool.as_mut()) {
+            spool.taken(s);
+        }
         Some(event)
     }
 

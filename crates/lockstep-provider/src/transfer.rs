@@ -373,7 +373,6 @@ impl Provider {
         g.last_ordered = g.last_ordered.max(gtid.seqno);
         g.events
             .retain(|e| e.seqno().is_none_or(|s| s > gtid.seqno));
-        g.recount_events();
         let writesets = replay
             .iter()
             .filter(|e| matches!(e, Event::Apply(_)))
@@ -385,7 +384,6 @@ impl Provider {
             for e in replay.into_iter().rev() {
                 g.events.push_front(e);
             }
-            g.recount_events();
         } else {
             // The SST carried the view: save it for pc.recovery here, as
             // deliver_primary_view does for views the server sees.
@@ -395,6 +393,8 @@ impl Provider {
             g = self.lock();
             g.view = Some(view);
         }
+        // Filtered above, and the IST events put in front.
+        g.recount_events();
         g.local.joined();
         g.cache_catch_up(None);
         let raft_id = g.raft_id();

@@ -670,6 +670,11 @@ impl Certifier {
         self.related.as_deref()
     }
 
+    /// [`Certifier::last_related`], moved out.
+    pub fn take_related(&mut self) -> Option<Vec<Seqno>> {
+        self.related.take()
+    }
+
     /// Purges writesets `<= cut` from the map and their references from the
     /// index (commit cut, §6.4). The caller must not cut above the lowest
     /// last seen seqno of any writeset still to be certified; writesets with

@@ -758,6 +758,9 @@ impl Group {
 
     /// Moves fragments into `queued` while the window has room.
     fn release_fragments(&mut self) {
+        if self.fragments.is_empty() {
+            return;
+        }
         let in_window = |p: &Proposal| match &p.action {
             Action::Fragment { bytes, .. } => bytes.len(),
             _ => 0,

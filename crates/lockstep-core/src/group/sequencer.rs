@@ -634,7 +634,7 @@ impl Sequencer {
         };
         let outcome = self.certifier.certify(&req)?;
         let related = match outcome {
-            CertOutcome::Pass { .. } => self.certifier.last_related().map(<[Seqno]>::to_vec),
+            CertOutcome::Pass { .. } => self.certifier.take_related(),
             CertOutcome::Fail { .. } => None,
         };
         self.last_seqno = seqno;
