@@ -11,7 +11,8 @@ use crate::server::ThreadCtx;
 use crate::state::{Conn, Inner, RemoteWs, Resolution};
 use crate::trx::{is_open_fragment, is_streaming, Handle, LocalTrx, TrxRecord, TrxState};
 use lockstep_core::certification::{CertOutcome, Key, KeyType};
-use lockstep_core::group::{Action, Writeset};
+use lockstep_core::group::node::FRAGMENT_BYTES;
+use lockstep_core::group::{Action, EncodedBody, Writeset};
 use std::sync::MutexGuard;
 use std::time::Instant;
 
@@ -71,9 +72,14 @@ impl Provider {
         &'a self,
         mut g: MutexGuard<'a, Inner>,
         ws: Writeset,
+        body: Option<EncodedBody>,
     ) -> (MutexGuard<'a, Inner>, Option<Ordered>) {
         let last_seen = ws.last_seen;
-        let Some(id) = g.propose(Action::Writeset(ws), true) else {
+        let proposed = match body {
+            Some(body) => g.propose_fragments(body.with_head(&ws), true),
+            None => g.propose(Action::Writeset(ws), true),
+        };
+        let Some(id) = proposed else {
             return (g, None);
         };
         g.inflight_last_seen.insert(id, last_seen);
@@ -152,6 +158,13 @@ impl Provider {
         wsflags: u32,
         meta: &mut TrxMeta,
     ) -> Status {
+        // A big writeset is encoded here, before the lock: O(size) work
+        // under it would hold up every other session and applier, and on
+        // the group thread every heartbeat and every other writeset.
+        let body = trx
+            .as_deref()
+            .filter(|t| !t.oversized && t.size() > FRAGMENT_BYTES)
+            .map(|t| EncodedBody::encode(&t.keys, &t.data, FRAGMENT_BYTES));
         let g = self.lock();
         let member = g.member_id;
         *meta = TrxMeta::undefined();
@@ -205,10 +218,18 @@ impl Provider {
             conn_id,
             last_seen: g.last_committed(),
             flags: wsflags,
-            keys: std::mem::take(&mut trx.keys),
-            data: trx.data.clone(),
+            // A big one's keys and data are in `body` already; they stay
+            // with the transaction, freed later outside the lock.
+            keys: match body {
+                Some(_) => Vec::new(),
+                None => std::mem::take(&mut trx.keys),
+            },
+            data: match body {
+                Some(_) => Vec::new(),
+                None => trx.data.clone(),
+            },
         };
-        let (mut g, ordered) = self.order(g, ws);
+        let (mut g, ordered) = self.order(g, ws, body);
         if let (Some(t0), Some(o)) = (large, &ordered) {
             info!(
                 "large writeset ordered as seqno {} in {:.1} s",
@@ -582,7 +603,7 @@ impl Provider {
             data: toi.data,
         };
         let size = ws.size() as i64;
-        let (mut g, ordered) = self.order(g, ws);
+        let (mut g, ordered) = self.order(g, ws, None);
         let Some(ordered) = ordered else {
             return status::CONN_FAIL;
         };

@@ -753,17 +753,29 @@ impl Inner {
     /// Proposes an action to the group; returns its proposal id (with a
     /// waiter registered when `wait` is set), or `None` outside a group.
     pub fn propose(&mut self, action: Action, wait: bool) -> Option<u64> {
+        self.send_proposal(wait, |id| crate::channel::Input::Propose { id, action })
+    }
+
+    /// [`Inner::propose`] of an action already cut into fragment parts.
+    pub fn propose_fragments(&mut self, parts: Vec<Vec<u8>>, wait: bool) -> Option<u64> {
+        self.send_proposal(wait, |id| crate::channel::Input::ProposeFragments {
+            id,
+            parts,
+        })
+    }
+
+    fn send_proposal(
+        &mut self,
+        wait: bool,
+        input: impl FnOnce(u64) -> crate::channel::Input,
+    ) -> Option<u64> {
         let link = self.group.as_ref()?;
         let id = self.next_proposal;
         self.next_proposal += 1;
         if wait {
             self.waiting.insert(id, Resolution::Pending);
         }
-        if link
-            .tx
-            .send(crate::channel::Input::Propose { id, action })
-            .is_err()
-        {
+        if link.tx.send(input(id)).is_err() {
             self.waiting.insert(id, Resolution::Dropped);
         }
         Some(id)

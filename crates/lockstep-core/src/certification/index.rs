@@ -86,6 +86,18 @@ impl KeyIndex {
         &self.slab[slot as usize]
     }
 
+    /// Makes room for `more` new keys at once: a writeset of a million
+    /// keys would otherwise grow the table and the slab by doubling, each
+    /// time rehashing or moving everything in them.
+    pub fn reserve(&mut self, more: usize) {
+        let reusable = self.free.len();
+        if more > reusable {
+            self.slab.reserve(more - reusable);
+        }
+        let slab = &self.slab;
+        self.table.reserve(more, |&s| slab[s as usize].hash);
+    }
+
     /// The slot of `key`, creating an empty entry if it is absent. A created
     /// entry must receive a reference before the next purge.
     pub fn find_or_insert(&mut self, hash: u64, key: &[u8]) -> u32 {

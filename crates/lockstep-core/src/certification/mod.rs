@@ -609,6 +609,8 @@ impl Certifier {
         let sc = &mut self.scratch;
         sc.listed.clear();
         sc.entered.clear();
+        let missing = sc.probes.iter().filter(|p| p.slot == NO_SLOT).count();
+        self.index.reserve(missing);
         for p in &sc.probes {
             let slot = if p.slot != NO_SLOT {
                 p.slot

@@ -214,7 +214,7 @@ pub struct CacheIst {
 pub const MAX_CHECK_POINTS: usize = 2;
 
 const T_GENESIS: u8 = 1;
-const T_WRITESET: u8 = 2;
+pub(super) const T_WRITESET: u8 = 2;
 const T_COMMITTED: u8 = 3;
 const T_STATE_REQUEST: u8 = 4;
 const T_STATE_TRANSFERRED: u8 = 5;
@@ -534,12 +534,18 @@ fn read_action(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
 
 /// A writeset's fields (also the body of a writeset cache record).
 pub(crate) fn write_writeset(w: &mut Writer, ws: &Writeset) {
-    w.uuid(&ws.source).u64(ws.trx_id).u64(ws.conn_id);
-    w.i64(ws.last_seen).u32(ws.flags).u32(ws.keys.len() as u32);
+    write_writeset_head(w, ws, ws.keys.len() as u32);
     for k in &ws.keys {
         write_key(w, k);
     }
     w.bytes(&ws.data);
+}
+
+/// A writeset's fields before its keys, announcing `key_count` keys
+/// (`fragments::EncodedBody` writes the keys apart).
+pub(super) fn write_writeset_head(w: &mut Writer, ws: &Writeset, key_count: u32) {
+    w.uuid(&ws.source).u64(ws.trx_id).u64(ws.conn_id);
+    w.i64(ws.last_seen).u32(ws.flags).u32(key_count);
 }
 
 pub(crate) fn read_writeset(r: &mut Reader<'_>) -> Result<Writeset, DecodeError> {

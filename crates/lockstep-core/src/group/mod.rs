@@ -2,6 +2,9 @@
 //!
 //! - `action`: what is ordered (writesets, state-transfer messages, …) and
 //!   its encoding;
+//! - `reassembly`: a fragmented action's parts joined as they arrive;
+//! - `fragments`: a big writeset's encoding cut into fragment parts, done
+//!   by the replicating thread;
 //! - `sequencer`: seqnos, views, member states, donor choice and
 //!   certification as a deterministic function of the ordered log;
 //! - `node`: the Raft driver around tikv/raft-rs (ADR 0004), with batching,
@@ -12,15 +15,18 @@
 //!   whole cluster (`pc.recovery`).
 
 pub mod action;
+pub mod fragments;
 mod log_store;
 mod member_state;
 pub mod node;
+mod reassembly;
 pub mod recovery;
 pub mod sequencer;
 mod snapshot;
 pub mod vote;
 
 pub use action::{Action, CacheIst, MemberInfo, Proposal, Writeset};
+pub use fragments::EncodedBody;
 pub use member_state::{LocalState, MemberState, Notify};
 pub use node::{Group, GroupConfig, Output};
 pub use sequencer::{Delivery, GroupView, Member, Membership, Sequencer, SequencerError};

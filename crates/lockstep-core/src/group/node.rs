@@ -22,7 +22,8 @@
 //! - The leader's duties: add joiners as learners, promote synced
 //!   learners to voters, and evict members silent past the suspect timeout.
 
-use super::action::{decode_batch, encode_action, encode_batch, Action, MemberInfo, Proposal};
+use super::action::{decode_batch, encode_batch, Action, MemberInfo, Proposal, Writeset};
+use super::fragments::EncodedBody;
 use super::log_store::LogStore;
 use super::member_state::MemberState;
 use super::sequencer::{Delivery, GroupView, Membership, Sequencer};
@@ -31,6 +32,14 @@ use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, Mes
 use raft::storage::MemStorage;
 use raft::{Config, ProgressState, RawNode, SnapshotStatus, StateRole};
 use std::collections::{BTreeMap, HashMap, VecDeque};
+
+/// A snapshot that would copy more than this (`Sequencer::snapshot_weight`)
+/// waits until the log is twice its budget.
+const SNAPSHOT_WEIGHT_DEFER: usize = 16 << 20;
+
+/// Default `GroupConfig::fragment_bytes`: the part size of a big
+/// writeset, also what the provider cuts on its replicating thread.
+pub const FRAGMENT_BYTES: usize = 1 << 20;
 
 /// A proposal handed to Raft and not yet seen delivered.
 #[derive(Debug, Clone)]
@@ -121,8 +130,8 @@ impl Default for GroupConfig {
             compact_after: 200_000,
             compact_bytes: 128 << 20,
             max_catch_up_ticks: 2,
-            fragment_bytes: 4 << 20,
-            fragment_window: 32 << 20,
+            fragment_bytes: FRAGMENT_BYTES,
+            fragment_window: 2 << 20,
         }
     }
 }
@@ -417,15 +426,27 @@ impl Group {
     pub fn propose_with_id(&mut self, id: u64, action: Action) {
         let origin = self.me.raft_id;
         let big = matches!(&action, Action::Writeset(ws) if ws.size() > self.cfg.fragment_bytes);
-        if !big {
-            self.queued.push(Proposal { origin, id, action });
-            return;
+        match action {
+            Action::Writeset(ws) if big => {
+                let body = EncodedBody::encode(&ws.keys, &ws.data, self.cfg.fragment_bytes);
+                let head = Writeset {
+                    keys: Vec::new(),
+                    data: Vec::new(),
+                    ..ws
+                };
+                self.propose_fragments(id, body.with_head(&head));
+            }
+            action => self.queued.push(Proposal { origin, id, action }),
         }
-        let bytes = encode_action(&action);
-        drop(action);
-        let step = self.cfg.fragment_bytes.max(1);
-        let count = bytes.len().div_ceil(step) as u32;
-        for (index, part) in bytes.chunks(step).enumerate() {
+    }
+
+    /// Queues an action already cut into fragment parts (by
+    /// [`EncodedBody`] on the replicating thread, so this thread does no
+    /// O(size) work for it); it is delivered under proposal `id`.
+    pub fn propose_fragments(&mut self, id: u64, parts: Vec<Vec<u8>>) {
+        let origin = self.me.raft_id;
+        let count = parts.len() as u32;
+        for (index, bytes) in parts.into_iter().enumerate() {
             let fid = self.next_id;
             self.next_id += 1;
             self.fragments.push_back(Proposal {
@@ -435,7 +456,7 @@ impl Group {
                     of: id,
                     index: index as u32,
                     count,
-                    bytes: part.to_vec(),
+                    bytes,
                 },
             });
         }
@@ -958,6 +979,16 @@ impl Group {
         let bytes = self.raw.raft.raft_log.store.bytes();
         let full = entries >= self.cfg.compact_after || bytes >= self.cfg.compact_bytes;
         let half = entries >= self.cfg.compact_after / 2 || bytes >= self.cfg.compact_bytes / 2;
+        // A snapshot copies the fragments in flight and the keys of the
+        // writesets not yet purged: while a big writeset is on its way or
+        // being applied that is hundreds of MB, copied on this thread (one
+        // such round per 64 MiB of fragments stalled every node). Wait for
+        // it to pass, as long as the log stays within twice its budget
+        // plus those bytes (which it holds anyway while they stream by).
+        let weight = self.seq.snapshot_weight();
+        let overdue = entries >= self.cfg.compact_after.saturating_mul(2)
+            || bytes >= (self.cfg.compact_bytes.saturating_mul(2)).saturating_add(weight as u64);
+        let cheap = weight <= SNAPSHOT_WEIGHT_DEFER;
         match &self.pending_snapshot {
             Some((snap, _)) => {
                 let at = snap.get_metadata().index;
@@ -972,7 +1003,7 @@ impl Group {
                     self.cached_after = Some(seqno);
                 }
             }
-            None if half => {
+            None if half && (cheap || overdue) => {
                 let snap = self.snapshot_now(applied)?;
                 self.pending_snapshot = Some((snap, self.seq.last_seqno()));
             }

@@ -189,13 +189,11 @@ pub struct Sequencer {
     pub(super) partial: BTreeMap<(u64, u64), Partial>,
 }
 
-/// The parts of one fragmented action received so far.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Partial {
-    pub count: u32,
-    pub parts: BTreeMap<u32, Vec<u8>>,
-    pub bytes: usize,
-}
+pub use super::reassembly::Partial;
+
+/// What one key in the window costs a snapshot, about (a row key of a
+/// table with a short name).
+const SNAPSHOT_KEY_BYTES: usize = 32;
 
 /// Fragmented actions one member may have in flight at once (one per
 /// client thread replicating a big writeset).
@@ -266,6 +264,15 @@ impl Sequencer {
             .map(|m| self.applied.get(&m.info.raft_id).copied().unwrap_or(0))
             .min()
             .unwrap_or(0)
+    }
+
+    /// About how many bytes a snapshot taken now would copy for the
+    /// fragments in flight and the keys of the writesets in the window:
+    /// the parts of a snapshot that grow with one big writeset.
+    pub fn snapshot_weight(&self) -> usize {
+        let partial: usize = self.partial.values().map(Partial::bytes).sum();
+        let keys: usize = self.window.iter().map(|(_, ws, _)| ws.keys.len()).sum();
+        partial + keys * SNAPSHOT_KEY_BYTES
     }
 
     /// The current view (after the genesis).
@@ -393,7 +400,7 @@ impl Sequencer {
             });
         };
         let in_flight = self.partial.range((origin, 0)..=(origin, u64::MAX));
-        let (n, total) = in_flight.fold((0, 0), |(n, b), (_, p)| (n + 1, b + p.bytes));
+        let (n, total) = in_flight.fold((0, 0), |(n, b), (_, p)| (n + 1, b + p.bytes()));
         let known = self.partial.contains_key(&(origin, of));
         if count == 0
             || index >= count
@@ -403,27 +410,20 @@ impl Sequencer {
             drop_it(self, out);
             return Ok(());
         }
-        let entry = self.partial.entry((origin, of)).or_insert(Partial {
-            count,
-            parts: BTreeMap::new(),
-            bytes: 0,
-        });
-        if entry.count != count {
+        let entry = self
+            .partial
+            .entry((origin, of))
+            .or_insert_with(|| Partial::new(count));
+        if entry.count() != count {
             drop_it(self, out);
             return Ok(());
         }
-        if !entry.parts.contains_key(&index) {
-            entry.bytes += bytes.len();
-            entry.parts.insert(index, bytes);
-        }
-        if entry.parts.len() < count as usize {
+        entry.insert(index, bytes, MAX_PARTIAL_BYTES - total);
+        if !entry.is_complete() {
             return Ok(());
         }
         let whole = self.partial.remove(&(origin, of)).expect("present above");
-        let mut all = Vec::with_capacity(whole.bytes);
-        for part in whole.parts.into_values() {
-            all.extend_from_slice(&part);
-        }
+        let all = whole.into_bytes().expect("complete above");
         match decode_action_owned(all) {
             Ok(action @ Action::Writeset(_)) => self.proposal(
                 Proposal {

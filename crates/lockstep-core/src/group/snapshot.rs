@@ -103,10 +103,10 @@ impl Sequencer {
         for ((origin, of), p) in &s.partial {
             w.u64(*origin)
                 .u64(*of)
-                .u32(p.count)
-                .u32(p.parts.len() as u32);
-            for (index, bytes) in &p.parts {
-                w.u32(*index).bytes(bytes);
+                .u32(p.count())
+                .u32(p.received() as u32);
+            for (index, bytes) in p.parts() {
+                w.u32(index).bytes(bytes);
             }
         }
         w.finish()
@@ -220,22 +220,13 @@ impl Sequencer {
             let of = r.u64("partial.of")?;
             let count = r.u32("partial.count")?;
             let k = r.count("partial.parts", 8)?;
-            let mut parts = BTreeMap::new();
-            let mut bytes = 0;
+            let mut p = Partial::new(count);
             for _ in 0..k {
                 let index = r.u32("partial.index")?;
                 let part = r.bytes("partial.bytes")?.to_vec();
-                bytes += part.len();
-                parts.insert(index, part);
+                p.insert(index, part, super::sequencer::MAX_PARTIAL_BYTES);
             }
-            partial.insert(
-                (origin, of),
-                Partial {
-                    count,
-                    parts,
-                    bytes,
-                },
-            );
+            partial.insert((origin, of), p);
         }
         r.end()?;
         if last_seqno > certifier.position() {

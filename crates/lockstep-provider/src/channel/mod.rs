@@ -56,6 +56,9 @@ pub enum Input {
     PeerUp { raft_id: u64, peer_addr: String },
     /// Order this action (proposal id chosen by the caller).
     Propose { id: u64, action: Action },
+    /// Order an action already cut into fragment parts
+    /// (`Group::propose_fragments`).
+    ProposeFragments { id: u64, parts: Vec<Vec<u8>> },
     /// `gmcast.isolate`: cut every peer connection and refuse new ones
     /// (`true`), or connect again (`false`).
     Isolate(bool),
@@ -315,6 +318,7 @@ impl Worker {
                 self.addrs.insert(raft_id, peer_addr);
             }
             Input::Propose { id, action } => self.group.propose_with_id(id, action),
+            Input::ProposeFragments { id, parts } => self.group.propose_fragments(id, parts),
             Input::Isolate(on) => self.isolate(on),
             Input::SuspectTimeout(d) => {
                 let ms = suspect_timeout_ms(d);
