@@ -11,6 +11,7 @@
 //! conflict conditions), `index` (the key index), `purge` (the writeset map
 //! and purging).
 
+mod coarse;
 mod index;
 mod key;
 mod purge;
@@ -27,6 +28,7 @@ use std::fmt;
 pub use key::{Key, KeyType};
 pub use rules::{is_real_conflict, relation, Relation, TABLE};
 
+use coarse::CoarseRefs;
 use index::{KeyIndex, NO_REF, NO_SLOT, TOI_BIT};
 use key::{encode_levels, encode_prefix};
 use purge::WritesetMap;
@@ -38,6 +40,11 @@ pub type NodeId = [u8; 16];
 
 /// Default of the hidden `cert.max_length`.
 pub const DEFAULT_MAX_LENGTH: u64 = 16384;
+
+/// A writeset with more keys than this enters its row keys (three parts
+/// or more) into the index at their table: one EXCLUSIVE key per table
+/// instead of a key per row. See [`Certifier::enter`].
+pub const COARSE_AFTER: usize = 1 << 17;
 
 /// One writeset to certify.
 #[derive(Clone, Copy, Debug)]
@@ -329,7 +336,10 @@ pub struct Certifier {
     last_pa_unsafe: Seqno,
     optimistic_pa: bool,
     max_length: u64,
+    coarse_after: usize,
     index: KeyIndex,
+    /// Table-level references of very big writesets (`coarse.rs`).
+    coarse: CoarseRefs,
     map: WritesetMap,
     scratch: Scratch,
     nodes: HashMap<NodeId, u32>,
@@ -355,7 +365,9 @@ impl Certifier {
             last_pa_unsafe: -1,
             optimistic_pa: true,
             max_length: DEFAULT_MAX_LENGTH,
+            coarse_after: COARSE_AFTER,
             index: KeyIndex::new(),
+            coarse: CoarseRefs::default(),
             map: WritesetMap::default(),
             scratch: Scratch::default(),
             nodes: HashMap::new(),
@@ -373,6 +385,7 @@ impl Certifier {
         self.position = initial_position;
         self.last_pa_unsafe = -1;
         self.index.clear();
+        self.coarse.clear();
         self.map.clear();
         self.nodes.clear();
         self.last_node = None;
@@ -386,6 +399,11 @@ impl Certifier {
     /// `cert.max_length` (default 16384).
     pub fn set_max_length(&mut self, n: u64) {
         self.max_length = n;
+    }
+
+    /// [`COARSE_AFTER`] for this certifier (tests use small values).
+    pub fn set_coarse_after(&mut self, n: usize) {
+        self.coarse_after = n;
     }
 
     /// Last seqno certified, preloaded or noted.
@@ -540,6 +558,34 @@ impl Certifier {
 
         if !req.is_toi {
             for p in &self.scratch.probes {
+                if !self.coarse.is_empty() && self.coarse.may_hold(p.hash) {
+                    let parts: &[Vec<u8>] = if p.key == ZERO_KEY {
+                        &[]
+                    } else {
+                        &req.keys[p.key as usize].parts
+                    };
+                    let mut bytes = Vec::new();
+                    encode_prefix(parts, p.level as usize, &mut bytes);
+                    for c in self.coarse.refs(p.hash, &bytes) {
+                        // EXCLUSIVE: a conflict cell for every type.
+                        let toi = c.origin & TOI_BIT != 0;
+                        let same_node = c.origin & !TOI_BIT == node;
+                        if is_real_conflict(c.seqno, toi, same_node, ls) {
+                            let key = conflict_key(req.keys, p);
+                            self.stats.conflicts += 1;
+                            self.map.push_dummy(s);
+                            return Ok(CertOutcome::Fail {
+                                reason: CertFailure::Conflict {
+                                    key,
+                                    earlier: KeyType::Exclusive,
+                                    with_seqno: c.seqno,
+                                },
+                            });
+                        }
+                        depends = depends.max(c.seqno);
+                        relate(c.seqno);
+                    }
+                }
                 if p.slot == NO_SLOT {
                     continue;
                 }
@@ -605,21 +651,36 @@ impl Certifier {
     }
 
     /// Enters the probes of the current writeset into the index and map.
+    ///
+    /// A writeset of more than `coarse_after` keys enters its row keys as
+    /// table-level references instead (`coarse.rs`).
     fn enter(&mut self, keys: &[Key], s: Seqno, origin: u32) {
+        let coarse = keys.len() > self.coarse_after;
         let sc = &mut self.scratch;
         sc.listed.clear();
         sc.entered.clear();
+        sc.prev.clear();
         let missing = sc.probes.iter().filter(|p| p.slot == NO_SLOT).count();
-        self.index.reserve(missing);
+        self.index.reserve(if coarse { 0 } else { missing });
         for p in &sc.probes {
+            let parts: &[Vec<u8>] = if p.key == ZERO_KEY {
+                &[]
+            } else {
+                &keys[p.key as usize].parts
+            };
+            if coarse && parts.len() >= 3 && p.level as usize == parts.len() {
+                // The row's table instead, once per run of rows of a table.
+                encode_prefix(parts, parts.len() - 1, &mut sc.buf);
+                if sc.buf != sc.prev {
+                    let hash = self.index.hash(&sc.buf);
+                    self.coarse.insert(hash, &sc.buf, s, origin);
+                    std::mem::swap(&mut sc.buf, &mut sc.prev);
+                }
+                continue;
+            }
             let slot = if p.slot != NO_SLOT {
                 p.slot
             } else {
-                let parts: &[Vec<u8>] = if p.key == ZERO_KEY {
-                    &[]
-                } else {
-                    &keys[p.key as usize].parts
-                };
                 encode_prefix(parts, p.level as usize, &mut sc.buf);
                 self.index.find_or_insert(p.hash, &sc.buf)
             };
@@ -688,6 +749,7 @@ impl Certifier {
     /// node, instead of passing a conflict it can no longer see.
     pub fn purge_upto(&mut self, cut: Seqno) {
         self.map.purge_upto(cut, &mut self.index);
+        self.coarse.purge_upto(cut);
         // Nothing above the last certified seqno was ever indexed.
         self.purged_upto = self.purged_upto.max(cut.min(self.position));
     }
