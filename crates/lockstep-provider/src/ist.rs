@@ -217,21 +217,19 @@ pub(crate) mod tests {
     /// A passed writeset at `seqno` with `data` bytes (also used by the
     /// writeset cache's tests).
     pub(crate) fn ws(seqno: i64, data: usize) -> RemoteWs {
-        RemoteWs {
-            seqno,
-            ws: Arc::new(Writeset {
-                source: [1; 16],
-                trx_id: seqno as u64,
-                conn_id: 1,
-                last_seen: seqno - 1,
-                flags: 3,
-                keys: vec![],
-                data: vec![seqno as u8; data],
-            }),
-            outcome: CertOutcome::Pass {
-                depends_on: seqno - 1,
-            },
-        }
+        let ws = Arc::new(Writeset {
+            source: [1; 16],
+            trx_id: seqno as u64,
+            conn_id: 1,
+            last_seen: seqno - 1,
+            flags: 3,
+            keys: vec![],
+            data: vec![seqno as u8; data],
+        });
+        let outcome = CertOutcome::Pass {
+            depends_on: seqno - 1,
+        };
+        RemoteWs::new(seqno, ws, outcome)
     }
 
     fn at(seqno: i64) -> Gtid {

@@ -343,11 +343,9 @@ fn receive(stream: TcpStream, expect: &Expect) -> Result<IstBuffer, ReceiveError
                 });
                 buffer.view(expect.have.uuid, ev.seqno, members, view)
             }
-            CachedKind::Writeset { ws, outcome } => buffer.writeset(RemoteWs {
-                seqno: ev.seqno,
-                ws,
-                outcome,
-            }),
+            CachedKind::Writeset { ws, outcome } => {
+                buffer.writeset(RemoteWs::new(ev.seqno, ws, outcome))
+            }
             CachedKind::End => {}
         }
     }

@@ -101,7 +101,7 @@ impl RecvSpool {
 
     /// Appends `ws` and returns its placeholder.
     pub fn spill(&mut self, history: [u8; 16], ws: &RemoteWs) -> io::Result<Spilled> {
-        let mut record = Vec::with_capacity(ws.ws.size() + 256);
+        let mut record = Vec::with_capacity(ws.size + 256);
         let event = CachedEvent {
             history,
             seqno: ws.seqno,
@@ -114,7 +114,7 @@ impl RecvSpool {
         self.file.write_all_at(&record, self.end)?;
         let spilled = Spilled {
             seqno: ws.seqno,
-            bytes: ws.ws.size(),
+            bytes: ws.size,
             offset: self.end,
             len: record.len(),
             generation: self.generation,
@@ -139,11 +139,9 @@ impl RecvSpool {
             Err(e) => return Err(format!("spooled writeset {}: {e}", s.seqno)),
         };
         match event.kind {
-            CachedKind::Writeset { ws, outcome } if event.seqno == s.seqno => Ok(RemoteWs {
-                seqno: s.seqno,
-                ws,
-                outcome,
-            }),
+            CachedKind::Writeset { ws, outcome } if event.seqno == s.seqno => {
+                Ok(RemoteWs::new(s.seqno, ws, outcome))
+            }
             _ => Err(format!(
                 "the spool holds seqno {} where writeset {} should be",
                 event.seqno, s.seqno

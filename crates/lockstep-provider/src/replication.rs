@@ -739,10 +739,10 @@ impl Provider {
         };
         drop(g);
         let mut exit_loop = false;
-        let large = (r.ws.size() >= LARGE_WRITESET).then(|| {
+        let large = (r.size >= LARGE_WRITESET).then(|| {
             info!(
                 "applying large writeset seqno {seqno}: {:.0} MiB",
-                mib(r.ws.size())
+                mib(r.size)
             );
             Instant::now()
         });
@@ -790,7 +790,7 @@ impl Provider {
             return Some(self.inconsistent(g, &e.to_string()));
         }
         g.counters.received += 1;
-        g.counters.received_bytes += r.ws.size() as i64;
+        g.counters.received_bytes += r.size as i64;
         if let Some(t0) = large {
             info!(
                 "large writeset seqno {seqno} applied and committed in {:.1} s",

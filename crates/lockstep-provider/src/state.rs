@@ -87,7 +87,7 @@ impl Event {
     /// Bytes this event holds in memory (a spilled writeset: none).
     pub fn memory_bytes(&self) -> usize {
         match self {
-            Event::Apply(ws) => ws.ws.size(),
+            Event::Apply(ws) => ws.size,
             _ => 0,
         }
     }
@@ -95,7 +95,7 @@ impl Event {
     /// Bytes this event holds in the receive queue (its writeset).
     pub fn bytes(&self) -> usize {
         match self {
-            Event::Apply(ws) => ws.ws.size(),
+            Event::Apply(ws) => ws.size,
             Event::Spilled(s) => s.bytes,
             _ => 0,
         }
@@ -118,6 +118,21 @@ pub struct RemoteWs {
     pub seqno: i64,
     pub ws: Arc<Writeset>,
     pub outcome: CertOutcome,
+    /// `ws.size()`, counted once: it walks every key, a million of them
+    /// in a big writeset, and the queue asks for it often.
+    pub size: usize,
+}
+
+impl RemoteWs {
+    pub fn new(seqno: i64, ws: Arc<Writeset>, outcome: CertOutcome) -> RemoteWs {
+        let size = ws.size();
+        RemoteWs {
+            seqno,
+            ws,
+            outcome,
+            size,
+        }
+    }
 }
 
 /// What a local proposal turned into.

@@ -266,7 +266,7 @@ pub(crate) fn read_key(r: &mut Reader<'_>) -> Result<Key, DecodeError> {
     Ok(Key { parts, kind })
 }
 
-fn check_version(r: &mut Reader<'_>) -> Result<(), DecodeError> {
+pub(super) fn check_version(r: &mut Reader<'_>) -> Result<(), DecodeError> {
     let v = r.u8("version")?;
     if v != ACTION_VERSION {
         return Err(DecodeError::Invalid {
@@ -556,23 +556,24 @@ pub(crate) fn read_writeset(r: &mut Reader<'_>) -> Result<Writeset, DecodeError>
 
 /// A writeset's fields before its data (left empty).
 fn read_writeset_header(r: &mut Reader<'_>) -> Result<Writeset, DecodeError> {
-    let source = r.uuid("ws.source")?;
-    let trx_id = r.u64("ws.trx_id")?;
-    let conn_id = r.u64("ws.conn_id")?;
-    let last_seen = r.i64("ws.last_seen")?;
-    let flags = r.u32("ws.flags")?;
+    let mut ws = read_writeset_fields(r)?;
     let nkeys = r.count("ws.keys", 5)?;
-    let mut keys = Vec::with_capacity(nkeys);
+    ws.keys.reserve_exact(nkeys);
     for _ in 0..nkeys {
-        keys.push(read_key(r)?);
+        ws.keys.push(read_key(r)?);
     }
+    Ok(ws)
+}
+
+/// A writeset's fields before its key count (keys and data left empty).
+pub(super) fn read_writeset_fields(r: &mut Reader<'_>) -> Result<Writeset, DecodeError> {
     Ok(Writeset {
-        source,
-        trx_id,
-        conn_id,
-        last_seen,
-        flags,
-        keys,
+        source: r.uuid("ws.source")?,
+        trx_id: r.u64("ws.trx_id")?,
+        conn_id: r.u64("ws.conn_id")?,
+        last_seen: r.i64("ws.last_seen")?,
+        flags: r.u32("ws.flags")?,
+        keys: Vec::new(),
         data: Vec::new(),
     })
 }

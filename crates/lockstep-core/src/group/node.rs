@@ -39,7 +39,7 @@ const SNAPSHOT_WEIGHT_DEFER: usize = 16 << 20;
 
 /// Default `GroupConfig::fragment_bytes`: the part size of a big
 /// writeset, also what the provider cuts on its replicating thread.
-pub const FRAGMENT_BYTES: usize = 1 << 20;
+pub const FRAGMENT_BYTES: usize = 256 << 10;
 
 /// A proposal handed to Raft and not yet seen delivered.
 #[derive(Debug, Clone)]
@@ -131,7 +131,7 @@ impl Default for GroupConfig {
             compact_bytes: 128 << 20,
             max_catch_up_ticks: 2,
             fragment_bytes: FRAGMENT_BYTES,
-            fragment_window: 2 << 20,
+            fragment_window: 512 << 10,
         }
     }
 }

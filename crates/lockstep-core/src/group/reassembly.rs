@@ -10,6 +10,26 @@
 
 use std::collections::BTreeMap;
 
+use super::action::{check_version, read_key, read_writeset_fields, Action, Writeset, T_WRITESET};
+use crate::wire::codec::{DecodeError, Reader};
+
+/// A fragmented writeset's header and keys, decoded while its parts
+/// arrive (they come first in its encoding), so the round of its last
+/// part only decodes the data length and takes the data in place. A cache
+/// of what the joined bytes say: rebuilt the same way from a snapshot's
+/// parts, and when it cannot be used the whole is decoded at the end.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct KeysAhead {
+    /// Header fields (keys gathered into it), once its bytes are there.
+    head: Option<Writeset>,
+    /// Keys the header announces.
+    count: usize,
+    /// Where the next undecoded byte of `joined` is.
+    at: usize,
+    /// Not a writeset, or malformed: decode it all at the end.
+    off: bool,
+}
+
 /// The parts of one fragmented action received so far.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Partial {
@@ -21,6 +41,7 @@ pub struct Partial {
     /// Parts received before all those below them.
     ahead: BTreeMap<u32, Vec<u8>>,
     bytes: usize,
+    keys: KeysAhead,
 }
 
 impl Partial {
@@ -31,6 +52,7 @@ impl Partial {
             lens: Vec::new(),
             ahead: BTreeMap::new(),
             bytes: 0,
+            keys: KeysAhead::default(),
         }
     }
 
@@ -69,6 +91,89 @@ impl Partial {
         while let Some(part) = self.ahead.remove(&(self.lens.len() as u32)) {
             self.append(part);
         }
+        self.decode_ahead();
+    }
+
+    /// Decodes the header and as many whole keys as `joined` holds.
+    fn decode_ahead(&mut self) {
+        let k = &mut self.keys;
+        if k.off {
+            return;
+        }
+        if k.head.is_none() {
+            let mut r = Reader::new(&self.joined);
+            let head = (|| {
+                check_version(&mut r)?;
+                if r.u8("action.tag")? != T_WRITESET {
+                    return Err(DecodeError::Invalid {
+                        field: "action.tag",
+                        value: 0,
+                    });
+                }
+                let ws = read_writeset_fields(&mut r)?;
+                Ok((ws, r.u32("ws.keys")? as usize))
+            })();
+            match head {
+                Ok((ws, count)) => {
+                    k.head = Some(ws);
+                    k.count = count;
+                    k.at = self.joined.len() - r.remaining();
+                }
+                Err(DecodeError::Truncated { .. }) => return,
+                Err(_) => {
+                    k.off = true;
+                    return;
+                }
+            }
+        }
+        let Some(ws) = k.head.as_mut() else { return };
+        let mut r = Reader::new(&self.joined[k.at..]);
+        while ws.keys.len() < k.count {
+            let before = r.remaining();
+            match read_key(&mut r) {
+                Ok(key) => {
+                    ws.keys.push(key);
+                    k.at += before - r.remaining();
+                }
+                Err(DecodeError::Truncated { .. }) => return,
+                Err(_) => {
+                    k.off = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The whole action, once complete: a writeset from the keys decoded
+    /// ahead and its data taken out of the joined bytes in place; anything
+    /// else decoded whole (`decode_action_owned`).
+    pub fn into_action(self) -> Option<Result<Action, DecodeError>> {
+        if !self.is_complete() {
+            return None;
+        }
+        let k = self.keys;
+        let mut joined = self.joined;
+        let ahead = match k.head {
+            Some(ws) if !k.off && ws.keys.len() == k.count => Some(ws),
+            _ => None,
+        };
+        let Some(ws) = ahead else {
+            return Some(super::action::decode_action_owned(joined));
+        };
+        let (data_at, len) = {
+            let mut r = Reader::new(&joined[k.at..]);
+            let data = match r.bytes("ws.data") {
+                Ok(d) => d.len(),
+                Err(e) => return Some(Err(e)),
+            };
+            if let Err(e) = r.end() {
+                return Some(Err(e));
+            }
+            (k.at + 4, data)
+        };
+        joined.truncate(data_at + len);
+        joined.drain(..data_at);
+        Some(Ok(Action::Writeset(Writeset { data: joined, ..ws })))
     }
 
     fn append(&mut self, part: Vec<u8>) {
@@ -134,6 +239,76 @@ mod tests {
             prop_assert!(p.is_complete());
             prop_assert_eq!(p.into_bytes(), Some(parts.concat()));
         }
+    }
+
+    fn sample_writeset(keys: usize, data: usize) -> Action {
+        use crate::certification::{Key, KeyType};
+        Action::Writeset(Writeset {
+            source: [5; 16],
+            trx_id: 1,
+            conn_id: 2,
+            last_seen: 3,
+            flags: 4,
+            keys: (0..keys)
+                .map(|i| Key::new([b"db".to_vec(), vec![i as u8; i % 5]], KeyType::Update))
+                .collect(),
+            data: (0..data).map(|i| (i * 7) as u8).collect(),
+        })
+    }
+
+    proptest! {
+        /// Whatever the cut and the arrival order, keys decoded ahead give
+        /// what decoding the whole gives: the writeset, or the same error
+        /// for bytes that are not one (truncated, flipped, another action).
+        #[test]
+        fn decoding_ahead_gives_what_decoding_the_whole_gives(
+            keys in 0usize..30,
+            data in 0usize..400,
+            step in 1usize..300,
+            flip in proptest::option::of((0usize..2000, 1u8..255)),
+            cut in proptest::option::of(0usize..2000),
+            rev in proptest::bool::ANY,
+        ) {
+            let mut bytes = super::super::action::encode_action(&sample_writeset(keys, data));
+            if let Some((at, x)) = flip {
+                let n = bytes.len();
+                bytes[at % n] ^= x;
+            }
+            if let Some(c) = cut {
+                bytes.truncate(c % (bytes.len() + 1));
+            }
+            let parts: Vec<Vec<u8>> = if bytes.is_empty() {
+                vec![Vec::new()]
+            } else {
+                bytes.chunks(step).map(<[u8]>::to_vec).collect()
+            };
+            let mut p = Partial::new(parts.len() as u32);
+            let order: Vec<usize> = if rev {
+                (0..parts.len()).rev().collect()
+            } else {
+                (0..parts.len()).collect()
+            };
+            for i in order {
+                p.insert(i as u32, parts[i].clone(), usize::MAX);
+            }
+            let want = super::super::action::decode_action_owned(bytes);
+            prop_assert_eq!(p.into_action(), Some(want));
+        }
+    }
+
+    #[test]
+    fn another_action_is_decoded_whole() {
+        let a = Action::Committed {
+            raft_id: 1,
+            seqno: 2,
+            applied: 3,
+        };
+        let bytes = super::super::action::encode_action(&a);
+        let mut p = Partial::new(2);
+        p.insert(0, bytes[..3].to_vec(), usize::MAX);
+        assert_eq!(p.clone().into_action(), None, "incomplete");
+        p.insert(1, bytes[3..].to_vec(), usize::MAX);
+        assert_eq!(p.into_action(), Some(Ok(a)));
     }
 
     #[test]

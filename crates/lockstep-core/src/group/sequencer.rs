@@ -5,7 +5,7 @@
 //! node's own identity, so a joiner replaying the log arrives at exactly
 //! the state everyone else has.
 
-use super::action::{decode_action_owned, Action, CacheIst, MemberInfo, Proposal, Writeset};
+use super::action::{Action, CacheIst, MemberInfo, Proposal, Writeset};
 use super::member_state::MemberState;
 use super::vote::{VoteEvent, Votes};
 use crate::certification::{CertError, CertOutcome, CertRequest, Certifier, Seqno};
@@ -176,6 +176,9 @@ pub struct Sequencer {
     /// Writesets above the purge point, in seqno order: what a snapshot
     /// carries so a joiner can rebuild the same certification index.
     pub(super) window: VecDeque<(Seqno, Arc<Writeset>, bool)>,
+    /// Keys of the writesets in `window` (asked every round while a
+    /// snapshot waits, so counted as they come and go).
+    pub(super) window_keys: usize,
     /// Latest Raft index each member reported as applied.
     pub(super) applied: HashMap<u64, u64>,
     /// Deliveries produced so far (a restored node continues counting).
@@ -221,6 +224,7 @@ impl Sequencer {
             purged_upto: -1,
             seen: HashMap::new(),
             window: VecDeque::new(),
+            window_keys: 0,
             applied: HashMap::new(),
             delivered: 0,
             votes: Votes::default(),
@@ -271,8 +275,7 @@ impl Sequencer {
     /// the parts of a snapshot that grow with one big writeset.
     pub fn snapshot_weight(&self) -> usize {
         let partial: usize = self.partial.values().map(Partial::bytes).sum();
-        let keys: usize = self.window.iter().map(|(_, ws, _)| ws.keys.len()).sum();
-        partial + keys * SNAPSHOT_KEY_BYTES
+        partial + self.window_keys * SNAPSHOT_KEY_BYTES
     }
 
     /// The current view (after the genesis).
@@ -423,8 +426,7 @@ impl Sequencer {
             return Ok(());
         }
         let whole = self.partial.remove(&(origin, of)).expect("present above");
-        let all = whole.into_bytes().expect("complete above");
-        match decode_action_owned(all) {
+        match whole.into_action().expect("complete above") {
             Ok(action @ Action::Writeset(_)) => self.proposal(
                 Proposal {
                     origin,
@@ -639,6 +641,7 @@ impl Sequencer {
         };
         self.last_seqno = seqno;
         let ws = Arc::new(ws);
+        self.window_keys += ws.keys.len();
         self.window
             .push_back((seqno, ws.clone(), outcome.is_pass()));
         out.push(Delivery::Writeset {
@@ -675,7 +678,9 @@ impl Sequencer {
             self.certifier.purge_upto(cut);
             self.purged_upto = cut;
             while self.window.front().is_some_and(|(s, _, _)| *s <= cut) {
-                self.window.pop_front();
+                if let Some((_, ws, _)) = self.window.pop_front() {
+                    self.window_keys -= ws.keys.len();
+                }
             }
         }
     }

@@ -249,6 +249,7 @@ impl Sequencer {
             committed,
             purged_upto,
             seen,
+            window_keys: window.iter().map(|(_, ws, _)| ws.keys.len()).sum(),
             window,
             applied,
             delivered,

@@ -20,7 +20,9 @@ use wsrep_abi::Uuid;
 /// 3: two lanes, messages over 64 KiB in chunks (`wire::lanes`).
 /// 4: the certification purge cut leaves joiners waiting for their state
 /// out (the same log purges differently, so versions must not mix).
-pub const PROTOCOL_VERSION: u32 = 4;
+/// 5: writesets of more than 131 072 keys enter their rows at table
+/// level (`certification::coarse`): the same log certifies differently.
+pub const PROTOCOL_VERSION: u32 = 5;
 /// Bound on one message on the group channel: the largest Raft message
 /// (one writeset up to `repl.max_ws_size` travels in one log entry). On
 /// the wire it travels in chunks (`wire::lanes`).

@@ -54,14 +54,15 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
             related,
         } => {
             g.last_ordered = seqno;
-            if ws.size() >= crate::replication::LARGE_WRITESET && origin != me {
+            // Once: it walks every key.
+            let size = ws.size();
+            if size >= crate::replication::LARGE_WRITESET && origin != me {
                 info!(
-                    "large writeset ordered as seqno {seqno}: {} bytes, {} keys",
-                    ws.size(),
+                    "large writeset ordered as seqno {seqno}: {size} bytes, {} keys",
                     ws.keys.len()
                 );
             }
-            if g.in_group && g.cache_takes(seqno, ws.size()) {
+            if g.in_group && g.cache_takes(seqno, size) {
                 g.cache_event(
                     seqno,
                     CachedKind::Writeset {
@@ -88,9 +89,14 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                     );
                 }
                 if ws.flags & wsrep_abi::flags::ISOLATION == 0 {
-                    g.bypass.ordered(seqno, ws.size());
+                    g.bypass.ordered(seqno, size);
                 }
-                g.enqueue(Event::Apply(RemoteWs { seqno, ws, outcome }));
+                g.enqueue(Event::Apply(RemoteWs {
+                    seqno,
+                    ws,
+                    outcome,
+                    size,
+                }));
             } else {
                 if !g.fork_check.is_empty() {
                     let kind = CachedKind::Writeset {
@@ -99,7 +105,12 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                     };
                     g.check_fork(seqno, &kind);
                 }
-                g.ist.writeset(RemoteWs { seqno, ws, outcome });
+                g.ist.writeset(RemoteWs {
+                    seqno,
+                    ws,
+                    outcome,
+                    size,
+                });
             }
         }
         Delivery::View(v) => view(g, me, v),
