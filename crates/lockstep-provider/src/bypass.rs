@@ -61,6 +61,9 @@ pub struct Bypass {
     /// Bound: the local transactions in flight (one per client thread);
     /// entries leave with commit order (`forget_upto`).
     pub related: BTreeMap<i64, Vec<i64>>,
+    /// The highest seqno seen queued behind a large writeset, until commit
+    /// order passes it: the backlog its apply left (`counted`).
+    pub backlog_upto: Option<i64>,
 }
 
 impl Bypass {
@@ -79,17 +82,31 @@ impl Bypass {
 
     /// Of `queued` (seqno, bytes) events, how many flow control counts:
     /// those behind the large writeset that holds commit order are left
-    /// out, up to [`BEHIND_LARGE_EVENTS`] and [`BEHIND_LARGE_BYTES`].
-    pub fn counted(&self, level: i64, queued: impl Iterator<Item = (Option<i64>, usize)>) -> u64 {
+    /// out, up to [`BEHIND_LARGE_EVENTS`] and [`BEHIND_LARGE_BYTES`]; and
+    /// once it has committed, so is that backlog while it drains (counting
+    /// it then stopped every writer of the cluster for a second or two
+    /// right after the apply). Writesets ordered after the backlog count.
+    pub fn counted(
+        &mut self,
+        level: i64,
+        queued: impl Iterator<Item = (Option<i64>, usize)>,
+    ) -> u64 {
         let large = self.holding(level);
+        if self.backlog_upto.is_some_and(|b| b <= level) {
+            self.backlog_upto = None;
+        }
         let (mut total, mut behind, mut bytes) = (0u64, 0usize, 0u64);
         for (seqno, size) in queued {
             total += 1;
-            let after_large = matches!((seqno, large), (Some(s), Some(l)) if s > l);
-            if after_large
-                && behind < BEHIND_LARGE_EVENTS
-                && bytes + size as u64 <= BEHIND_LARGE_BYTES
-            {
+            let exempt = match (seqno, large) {
+                (Some(s), Some(l)) if s > l => {
+                    self.backlog_upto = Some(self.backlog_upto.map_or(s, |b| b.max(s)));
+                    true
+                }
+                (Some(s), _) => self.backlog_upto.is_some_and(|b| s <= b),
+                _ => false,
+            };
+            if exempt && behind < BEHIND_LARGE_EVENTS && bytes + size as u64 <= BEHIND_LARGE_BYTES {
                 behind += 1;
                 bytes += size as u64;
             }
@@ -277,13 +294,33 @@ mod tests {
         assert_eq!(b.counted(10, queued(50)), 50, "nothing large: all count");
         b.large.insert(15);
         assert_eq!(b.counted(10, queued(50)), 0, "all behind 15");
-        b.large = BTreeSet::from([30]);
+        // (A made-up change of the large writeset: a fresh bookkeeping.)
+        let mut b = Bypass {
+            large: BTreeSet::from([30]),
+            ..Bypass::default()
+        };
         assert_eq!(b.counted(10, queued(50)), 11, "20..=30 count, 31.. do not");
         let many = (31..31 + BEHIND_LARGE_EVENTS as i64 + 7).map(|s| (Some(s), 10usize));
         assert_eq!(b.counted(10, many), 7, "past the bound they count again");
         let big = (31..41).map(|s| (Some(s), (BEHIND_LARGE_BYTES / 4) as usize));
         assert_eq!(b.counted(10, big), 6, "4 fit in the byte bound");
-        assert_eq!(b.counted(30, queued(50)), 50, "30 committed: all count");
+    }
+
+    #[test]
+    fn the_backlog_a_large_writeset_left_drains_without_flow_control() {
+        let mut b = Bypass::default();
+        let queued = |from: i64, to: i64| (from..=to).map(|s| (Some(s), 100usize));
+        b.large.insert(30);
+        assert_eq!(b.counted(29, queued(31, 40)), 0, "behind 30");
+        b.large.clear();
+        assert_eq!(
+            b.counted(30, queued(31, 50)),
+            10,
+            "30 committed: 31..=40 were behind it and drain exempt; 41.. count"
+        );
+        assert_eq!(b.counted(35, queued(36, 50)), 10, "still draining");
+        assert_eq!(b.counted(40, queued(41, 50)), 10, "drained: all count");
+        assert_eq!(b.backlog_upto, None);
     }
 
     #[test]

@@ -617,9 +617,10 @@ impl Worker {
         let members = g.members.len();
         // What waits behind a large writeset's apply is left out, within
         // a bound (ADR 0011).
-        let queue = g.bypass.counted(
-            g.commit.level(),
-            g.events.iter().map(|e| (e.seqno(), e.bytes())),
+        let inner = &mut *g;
+        let queue = inner.bypass.counted(
+            inner.commit.level(),
+            inner.events.iter().map(|e| (e.seqno(), e.bytes())),
         );
         if let Some(limit) = g.recv_q_hard_limit {
             let bytes: u64 = g.events.iter().map(|e| e.bytes() as u64).sum();
