@@ -389,6 +389,22 @@ fn an_isolated_node_of_three_is_non_primary_while_the_two_others_stay_primary() 
 /// waits `DELAY` seconds, then runs MariaDB's rsync script.
 const SLOW_SST_DELAY: u64 = 25;
 
+/// Adds a node that takes its SST from node2 by `slowrsync`
+/// (`install_slow_sst_method`), and waits until node2 donates; returns its
+/// index.
+fn add_joiner_in_a_slow_sst(cluster: &mut Cluster) -> usize {
+    let i = cluster.add_node().or_logs(cluster, "add node");
+    cluster
+        .node_mut(i)
+        .spawn(&["--wsrep-sst-method=slowrsync", "--wsrep-sst-donor=node2"])
+        .or_logs(cluster, "start the joiner");
+    cluster
+        .node(1)
+        .wait_for_status("wsrep_local_state_comment", "Donor/Desynced", WAIT)
+        .or_logs(cluster, "node2 donates");
+    i
+}
+
 fn install_slow_sst_method(cluster: &Cluster) {
     use std::os::unix::fs::PermissionsExt;
     let bin = cluster.base_dir().join("bin");
@@ -415,6 +431,62 @@ fn install_slow_sst_method(cluster: &Cluster) {
 /// certification index is purged (the joiner is left out of the commit
 /// cut) and their group logs are compacted (the joiner reports what it
 /// has applied). Then the joiner catches up with every row.
+/// A joiner killed (SIGKILL) while its receive queue waits on disk for
+/// its SST comes back like any crashed joiner: the spool it left is
+/// truncated when it connects again, it takes a new state transfer, and
+/// ends with every row the cluster wrote before and after the crash.
+#[test]
+fn a_joiner_killed_with_its_queue_on_disk_rejoins_with_every_row() {
+    let mut cluster = start("spoolkill", 2, "gcache.size=32M");
+    install_slow_sst_method(&cluster);
+    cluster
+        .node(0)
+        .sql("CREATE DATABASE sk; CREATE TABLE sk.t (id INT PRIMARY KEY, b LONGBLOB) ENGINE=InnoDB")
+        .or_logs(&cluster, "create sk.t");
+    let i = add_joiner_in_a_slow_sst(&mut cluster);
+    let write = |cluster: &Cluster, from: usize, to: usize| {
+        for k in from..to {
+            let sql = format!("INSERT INTO sk.t VALUES ({k}, REPEAT(CHAR(65 + {k} % 26), 262144))");
+            cluster.node(0).sql(&sql).or_logs(cluster, "write");
+        }
+    };
+    write(&cluster, 0, 400);
+    let spool = cluster.node(i).datadir().join("lockstep_recv_spool.dat");
+    let spilled = std::fs::metadata(&spool).map_or(0, |m| m.len());
+    check(&cluster, spilled > 16 << 20, || {
+        format!("the joiner spilled {spilled} bytes: nothing on disk to crash with")
+    });
+    cluster
+        .node_mut(i)
+        .kill()
+        .or_logs(&cluster, "kill -9 the joiner");
+    write(&cluster, 400, 420);
+    cluster
+        .node_mut(i)
+        .spawn(&[])
+        .or_logs(&cluster, "restart the joiner");
+    cluster
+        .node(i)
+        .wait_synced(Duration::from_secs(180))
+        .or_logs(&cluster, "the joiner rejoins");
+    write(&cluster, 420, 430);
+    let sql = "SELECT COUNT(*), SUM(LENGTH(b)), SUM(CRC32(b)) FROM sk.t";
+    let want = causal_rows(cluster.node(0), sql).or_logs(&cluster, "node1 rows");
+    check(&cluster, want[0][0] == "430", || {
+        format!("{want:?}: rows are missing on node1")
+    });
+    for n in 1..cluster.len() {
+        let got = causal_rows(cluster.node(n), sql).or_logs(&cluster, "rows");
+        check(&cluster, got == want, || {
+            format!("node{} has {got:?}, node1 {want:?}", n + 1)
+        });
+    }
+    let left = std::fs::metadata(&spool).map_or(0, |m| m.len());
+    check(&cluster, left < spilled, || {
+        format!("the spool still holds {left} bytes after the rejoin ({spilled} before the crash)")
+    });
+}
+
 #[test]
 fn a_long_state_transfer_keeps_every_queue_bounded() {
     let mut cluster = start("longsst", 2, "gcache.size=32M");
@@ -427,15 +499,7 @@ fn a_long_state_transfer_keeps_every_queue_bounded() {
         multi_node::status_u64(cluster.node(0), "wsrep_lockstep_group_log_from").unwrap_or(0)
     };
     let compacted_before = log_from(&cluster);
-    let i = cluster.add_node().or_logs(&cluster, "add node");
-    cluster
-        .node_mut(i)
-        .spawn(&["--wsrep-sst-method=slowrsync", "--wsrep-sst-donor=node2"])
-        .or_logs(&cluster, "start the joiner");
-    cluster
-        .node(1)
-        .wait_for_status("wsrep_local_state_comment", "Donor/Desynced", WAIT)
-        .or_logs(&cluster, "node2 donates");
+    let i = add_joiner_in_a_slow_sst(&mut cluster);
     let t0 = Instant::now();
     let rows = 400;
     for k in 0..rows {

@@ -179,6 +179,11 @@ pub struct Sequencer {
     /// Keys of the writesets in `window` (asked every round while a
     /// snapshot waits, so counted as they come and go).
     pub(super) window_keys: usize,
+    /// Purged writesets too big to free on this thread (`take_reaped`):
+    /// freeing a million keys took a second of the group thread under
+    /// load, a stall for every node right after the big apply. Transient,
+    /// not in snapshots; at most the big writesets of one purge.
+    pub(super) reaped: Vec<Arc<Writeset>>,
     /// Latest Raft index each member reported as applied.
     pub(super) applied: HashMap<u64, u64>,
     /// Deliveries produced so far (a restored node continues counting).
@@ -193,6 +198,10 @@ pub struct Sequencer {
 }
 
 pub use super::reassembly::Partial;
+
+/// A purged writeset with this many keys is freed by the caller
+/// (`Sequencer::take_reaped`), not on the group thread.
+const REAP_KEYS: usize = 1 << 16;
 
 /// What one key in the window costs a snapshot, about (a row key of a
 /// table with a short name).
@@ -225,6 +234,7 @@ impl Sequencer {
             seen: HashMap::new(),
             window: VecDeque::new(),
             window_keys: 0,
+            reaped: Vec::new(),
             applied: HashMap::new(),
             delivered: 0,
             votes: Votes::default(),
@@ -268,6 +278,12 @@ impl Sequencer {
             .map(|m| self.applied.get(&m.info.raft_id).copied().unwrap_or(0))
             .min()
             .unwrap_or(0)
+    }
+
+    /// Big writesets purged since the last call, for the caller to free
+    /// on another thread (dropping them frees every key).
+    pub fn take_reaped(&mut self) -> Vec<Arc<Writeset>> {
+        std::mem::take(&mut self.reaped)
     }
 
     /// About how many bytes a snapshot taken now would copy for the
@@ -680,6 +696,9 @@ impl Sequencer {
             while self.window.front().is_some_and(|(s, _, _)| *s <= cut) {
                 if let Some((_, ws, _)) = self.window.pop_front() {
                     self.window_keys -= ws.keys.len();
+                    if ws.keys.len() >= REAP_KEYS {
+                        self.reaped.push(ws);
+                    }
                 }
             }
         }

@@ -13,6 +13,19 @@ fn member(raft_id: u64) -> MemberInfo {
     }
 }
 
+/// A writeset of member 1 (wsrep id `[1; 16]`).
+fn writeset_of(id: u64, last_seen: i64, keys: Vec<Key>) -> Writeset {
+    Writeset {
+        source: [1; 16],
+        trx_id: id,
+        conn_id: 1,
+        last_seen,
+        flags: flags::TRX_START | flags::TRX_END,
+        keys,
+        data: vec![1; 16],
+    }
+}
+
 fn one(seq: &mut Sequencer, origin: u64, id: u64, action: Action) -> Vec<Delivery> {
     let mut out = Vec::new();
     seq.entry(vec![Proposal { origin, id, action }], &mut out)
@@ -35,21 +48,13 @@ fn founder_writes_while_2_joins(writesets: i64) -> (Sequencer, u64) {
     seq.membership(&Membership::Add(member(2)), &mut out)
         .expect("joiner added");
     assert_eq!(seq.member(2).map(|m| m.state), Some(MemberState::Joiner));
-    let mut id = 2;
+    let mut id: u64 = 2;
     for _ in 0..writesets {
-        let last_seen = seq.last_seqno();
-        let ws = Writeset {
-            source: [1; 16],
-            trx_id: id,
-            conn_id: 1,
-            last_seen,
-            flags: flags::TRX_START | flags::TRX_END,
-            keys: vec![Key::new(
-                [b"db".to_vec(), id.to_be_bytes().to_vec()],
-                KeyType::Exclusive,
-            )],
-            data: vec![1; 16],
-        };
+        let key = Key::new(
+            [b"db".to_vec(), id.to_be_bytes().to_vec()],
+            KeyType::Exclusive,
+        );
+        let ws = writeset_of(id, seq.last_seqno(), vec![key]);
         one(&mut seq, 1, id, Action::Writeset(ws));
         id += 1;
         let committed = Action::Committed {
@@ -95,4 +100,44 @@ fn a_joined_member_counts_again() {
         before,
         "a joined member that has not reported must hold the cut"
     );
+}
+
+#[test]
+fn a_purged_big_writeset_is_handed_over_to_be_freed_elsewhere() {
+    let mut seq = Sequencer::new();
+    let genesis = Action::Genesis {
+        history: [7; 16],
+        last_seqno: 0,
+        founder: member(1),
+    };
+    one(&mut seq, 1, 1, genesis);
+    let writeset = |id: u64, keys: usize| {
+        let keys = (0..keys as u32)
+            .map(|k| {
+                Key::new(
+                    [b"db".to_vec(), b"t".to_vec(), k.to_be_bytes().to_vec()],
+                    KeyType::Exclusive,
+                )
+            })
+            .collect();
+        Action::Writeset(writeset_of(id, 0, keys))
+    };
+    one(&mut seq, 1, 2, writeset(2, REAP_KEYS));
+    // The index is purged in steps of PURGE_STEP seqnos.
+    let mut id = 3;
+    while seq.last_seqno() < PURGE_STEP + 2 {
+        one(&mut seq, 1, id, writeset(id, 1));
+        id += 1;
+    }
+    let report = Action::Committed {
+        raft_id: 1,
+        seqno: seq.last_seqno(),
+        applied: id,
+    };
+    one(&mut seq, 1, id, report);
+    assert!(seq.certifier().purged_upto() > PURGE_STEP, "purged");
+    let reaped = seq.take_reaped();
+    assert_eq!(reaped.len(), 1, "the big one only");
+    assert_eq!(reaped[0].keys.len(), REAP_KEYS);
+    assert!(seq.take_reaped().is_empty());
 }

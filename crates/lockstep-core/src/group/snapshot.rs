@@ -251,6 +251,7 @@ impl Sequencer {
             seen,
             window_keys: window.iter().map(|(_, ws, _)| ws.keys.len()).sum(),
             window,
+            reaped: Vec::new(),
             applied,
             delivered,
             votes: Default::default(),

@@ -219,6 +219,19 @@ struct Worker {
     last_poke: Option<Instant>,
 }
 
+/// Frees big purged writesets on a short-lived thread: a million keys
+/// are a million and more allocations, a second of this thread under load
+/// that every node would spend right after a big apply. (If no thread can
+/// be started, `spawn` drops the closure, and so frees them, here.)
+fn free_elsewhere(reaped: Vec<std::sync::Arc<lockstep_core::group::Writeset>>) {
+    if reaped.is_empty() {
+        return;
+    }
+    let _ = std::thread::Builder::new()
+        .name("lockstep-free".into())
+        .spawn(move || drop(reaped));
+}
+
 impl Worker {
     fn run(mut self, rx: Receiver<Input>) {
         {
@@ -258,6 +271,7 @@ impl Worker {
             let outputs = self.group.poll();
             let polled = round.elapsed();
             self.process(outputs);
+            free_elsewhere(self.group.sequencer_mut().take_reaped());
             if round.elapsed() >= SLOW_ROUND {
                 // Heartbeats wait while this thread works: a round this
                 // long is what a big writeset costs the group.
