@@ -567,23 +567,18 @@ impl Certifier {
                     let mut bytes = Vec::new();
                     encode_prefix(parts, p.level as usize, &mut bytes);
                     for c in self.coarse.refs(p.hash, &bytes) {
-                        // EXCLUSIVE: a conflict cell for every type.
-                        let toi = c.origin & TOI_BIT != 0;
-                        let same_node = c.origin & !TOI_BIT == node;
-                        if is_real_conflict(c.seqno, toi, same_node, ls) {
-                            let key = conflict_key(req.keys, p);
-                            self.stats.conflicts += 1;
-                            self.map.push_dummy(s);
-                            return Ok(CertOutcome::Fail {
-                                reason: CertFailure::Conflict {
-                                    key,
-                                    earlier: KeyType::Exclusive,
-                                    with_seqno: c.seqno,
-                                },
-                            });
+                        let earlier = KeyType::Exclusive;
+                        match weigh(relation(earlier, p.kind), c.seqno, c.origin, node, ls) {
+                            Weight::None => {}
+                            Weight::Depends => {
+                                depends = depends.max(c.seqno);
+                                relate(c.seqno);
+                            }
+                            Weight::Conflict => {
+                                let failure = (req.keys, p, earlier, c.seqno, s);
+                                return Ok(conflict(&mut self.stats, &mut self.map, failure));
+                            }
                         }
-                        depends = depends.max(c.seqno);
-                        relate(c.seqno);
                     }
                 }
                 if p.slot == NO_SLOT {
@@ -595,30 +590,16 @@ impl Certifier {
                     if r == NO_REF {
                         continue;
                     }
-                    match relation(earlier, p.kind) {
-                        Relation::None => {}
-                        Relation::Dependency => {
+                    let origin = e.origin[earlier.index()];
+                    match weigh(relation(earlier, p.kind), r, origin, node, ls) {
+                        Weight::None => {}
+                        Weight::Depends => {
                             depends = depends.max(r);
                             relate(r);
                         }
-                        Relation::Conflict => {
-                            let origin = e.origin[earlier.index()];
-                            let toi = origin & TOI_BIT != 0;
-                            let same_node = origin & !TOI_BIT == node;
-                            if is_real_conflict(r, toi, same_node, ls) {
-                                let key = conflict_key(req.keys, p);
-                                self.stats.conflicts += 1;
-                                self.map.push_dummy(s);
-                                return Ok(CertOutcome::Fail {
-                                    reason: CertFailure::Conflict {
-                                        key,
-                                        earlier,
-                                        with_seqno: r,
-                                    },
-                                });
-                            }
-                            depends = depends.max(r);
-                            relate(r);
+                        Weight::Conflict => {
+                            let failure = (req.keys, p, earlier, r, s);
+                            return Ok(conflict(&mut self.stats, &mut self.map, failure));
                         }
                     }
                 }
@@ -770,6 +751,50 @@ impl fmt::Debug for Certifier {
 }
 
 /// The key (at the clashing level) for a conflict report.
+/// What one earlier reference (`r`, tagged `origin`) means for a probe.
+enum Weight {
+    None,
+    Depends,
+    Conflict,
+}
+
+/// The table cell `rel`, with the §6.2 conditions that make a conflict
+/// cell a real conflict (otherwise it is a dependency).
+#[inline]
+fn weigh(rel: Relation, r: Seqno, origin: u32, node: u32, last_seen: Seqno) -> Weight {
+    match rel {
+        Relation::None => Weight::None,
+        Relation::Dependency => Weight::Depends,
+        Relation::Conflict => {
+            let toi = origin & TOI_BIT != 0;
+            let same_node = origin & !TOI_BIT == node;
+            if is_real_conflict(r, toi, same_node, last_seen) {
+                Weight::Conflict
+            } else {
+                Weight::Depends
+            }
+        }
+    }
+}
+
+/// A writeset failing on a real conflict of `probe` with `earlier` at
+/// `with_seqno`: counted, and its seqno kept in the map as a dummy.
+fn conflict(
+    stats: &mut CertStats,
+    map: &mut WritesetMap,
+    (keys, probe, earlier, with_seqno, s): (&[Key], &Probe, KeyType, Seqno, Seqno),
+) -> CertOutcome {
+    stats.conflicts += 1;
+    map.push_dummy(s);
+    CertOutcome::Fail {
+        reason: CertFailure::Conflict {
+            key: conflict_key(keys, probe),
+            earlier,
+            with_seqno,
+        },
+    }
+}
+
 fn conflict_key(keys: &[Key], p: &Probe) -> Key {
     let parts = if p.key == ZERO_KEY {
         Vec::new()

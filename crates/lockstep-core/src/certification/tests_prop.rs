@@ -133,35 +133,25 @@ impl Model {
         }
         if !req.is_toi {
             for (k, &t) in &keys {
-                let coarse: Vec<(Seqno, bool, NodeId)> = self
+                // Earlier references: every live table-level one of a big
+                // writeset (EXCLUSIVE), then the latest writer per type.
+                let coarse = self
                     .live()
                     .filter(|w| w.passed && w.coarse.contains(k))
-                    .map(|w| (w.seqno, w.toi, w.node))
+                    .map(|w| (KeyType::Exclusive, w));
+                let latest = KeyType::ALL
+                    .into_iter()
+                    .filter_map(|e| self.latest(k, e).map(|w| (e, w)));
+                let earlier: Vec<(KeyType, Seqno, bool, NodeId)> = coarse
+                    .chain(latest)
+                    .map(|(e, w)| (e, w.seqno, w.toi, w.node))
                     .collect();
-                for (r, toi, node) in coarse {
-                    if r > ls && (toi || node != req.source) {
-                        self.record(req, keys.clone(), false);
-                        return CertOutcome::Fail {
-                            reason: CertFailure::Conflict {
-                                key: Key {
-                                    parts: k.clone(),
-                                    kind: t,
-                                },
-                                earlier: KeyType::Exclusive,
-                                with_seqno: r,
-                            },
-                        };
-                    }
-                    depends = depends.max(r);
-                }
-                for e in KeyType::ALL {
-                    let Some(r) = self.latest(k, e) else { continue };
+                for (e, r, toi, node) in earlier {
                     match SPEC_TABLE[e.index()].as_bytes()[t.index()] {
                         b'-' => {}
-                        b'D' => depends = depends.max(r.seqno),
+                        b'D' => depends = depends.max(r),
                         _ => {
-                            if r.seqno > ls && (r.toi || r.node != req.source) {
-                                let with_seqno = r.seqno;
+                            if r > ls && (toi || node != req.source) {
                                 self.record(req, keys.clone(), false);
                                 return CertOutcome::Fail {
                                     reason: CertFailure::Conflict {
@@ -170,11 +160,11 @@ impl Model {
                                             kind: t,
                                         },
                                         earlier: e,
-                                        with_seqno,
+                                        with_seqno: r,
                                     },
                                 };
                             }
-                            depends = depends.max(r.seqno);
+                            depends = depends.max(r);
                         }
                     }
                 }

@@ -42,15 +42,6 @@ impl EncodedBody {
         }
     }
 
-    /// Bytes of the body.
-    pub fn len(&self) -> usize {
-        self.parts.iter().map(Vec::len).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.parts.is_empty()
-    }
-
     /// The fragments' bytes: a head part with `ws`'s fields, then the
     /// body. `ws` gives only its header fields; its own keys and data are
     /// ignored (they are the body's).

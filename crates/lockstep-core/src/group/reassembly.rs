@@ -186,6 +186,7 @@ impl Partial {
     }
 
     /// The whole action's bytes, once complete (`None` before).
+    #[cfg(test)]
     pub fn into_bytes(self) -> Option<Vec<u8>> {
         self.is_complete().then_some(self.joined)
     }
