@@ -89,10 +89,19 @@ fn every_single_node_health_rule_against_a_real_lockstep_node() {
         ro_off.get("/?format=json").json()["inputs"]["read_only"],
         true
     );
+    // SET GLOBAL read_only=1 takes the global read lock, which on a wsrep
+    // node desyncs and pauses the provider for a moment (as with Galera):
+    // the node passes through Donor/Desynced and Joined before it is
+    // Synced again, so the plain check settles rather than reads once.
+    let r = plain.wait_for_body("/", SYNCED, SETTLE);
     assert_eq!(
-        plain.get("/").status,
-        200,
-        "read-only without the flag is healthy"
+        r.status, 200,
+        "read-only without the flag is healthy: {r:?}"
+    );
+    assert_eq!(
+        plain.get("/?format=json").json()["inputs"]["read_only"],
+        true,
+        "the plain check saw read_only=ON and still called the node healthy"
     );
     let (code, out) = check_once(&[&tcp[..], &["--disable-when-readonly"]].concat());
     assert_eq!(
