@@ -1,0 +1,133 @@
+//! TLS for peer connections, configured with Galera's option names.
+//!
+//! Both ends present a certificate and both check that the other's is
+//! signed by the cluster's CA (`socket.ssl_ca`), or is one of the
+//! certificates in that file: that is the whole authorisation, as with
+//! Galera. Host names in certificates are not
+//! compared with addresses, also as with Galera: clusters often share one
+//! node certificate, and peers are dialed by IP address.
+//!
+//! rustls chooses among its own AEAD suites; `socket.ssl_cipher` narrows
+//! the TLS 1.2 suites as OpenSSL's cipher list does (see [`ciphers`]).
+
+mod ciphers;
+mod files;
+mod stream;
+mod verify;
+
+pub use files::TlsFiles;
+pub use stream::{TlsReader, TlsWriter};
+
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, RootCertStore, ServerConfig, ServerConnection};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Everything needed to open TLS connections in both directions, loaded
+/// once from the files named by the options (and again on
+/// `socket.ssl_reload`).
+#[derive(Clone)]
+pub struct TlsContext {
+    client: Arc<ClientConfig>,
+    server: Arc<ServerConfig>,
+    /// Which TLS 1.2 suites `socket.ssl_cipher` left, for the log.
+    pub tls12_suites: Vec<&'static str>,
+}
+
+impl std::fmt::Debug for TlsContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsContext")
+            .field("tls12_suites", &self.tls12_suites)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TlsContext {
+    /// Reads and checks the certificate, key and CA files. Every error
+    /// names the file and the option, for the server's error log.
+    pub fn load(files: &TlsFiles) -> Result<TlsContext, String> {
+        let loaded = files.read()?;
+        let (provider, tls12_suites) = ciphers::provider(files.cipher.as_deref())?;
+        let provider = Arc::new(provider);
+        let ca_err = |e: String| format!("socket.ssl_ca {}: {e}", files.ca_path().display());
+        let mut roots = RootCertStore::empty();
+        for ca in &loaded.ca {
+            roots.add(ca.clone()).map_err(|e| ca_err(e.to_string()))?;
+        }
+        let roots = Arc::new(roots);
+
+        let client_check =
+            verify::ClientCheck::new(roots.clone(), loaded.ca.clone(), provider.clone())
+                .map_err(ca_err)?;
+        let mut server = ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS setup: {e}"))?
+            .with_client_cert_verifier(Arc::new(client_check))
+            .with_single_cert(loaded.chain.clone(), loaded.key.clone_key())
+            .map_err(|e| {
+                format!(
+                    "socket.ssl_cert {} and socket.ssl_key {}: {e}",
+                    files.cert.display(),
+                    files.key.display()
+                )
+            })?;
+        // Peers reconnect rarely and never resume: no tickets to keep.
+        server.send_tls13_tickets = 0;
+
+        let server_check =
+            verify::ServerCheck::new(roots, loaded.ca, provider.clone()).map_err(ca_err)?;
+        let mut client = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS setup: {e}"))?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(server_check))
+            .with_client_auth_cert(loaded.chain, loaded.key)
+            .map_err(|e| {
+                format!(
+                    "socket.ssl_cert {} and socket.ssl_key {}: {e}",
+                    files.cert.display(),
+                    files.key.display()
+                )
+            })?;
+        // The peer's name is not checked (module docs); do not send it.
+        client.enable_sni = false;
+        client.resumption = rustls::client::Resumption::disabled();
+        Ok(TlsContext {
+            client: Arc::new(client),
+            server: Arc::new(server),
+            tls12_suites,
+        })
+    }
+
+    /// The dialing side: handshakes over `tcp` within `timeout`.
+    pub fn connect(
+        &self,
+        tcp: TcpStream,
+        timeout: Duration,
+    ) -> Result<(TlsReader, TlsWriter), String> {
+        // Not checked (module docs); rustls wants some name.
+        let name = ServerName::try_from("lockstep-peer").expect("a valid DNS name");
+        let conn = ClientConnection::new(self.client.clone(), name)
+            .map_err(|e| format!("TLS setup: {e}"))?;
+        stream::handshake(conn.into(), tcp, timeout)
+    }
+
+    /// The accepting side: handshakes over `tcp` within `timeout`.
+    pub fn accept(
+        &self,
+        tcp: TcpStream,
+        timeout: Duration,
+    ) -> Result<(TlsReader, TlsWriter), String> {
+        let conn =
+            ServerConnection::new(self.server.clone()).map_err(|e| format!("TLS setup: {e}"))?;
+        stream::handshake(conn.into(), tcp, timeout)
+    }
+}
+
+/// The crypto every config uses: ring, so the provider needs neither
+/// OpenSSL nor a C++ toolchain beyond what `cc` builds.
+fn base_provider() -> CryptoProvider {
+    rustls::crypto::ring::default_provider()
+}

@@ -1,0 +1,186 @@
+//! A TLS connection used by two threads at once, as the transport uses a
+//! plain `TcpStream`: one thread reads, the other writes.
+//!
+//! rustls keeps one state machine per connection, so both halves share it
+//! behind a mutex, held only to hand bytes in or out, never across a
+//! socket read or write. Only the writer puts TLS records on the socket,
+//! so records never interleave; records the reader's side makes (alerts,
+//! key-update answers) leave with the writer's next message.
+
+use rustls::Connection;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Raw bytes read from the socket at a time; with the TLS overhead this
+/// bounds what one read can make the reader buffer in plain text.
+const READ_CHUNK: usize = 64 * 1024;
+
+struct Shared {
+    conn: Mutex<Connection>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The reading half.
+pub struct TlsReader {
+    tcp: TcpStream,
+    shared: Arc<Shared>,
+    raw: Box<[u8]>,
+    /// Decrypted bytes not handed out yet, from at most one raw chunk.
+    plain: Vec<u8>,
+    at: usize,
+    /// The peer closed with close_notify.
+    closed: bool,
+}
+
+/// The writing half.
+pub struct TlsWriter {
+    tcp: TcpStream,
+    shared: Arc<Shared>,
+    records: Vec<u8>,
+}
+
+fn tls_error(e: rustls::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("TLS: {e}"))
+}
+
+/// Runs the handshake on `tcp` within `timeout` (every read and write has
+/// that deadline), then splits the connection.
+pub(super) fn handshake(
+    mut conn: Connection,
+    mut tcp: TcpStream,
+    timeout: Duration,
+) -> Result<(TlsReader, TlsWriter), String> {
+    let io_err = |e: io::Error| match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+            format!("TLS handshake: no answer within {} s", timeout.as_secs())
+        }
+        io::ErrorKind::InvalidData => format!("TLS handshake failed: {e}"),
+        _ => format!("TLS handshake: {e}"),
+    };
+    tcp.set_read_timeout(Some(timeout)).map_err(io_err)?;
+    tcp.set_write_timeout(Some(timeout)).map_err(io_err)?;
+    while conn.is_handshaking() {
+        conn.complete_io(&mut tcp).map_err(io_err)?;
+    }
+    while conn.wants_write() {
+        conn.write_tls(&mut tcp).map_err(io_err)?;
+    }
+    let write_tcp = tcp.try_clone().map_err(io_err)?;
+    let shared = Arc::new(Shared {
+        conn: Mutex::new(conn),
+    });
+    Ok((
+        TlsReader {
+            tcp,
+            shared: shared.clone(),
+            raw: vec![0; READ_CHUNK].into_boxed_slice(),
+            plain: Vec::new(),
+            at: 0,
+            closed: false,
+        },
+        TlsWriter {
+            tcp: write_tcp,
+            shared,
+            records: Vec::new(),
+        },
+    ))
+}
+
+impl TlsReader {
+    /// The socket, for timeouts and shutdown.
+    pub fn tcp(&self) -> &TcpStream {
+        &self.tcp
+    }
+
+    /// Reads one raw chunk and decrypts all of it into `plain`.
+    /// `Ok(false)` at the end of the stream.
+    fn fill(&mut self) -> io::Result<bool> {
+        let n = self.tcp.read(&mut self.raw)?;
+        if n == 0 {
+            return Ok(false);
+        }
+        self.plain.clear();
+        self.at = 0;
+        let mut rest = &self.raw[..n];
+        let mut conn = self.shared.lock();
+        while !rest.is_empty() {
+            conn.read_tls(&mut rest)?;
+            let state = conn.process_new_packets().map_err(tls_error)?;
+            let ready = state.plaintext_bytes_to_read();
+            if ready > 0 {
+                let start = self.plain.len();
+                self.plain.resize(start + ready, 0);
+                conn.reader().read_exact(&mut self.plain[start..])?;
+            }
+            if state.peer_has_closed() {
+                self.closed = true;
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl Read for TlsReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if self.at < self.plain.len() {
+                let n = buf.len().min(self.plain.len() - self.at);
+                buf[..n].copy_from_slice(&self.plain[self.at..self.at + n]);
+                self.at += n;
+                return Ok(n);
+            }
+            if self.closed || !self.fill()? {
+                return Ok(0);
+            }
+        }
+    }
+}
+
+impl TlsWriter {
+    /// The socket, for timeouts and shutdown.
+    pub fn tcp(&self) -> &TcpStream {
+        &self.tcp
+    }
+
+    /// Sends close_notify (best effort) and shuts the socket down.
+    pub fn close(&mut self) {
+        self.shared.lock().send_close_notify();
+        let _ = self.flush();
+        let _ = self.tcp.shutdown(Shutdown::Both);
+    }
+}
+
+impl Write for TlsWriter {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.records.clear();
+        let n = {
+            let mut conn = self.shared.lock();
+            let n = conn.writer().write(data)?;
+            while conn.wants_write() {
+                conn.write_tls(&mut self.records)?;
+            }
+            n
+        };
+        self.tcp.write_all(&self.records)?;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.records.clear();
+        {
+            let mut conn = self.shared.lock();
+            while conn.wants_write() {
+                conn.write_tls(&mut self.records)?;
+            }
+        }
+        self.tcp.write_all(&self.records)?;
+        self.tcp.flush()
+    }
+}
