@@ -2,7 +2,7 @@
 //! own CA: what gets through, what is refused and what the wire shows.
 
 use lockstep_net::pki::{Authority, NodeFiles};
-use lockstep_net::tls::{TlsContext, TlsFiles};
+use lockstep_net::tls::{TlsContext, TlsFiles, TlsReader, TlsWriter};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -11,6 +11,8 @@ use std::thread;
 use std::time::Duration;
 
 const T: Duration = Duration::from_secs(5);
+
+type Handshake = Result<(TlsReader, TlsWriter), String>;
 
 fn files(f: &NodeFiles) -> TlsFiles {
     TlsFiles {
@@ -31,13 +33,7 @@ fn node(dir: &Path, ca: &Authority, name: &str) -> TlsContext {
 
 /// Accepts one connection with `server` and dials it with `client`;
 /// returns both handshake results.
-fn pair(
-    server: &TlsContext,
-    client: &TlsContext,
-) -> (
-    Result<(lockstep_net::tls::TlsReader, lockstep_net::tls::TlsWriter), String>,
-    Result<(lockstep_net::tls::TlsReader, lockstep_net::tls::TlsWriter), String>,
-) {
+fn pair(server: &TlsContext, client: &TlsContext) -> (Handshake, Handshake) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let s = server.clone();
