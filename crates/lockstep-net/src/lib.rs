@@ -7,6 +7,7 @@
 //! half that two threads can use at once, which is how the transport
 //! works on plain TCP too.
 
+pub mod secure;
 pub mod sniff;
 pub mod tls;
 

@@ -20,7 +20,6 @@ fn files(f: &NodeFiles) -> TlsFiles {
         key: f.key.clone(),
         ca: Some(f.ca.clone()),
         cipher: None,
-        password_file: None,
     }
 }
 
@@ -145,7 +144,6 @@ fn a_shared_self_signed_certificate_works_without_a_ca_option() {
         key: dir.path().join("ca-key.pem"),
         ca: None,
         cipher: None,
-        password_file: None,
     };
     let ctx = TlsContext::load(&f).unwrap();
     let (s, c) = pair(&ctx, &ctx);

@@ -19,6 +19,7 @@ use lockstep_core::writeset_cache::{
     decode_stream_header, encode_record, encode_stream_header, event_digest, CachedEvent,
     CachedKind, StreamHeader, STREAM_HEADER_LEN,
 };
+use lockstep_net::secure::PeerSecurity;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,6 +65,7 @@ pub fn send(
     header: StreamHeader,
     check: &[i64],
     events: CacheReader,
+    security: &PeerSecurity,
 ) -> Result<u64, String> {
     let target = addr
         .to_socket_addrs()
@@ -77,7 +79,15 @@ pub fn send(
         .and_then(|()| stream.set_read_timeout(Some(IO_TIMEOUT)))
         .and_then(|()| stream.set_nodelay(true))
         .map_err(|e| e.to_string())?;
-    let mut w = BufWriter::with_capacity(1 << 20, &stream);
+    let (mut reader, mut writer) = security
+        .dial(stream, IO_TIMEOUT)
+        .map_err(|why| format!("IST connection to the joiner at {addr}: {why}"))?;
+    for tcp in [reader.tcp(), writer.tcp()] {
+        tcp.set_write_timeout(Some(IO_TIMEOUT))
+            .and_then(|()| tcp.set_read_timeout(Some(IO_TIMEOUT)))
+            .map_err(|e| e.to_string())?;
+    }
+    let mut w = BufWriter::with_capacity(1 << 20, &mut writer);
     w.write_all(&encode_stream_header(&header))
         .map_err(|e| format!("sending the IST header: {e}"))?;
     let mut buf = Vec::new();
@@ -105,7 +115,7 @@ pub fn send(
         .map_err(|e| format!("finishing the IST stream: {e}"))?;
     drop(w);
     let mut ack = [0u8; 1];
-    (&stream)
+    reader
         .read_exact(&mut ack)
         .map_err(|e| format!("waiting for the joiner's acknowledgement: {e}"))?;
     if ack[0] != ACK {
@@ -145,6 +155,7 @@ impl IstReceiver {
     pub fn start(
         bind: &str,
         expect: Expect,
+        security: Arc<PeerSecurity>,
         done: impl FnOnce(Result<IstBuffer, IstFailure>) + Send + 'static,
     ) -> Result<IstReceiver, String> {
         let listener = TcpListener::bind(bind)
@@ -157,7 +168,7 @@ impl IstReceiver {
             .spawn(move || {
                 // A bug must not leave the joiner waiting for a report.
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    accept_stream(&listener, &flag, expect)
+                    accept_stream(&listener, &flag, expect, &security)
                 }))
                 .unwrap_or_else(|_| {
                     Some(Err(IstFailure::failed("the IST receiver panicked (a bug)")))
@@ -189,13 +200,14 @@ fn accept_stream(
     listener: &TcpListener,
     stop: &AtomicBool,
     expect: Expect,
+    security: &PeerSecurity,
 ) -> Option<Result<IstBuffer, IstFailure>> {
     loop {
         if stop.load(Ordering::SeqCst) {
             return None;
         }
         match listener.accept() {
-            Ok((stream, peer)) => match receive(stream, &expect) {
+            Ok((stream, peer)) => match receive(stream, &expect, security) {
                 Err(Refused(why)) => {
                     warn!("IST connection from {peer} refused: {why}");
                 }
@@ -247,13 +259,24 @@ enum ReceiveError {
 }
 use ReceiveError::{Failed, Forked, Refused};
 
-fn receive(stream: TcpStream, expect: &Expect) -> Result<IstBuffer, ReceiveError> {
+fn receive(
+    stream: TcpStream,
+    expect: &Expect,
+    security: &PeerSecurity,
+) -> Result<IstBuffer, ReceiveError> {
     stream
         .set_nonblocking(false)
-        .and_then(|()| stream.set_read_timeout(Some(IO_TIMEOUT)))
-        .and_then(|()| stream.set_write_timeout(Some(IO_TIMEOUT)))
         .map_err(|e| Refused(e.to_string()))?;
-    let mut r = BufReader::with_capacity(1 << 20, &stream);
+    // The same rules as the group channel: TLS when configured.
+    let (reader, mut writer) = security
+        .accept(stream, IO_TIMEOUT)
+        .map_err(|why| Refused(why.0))?;
+    reader
+        .tcp()
+        .set_read_timeout(Some(IO_TIMEOUT))
+        .and_then(|()| reader.tcp().set_write_timeout(Some(IO_TIMEOUT)))
+        .map_err(|e| Refused(e.to_string()))?;
+    let mut r = BufReader::with_capacity(1 << 20, reader);
     let mut head = [0u8; STREAM_HEADER_LEN];
     r.read_exact(&mut head)
         .map_err(|e| Refused(format!("no header: {e}")))?;
@@ -354,8 +377,9 @@ fn receive(stream: TcpStream, expect: &Expect) -> Result<IstBuffer, ReceiveError
         seqno: expect.join_seqno,
     };
     buffer.covers(join).map_err(Failed)?;
-    (&stream)
+    writer
         .write_all(&[ACK])
+        .and_then(|()| writer.flush())
         .map_err(|e| Failed(format!("acknowledging: {e}")))?;
     info!(
         "IST stream received: {} writesets {}..={} from the donor's writeset cache",

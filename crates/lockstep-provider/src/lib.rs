@@ -15,6 +15,7 @@ mod grastate;
 mod ist;
 mod ist_transfer;
 mod log;
+mod peer_security;
 mod provider;
 mod recv_spool;
 mod replication;

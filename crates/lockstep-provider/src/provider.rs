@@ -60,6 +60,8 @@ pub struct Provider {
     /// What `connect` was given (cluster name, peers to dial), for an
     /// automatic rejoin after this node was removed.
     pub joined_via: Mutex<Option<(String, Vec<String>)>>,
+    /// TLS or plain for every peer connection (group channel, IST).
+    pub security: Arc<lockstep_net::secure::PeerSecurity>,
 }
 
 /// The state the group thread shares with the server's threads: one lock
@@ -116,6 +118,8 @@ pub enum InitError {
     MissingDataDir(PathBuf),
     Options(OptionsError),
     State(crate::grastate::StoreError),
+    /// The `socket.ssl*` options name files that do not make a TLS setup.
+    Tls(String),
 }
 
 impl std::fmt::Display for InitError {
@@ -129,6 +133,7 @@ impl std::fmt::Display for InitError {
             ),
             InitError::Options(e) => write!(f, "bad wsrep_provider_options: {e}"),
             InitError::State(e) => write!(f, "cannot use the saved state: {e}"),
+            InitError::Tls(e) => write!(f, "cannot set up TLS for peer connections: {e}"),
         }
     }
 }
@@ -173,6 +178,16 @@ impl Provider {
                 seqno: position
             }
         );
+        let security = crate::peer_security::from_options(&options).map_err(InitError::Tls)?;
+        if security.is_tls() {
+            info!("peer connections: {}", security.describe());
+        } else {
+            warn!(
+                "peer connections are plain TCP: replication traffic is unencrypted and any \
+                 host that reaches the group port can join; set socket.ssl_cert, \
+                 socket.ssl_key and socket.ssl_ca (`lockstep cert` makes them)"
+            );
+        }
         let tunables = Tunables::from_options(&options);
         let mut inner = Inner::new(saved.uuid, position);
         inner.bypass.marker_dir = Some(cfg.data_dir.clone());
@@ -196,6 +211,7 @@ impl Provider {
             }),
             channel: Mutex::new(None),
             joined_via: Mutex::new(None),
+            security: Arc::new(security),
         })
     }
 
@@ -332,6 +348,13 @@ impl Provider {
             },
             "pc.ignore_sb" | "pc.ignore_quorum" => Input::IgnoreQuorum(self.ignores_quorum()),
             "pc.weight" => Input::Weight(self.pc_weight()),
+            "socket.ssl_reload" => {
+                match self.security.reload() {
+                    Ok(()) => info!("socket.ssl_reload: {}", self.security.describe()),
+                    Err(e) => warn!("socket.ssl_reload failed, the old TLS material stays: {e}"),
+                }
+                return;
+            }
             _ => return,
         };
         if let Some(link) = &self.lock().group {

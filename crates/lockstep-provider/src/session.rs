@@ -200,6 +200,7 @@ impl Provider {
             weight: self.pc_weight(),
             pc_recovery: self.pc_recovery(),
             recovery: None,
+            security: self.security.clone(),
         }
     }
 

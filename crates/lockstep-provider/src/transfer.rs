@@ -181,7 +181,7 @@ impl Provider {
             check: expect.check.clone(),
         };
         let shared = self.shared.clone();
-        let receiver = IstReceiver::start(&bind, expect, move |result| {
+        let receiver = IstReceiver::start(&bind, expect, self.security.clone(), move |result| {
             let mut g = shared.lock();
             g.sst.cache_ist = Some(match result {
                 Ok(buffer) => {
@@ -572,6 +572,7 @@ impl Provider {
             after + 1
         );
         let shared = self.shared.clone();
+        let security = self.security.clone();
         let addr = addr.to_string();
         let report = request.is_empty();
         let spawned = std::thread::Builder::new()
@@ -579,7 +580,7 @@ impl Provider {
             .spawn(move || {
                 // A bug must not leave the donation open forever.
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    ist_transfer::send(&addr, header, &check, reader)
+                    ist_transfer::send(&addr, header, &check, reader, &security)
                 }))
                 .unwrap_or_else(|_| Err("the IST sender panicked (a bug)".into()));
                 let rcode = match &result {

@@ -48,11 +48,18 @@ fn readme_lists_the_honoured_and_the_ignored_options_of_the_table() {
 #[test]
 fn an_option_set_to_a_non_default_value_without_effect_is_reported_once() {
     let mut o = node();
-    o.apply_initial("gcs.max_throttle=0.5; pc.ignore_sb=false; gcache.size=1G; socket.ssl=yes")
-        .unwrap();
-    // gcs.max_throttle and socket.ssl do nothing; pc.ignore_sb is at its
-    // default; gcache.size is honoured.
-    assert_eq!(o.ignored_settings(), vec!["gcs.max_throttle", "socket.ssl"]);
+    o.apply_initial(
+        "gcs.max_throttle=0.5; pc.ignore_sb=false; gcache.size=1G; socket.ssl=yes; \
+         socket.ssl_compression=yes",
+    )
+    .unwrap();
+    // gcs.max_throttle and socket.ssl_compression do nothing; pc.ignore_sb
+    // is at its default; gcache.size and socket.ssl are honoured.
+    assert_eq!(
+        o.ignored_settings(),
+        vec!["gcs.max_throttle", "socket.ssl_compression"]
+    );
+    assert!(is_honoured("socket.ssl"));
     assert!(is_honoured("gcache.size"));
     assert!(is_honoured("gmcast.isolate"));
     assert!(is_honoured("gcs.fc_limit"));

@@ -21,8 +21,6 @@ pub struct TlsFiles {
     pub ca: Option<PathBuf>,
     /// `socket.ssl_cipher`, OpenSSL syntax.
     pub cipher: Option<String>,
-    /// `socket.ssl_password_file`: the key's passphrase.
-    pub password_file: Option<PathBuf>,
 }
 
 pub(super) struct Loaded {
@@ -42,14 +40,11 @@ impl TlsFiles {
         let key_pem = read_bounded(&self.key, "socket.ssl_key")?;
         if key_pem.windows(9).any(|w| w == b"ENCRYPTED") {
             return Err(format!(
-                "socket.ssl_key {}: the key is encrypted{}; Lockstep reads unencrypted keys \
-                 only (decrypt it with `openssl pkey -in KEY -out PLAIN_KEY` and protect the \
-                 file with its permissions)",
+                "socket.ssl_key {}: the key is encrypted; Lockstep reads unencrypted keys \
+                 only and socket.ssl_password_file has no effect (decrypt the key with \
+                 `openssl pkey -in KEY -out PLAIN_KEY` and protect the file with its \
+                 permissions)",
                 self.key.display(),
-                match &self.password_file {
-                    Some(p) => format!(" (socket.ssl_password_file {})", p.display()),
-                    None => String::new(),
-                }
             ));
         }
         let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {

@@ -72,6 +72,17 @@ pub(super) fn handshake(
     while conn.wants_write() {
         conn.write_tls(&mut tcp).map_err(io_err)?;
     }
+    // The last handshake read may have brought the peer's first message
+    // along: it is decrypted already and waits inside the connection.
+    let state = conn
+        .process_new_packets()
+        .map_err(|e| io_err(tls_error(e)))?;
+    let mut plain = vec![0; state.plaintext_bytes_to_read()];
+    conn.reader().read_exact(&mut plain).map_err(io_err)?;
+    let closed = state.peer_has_closed();
+    // The caller decides the timeouts from here on.
+    tcp.set_read_timeout(None).map_err(io_err)?;
+    tcp.set_write_timeout(None).map_err(io_err)?;
     let write_tcp = tcp.try_clone().map_err(io_err)?;
     let shared = Arc::new(Shared {
         conn: Mutex::new(conn),
@@ -81,9 +92,9 @@ pub(super) fn handshake(
             tcp,
             shared: shared.clone(),
             raw: vec![0; READ_CHUNK].into_boxed_slice(),
-            plain: Vec::new(),
+            plain,
             at: 0,
-            closed: false,
+            closed,
         },
         TlsWriter {
             tcp: write_tcp,

@@ -97,6 +97,8 @@ pub struct Setup {
     pub pc_recovery: bool,
     /// `pc.recovery`: this node's vote and the saved view's addresses.
     pub recovery: Option<(lockstep_core::group::recovery::Vote, Vec<String>)>,
+    /// TLS or plain for peer connections.
+    pub security: Arc<lockstep_net::secure::PeerSecurity>,
 }
 
 pub struct GroupChannel {
@@ -122,7 +124,8 @@ impl GroupChannel {
             raft_id: setup.me.raft_id,
             peer_addr: setup.me.peer_addr.clone(),
         };
-        let transport = Transport::start(identity, &setup.listen, tx.clone())?;
+        let transport =
+            Transport::start(identity, &setup.listen, setup.security.clone(), tx.clone())?;
         transport.set_isolated(setup.isolated);
         for s in &setup.seeds {
             transport.dial(s);

@@ -15,6 +15,7 @@ use crate::log::{info, warn};
 use lockstep_core::wire::frame::FrameDecoder;
 use lockstep_core::wire::lanes::{Inbox, Lane, Next, Outbox, Outgoing, MAX_WIRE_FRAME};
 use lockstep_core::wire::peer::{check_hello, PeerMsg, PROTOCOL_VERSION};
+use lockstep_net::secure::{PeerSecurity, Reader, Writer};
 use protobuf::Message as _;
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -271,12 +272,18 @@ pub struct Transport {
     /// dialed and accepted connections are dropped before the hello.
     isolated: Arc<AtomicBool>,
     next_conn: Arc<AtomicU64>,
+    security: Arc<PeerSecurity>,
     listener: Option<thread::JoinHandle<()>>,
 }
 
 impl Transport {
     /// Binds the listener (`host:port`) and starts accepting peers.
-    pub fn start(me: Identity, listen: &str, inputs: Sender<Input>) -> Result<Transport, String> {
+    pub fn start(
+        me: Identity,
+        listen: &str,
+        security: Arc<PeerSecurity>,
+        inputs: Sender<Input>,
+    ) -> Result<Transport, String> {
         let listener =
             TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         listener
@@ -297,6 +304,7 @@ impl Transport {
             stop: Arc::default(),
             isolated: Arc::default(),
             next_conn: Arc::new(AtomicU64::new(1)),
+            security,
             listener: None,
         };
         let ctx = t.context();
@@ -329,6 +337,7 @@ impl Transport {
             stop: self.stop.clone(),
             isolated: self.isolated.clone(),
             next_conn: self.next_conn.clone(),
+            security: self.security.clone(),
         }
     }
 
@@ -432,7 +441,7 @@ impl Transport {
                 let Some(stream) = dial(&addr) else {
                     return;
                 };
-                run_connection(stream, ctx);
+                run_connection(stream, ctx, Side::Dialed);
             });
     }
 
@@ -471,6 +480,14 @@ struct Ctx {
     stop: Arc<AtomicBool>,
     isolated: Arc<AtomicBool>,
     next_conn: Arc<AtomicU64>,
+    security: Arc<PeerSecurity>,
+}
+
+/// Which end of a connection this node is: the dialer speaks first.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Dialed,
+    Accepted,
 }
 
 fn dial(addr: &str) -> Option<TcpStream> {
@@ -493,7 +510,7 @@ fn accept_loop(listener: TcpListener, ctx: Ctx) {
                 let c = ctx.clone();
                 let _ = thread::Builder::new()
                     .name("lockstep-peer".into())
-                    .spawn(move || run_connection(stream, c));
+                    .spawn(move || run_connection(stream, c, Side::Accepted));
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 thread::sleep(Duration::from_millis(20));
@@ -510,7 +527,7 @@ fn accept_loop(listener: TcpListener, ctx: Ctx) {
 /// Without an `inbox` (before the hello) chunked messages are refused,
 /// so a stranger gets at most one frame's worth of memory.
 fn read_msg(
-    stream: &mut TcpStream,
+    stream: &mut Reader,
     dec: &mut FrameDecoder,
     mut inbox: Option<&mut Inbox>,
     peer: &str,
@@ -560,13 +577,19 @@ fn read_msg(
             }
         }
         match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return None,
+            Ok(0) => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                // A TLS error: a bad record, or an alert the peer sent.
+                warn!("dropping connection to {peer}: {e}");
+                return None;
+            }
+            Err(_) => return None,
             Ok(n) => dec.push(&buf[..n]),
         }
     }
 }
 
-fn run_connection(stream: TcpStream, ctx: Ctx) {
+fn run_connection(stream: TcpStream, ctx: Ctx, side: Side) {
     let conn_id = ctx.next_conn.fetch_add(1, Ordering::Relaxed);
     if let Ok(s) = stream.try_clone() {
         let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
@@ -575,7 +598,7 @@ fn run_connection(stream: TcpStream, ctx: Ctx) {
         }
         t.open.insert(conn_id, s);
     }
-    let peer = serve_connection(stream, &ctx, conn_id);
+    let peer = serve_connection(stream, &ctx, conn_id, side);
     let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
     t.open.remove(&conn_id);
     if let Some(raft_id) = peer {
@@ -590,25 +613,53 @@ fn run_connection(stream: TcpStream, ctx: Ctx) {
 
 /// Handshake, then frames until the connection ends. Returns the peer's
 /// Raft id if the handshake succeeded.
-fn serve_connection(mut stream: TcpStream, ctx: &Ctx, conn_id: u64) -> Option<u64> {
+fn serve_connection(stream: TcpStream, ctx: &Ctx, conn_id: u64, side: Side) -> Option<u64> {
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "?".into());
     let _ = stream.set_nodelay(true);
     let _ = stream.set_nonblocking(false);
+    // TLS first (or the check that both ends agree on plain text); a
+    // refused peer is told nothing.
+    let opened = match side {
+        Side::Dialed => ctx.security.dial(stream, HELLO_TIMEOUT),
+        Side::Accepted => ctx.security.accept(stream, HELLO_TIMEOUT),
+    };
+    let (mut stream, mut writer) = match opened {
+        Ok(halves) => halves,
+        Err(why) => {
+            if ctx.log_refusal_now(&peer) {
+                match side {
+                    Side::Dialed => warn!("cannot open a group connection to {peer}: {why}"),
+                    Side::Accepted => warn!("refusing group connection from {peer}: {why}"),
+                }
+            }
+            return None;
+        }
+    };
     let hello = PeerMsg::Hello {
         version: PROTOCOL_VERSION,
         cluster: ctx.me.cluster.clone(),
         raft_id: ctx.me.raft_id,
         peer_addr: ctx.me.peer_addr.clone(),
     };
-    stream.write_all(&hello.to_frame().ok()?).ok()?;
-    let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT));
+    writer.write_all(&hello.to_frame().ok()?).ok()?;
+    let _ = stream.tcp().set_read_timeout(Some(HELLO_TIMEOUT));
     // Bounds what a peer can make us buffer before its hello, and any
     // single frame after it (larger messages come in chunks).
     let mut dec = FrameDecoder::new(MAX_WIRE_FRAME);
-    let (raft_id, peer_addr) = match read_msg(&mut stream, &mut dec, None, &peer)? {
+    let Some(first) = read_msg(&mut stream, &mut dec, None, &peer) else {
+        if side == Side::Dialed && ctx.log_refusal_now(&peer) {
+            warn!(
+                "group connection to {peer} ended before its hello ({}; if that node \
+                 refused us, its log says why)",
+                ctx.security.describe()
+            );
+        }
+        return None;
+    };
+    let (raft_id, peer_addr) = match first {
         PeerMsg::Hello {
             version,
             cluster,
@@ -621,7 +672,7 @@ fn serve_connection(mut stream: TcpStream, ctx: &Ctx, conn_id: u64) -> Option<u6
                     warn!("refusing group connection from {peer} ({peer_addr}): {reason}");
                 }
                 if let Ok(b) = (PeerMsg::Refuse { reason }).to_frame() {
-                    let _ = stream.write_all(&b);
+                    let _ = writer.write_all(&b);
                 }
                 return None;
             }
@@ -640,8 +691,7 @@ fn serve_connection(mut stream: TcpStream, ctx: &Ctx, conn_id: u64) -> Option<u6
     if raft_id == ctx.me.raft_id {
         return None; // dialed ourselves through a listed address
     }
-    let _ = stream.set_read_timeout(None);
-    let write_half = stream.try_clone().ok()?;
+    let _ = stream.tcp().set_read_timeout(None);
     let out = Arc::new(Queue::default());
     {
         let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
@@ -659,10 +709,10 @@ fn serve_connection(mut stream: TcpStream, ctx: &Ctx, conn_id: u64) -> Option<u6
     let writer = thread::Builder::new()
         .name("lockstep-peer-tx".into())
         .spawn(move || {
-            let mut w = write_half;
+            let mut w: Writer = writer;
             while let Some(bytes) = writer_out.next() {
                 if w.write_all(&bytes).is_err() {
-                    let _ = w.shutdown(Shutdown::Both);
+                    w.close();
                     writer_out.close();
                     return;
                 }
@@ -681,7 +731,7 @@ fn serve_connection(mut stream: TcpStream, ctx: &Ctx, conn_id: u64) -> Option<u6
             break;
         }
     }
-    let _ = stream.shutdown(Shutdown::Both);
+    let _ = stream.tcp().shutdown(Shutdown::Both);
     // The writer ends now, or on its first failed write.
     out.close();
     drop(writer);
@@ -723,13 +773,22 @@ mod tests {
     }
 
     fn start(cluster: &str, raft_id: u64) -> (Transport, Receiver<Input>) {
+        start_with(cluster, raft_id, PeerSecurity::plain())
+    }
+
+    fn start_with(
+        cluster: &str,
+        raft_id: u64,
+        security: PeerSecurity,
+    ) -> (Transport, Receiver<Input>) {
         let (tx, rx) = channel();
         let me = Identity {
             cluster: cluster.into(),
             raft_id,
             peer_addr: format!("test-{raft_id}"),
         };
-        (Transport::start(me, "127.0.0.1:0", tx).unwrap(), rx)
+        let t = Transport::start(me, "127.0.0.1:0", Arc::new(security), tx).unwrap();
+        (t, rx)
     }
 
     fn peer_up(rx: &Receiver<Input>) -> Option<u64> {
@@ -744,8 +803,63 @@ mod tests {
 
     #[test]
     fn same_cluster_peers_connect_and_exchange_messages() {
-        let (a, rx_a) = start("c", 1);
+        exchange(start("c", 1), start("c", 2));
+    }
+
+    /// Certificates of one CA for `names`, as `PeerSecurity` values.
+    fn tls_nodes(dir: &std::path::Path, names: &[&str], dynamic: bool) -> Vec<PeerSecurity> {
+        let ca = lockstep_net::pki::Authority::generate("test CA").unwrap();
+        names
+            .iter()
+            .map(|n| {
+                let f = ca.issue_into(dir, n, &[]).unwrap();
+                let files = lockstep_net::tls::TlsFiles {
+                    cert: f.cert,
+                    key: f.key,
+                    ca: Some(f.ca),
+                    cipher: None,
+                };
+                PeerSecurity::tls(files, dynamic).unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tls_peers_connect_and_exchange_messages() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = tls_nodes(dir.path(), &["a", "b"], false);
+        let b = s.pop().unwrap();
+        let a = s.pop().unwrap();
+        exchange(start_with("c", 1, a), start_with("c", 2, b));
+    }
+
+    #[test]
+    fn a_tls_node_and_a_plain_node_refuse_each_other_and_say_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let tls = tls_nodes(dir.path(), &["a"], false).pop().unwrap();
+        let (a, rx_a) = start_with("c", 1, tls);
         let (b, rx_b) = start("c", 2);
+        // b dials a (plain into TLS), then a dials b (TLS into plain).
+        b.dial(&a.local_addr().unwrap().to_string());
+        assert!(eventually(|| a.refused("127.0.0.1")), "a never refused b");
+        a.dial(&b.local_addr().unwrap().to_string());
+        assert!(eventually(|| b.refused("127.0.0.1")), "b never refused a");
+        assert_eq!(peer_up(&rx_a), None);
+        assert_eq!(peer_up(&rx_b), None);
+    }
+
+    #[test]
+    fn socket_dynamic_accepts_a_plain_peer_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let tls = tls_nodes(dir.path(), &["a"], true).pop().unwrap();
+        let (a, rx_a) = start_with("c", 1, tls);
+        let (b, rx_b) = start("c", 2);
+        b.dial(&a.local_addr().unwrap().to_string());
+        assert_eq!(peer_up(&rx_a), Some(2));
+        assert_eq!(peer_up(&rx_b), Some(1));
+    }
+
+    fn exchange((a, rx_a): (Transport, Receiver<Input>), (b, rx_b): (Transport, Receiver<Input>)) {
         b.dial(&a.local_addr().unwrap().to_string());
         assert_eq!(peer_up(&rx_a), Some(2));
         assert_eq!(peer_up(&rx_b), Some(1));
@@ -832,10 +946,12 @@ mod tests {
         let mut s = TcpStream::connect(a.local_addr().unwrap()).unwrap();
         s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
         let mut buf = Vec::new();
-        // The transport answers with its hello, then closes on our garbage.
+        // The transport looks at how we start and closes without a word:
+        // a stranger does not even learn the cluster name.
         s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let _ = s.read_to_end(&mut buf);
-        assert!(buf.starts_with(b"LKST"));
+        assert_eq!(buf, b"", "the transport said something to a stranger");
+        assert!(a.refused("127.0.0.1"), "the refusal was not logged");
         assert_eq!(peer_up(&rx_a), None);
     }
 }
