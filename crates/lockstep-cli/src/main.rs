@@ -44,12 +44,15 @@ enum Command {
     CheckBench(commands::check_bench::Args),
     /// sysbench workloads on Lockstep and on Galera: throughput, latency, ratios, plots.
     Bench(commands::bench::Args),
+    /// A CA and node certificates for peer TLS (socket.ssl_cert, _key, _ca).
+    Cert(commands::cert::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: Result<ExitCode, CliError> = match cli.command {
         Command::Up(args) => commands::up::run(args),
+        Command::Cert(args) => commands::cert::run(args),
         Command::Status(args) => commands::status::run(args),
         Command::Down(args) => commands::down::run(args),
         Command::Check(args) => commands::check::run(args),

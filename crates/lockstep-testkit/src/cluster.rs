@@ -35,6 +35,7 @@ pub struct ClusterSpec {
     detach_processes: bool,
     verbose: bool,
     keep: bool,
+    tls: bool,
 }
 
 impl ClusterSpec {
@@ -54,6 +55,7 @@ impl ClusterSpec {
             detach_processes: false,
             verbose: true,
             keep: false,
+            tls: false,
         }
     }
     pub fn nodes(mut self, n: usize) -> Self {
@@ -79,6 +81,14 @@ impl ClusterSpec {
         self.extra_mysqld.push(line.into());
         self
     }
+    /// Peer TLS: a CA made for this cluster (`<base>/tls-ca`), a
+    /// certificate per node (`<node>/tls`) and the `socket.ssl*` options
+    /// naming them (see [`crate::tls`]).
+    pub fn tls(mut self, on: bool) -> Self {
+        self.tls = on;
+        self
+    }
+
     /// Appended to `wsrep_provider_options`, e.g. `"gcs.fc_limit=64; pc.weight=2"`.
     pub fn provider_options(mut self, opts: &str) -> Self {
         self.provider_options = opts.into();
@@ -158,6 +168,9 @@ impl ClusterSpec {
             }
         }
         let provider_path = provider_for(&provider_src, &base, run_as.as_ref())?;
+        if self.tls {
+            crate::tls::make_ca(&base, &self.cluster_name)?;
+        }
         let ports = ports::allocate(self.nodes)?;
         let configs = ports
             .iter()
@@ -167,6 +180,7 @@ impl ClusterSpec {
         let address = config::cluster_address(&configs);
         let template = NodeTemplate {
             provider_options: self.provider_options.clone(),
+            tls_ca: self.tls.then(|| crate::tls::ca_dir(&base)),
             slave_threads: self.slave_threads,
             sst_method: self.sst_method.clone(),
             extra_mysqld: self.extra_mysqld.clone(),
@@ -228,6 +242,8 @@ impl ClusterSpec {
 #[derive(Debug, Clone)]
 struct NodeTemplate {
     provider_options: String,
+    /// The cluster's CA, when peers use TLS.
+    tls_ca: Option<PathBuf>,
     slave_threads: Option<u32>,
     sst_method: String,
     extra_mysqld: Vec<String>,
@@ -249,6 +265,7 @@ impl NodeTemplate {
             cluster_address,
             user,
             provider_options: &self.provider_options,
+            tls_ca: self.tls_ca.as_deref(),
             slave_threads: self.slave_threads,
             sst_method: &self.sst_method,
             extra_lines: &self.extra_mysqld,
@@ -268,6 +285,9 @@ fn write_node_files(
     let tmp = cfg.dir.join("tmp");
     std::fs::create_dir_all(&tmp)
         .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
+    if let Some(ca) = params.tls_ca {
+        crate::tls::issue_for(ca, cfg)?;
+    }
     let cnf = config::render(cfg, params);
     std::fs::write(&cfg.defaults_file, cnf)
         .map_err(|e| Error::io(format!("writing {}", cfg.defaults_file.display()), e))?;
@@ -659,6 +679,7 @@ impl Cluster {
         }
         let mut paths: Vec<PathBuf> = self.nodes.iter().map(|n| n.dir()).collect();
         paths.push(self.base.join("provider"));
+        paths.push(crate::tls::ca_dir(&self.base));
         for p in paths.iter().filter(|p| p.exists()) {
             std::fs::remove_dir_all(p)
                 .map_err(|e| Error::io(format!("removing {}", p.display()), e))?;

@@ -66,6 +66,8 @@ pub(crate) struct CnfParams<'a> {
     /// `user=` line, only when the testkit runs as root.
     pub user: Option<&'a str>,
     pub provider_options: &'a str,
+    /// The cluster's CA directory when peers use TLS.
+    pub tls_ca: Option<&'a Path>,
     pub slave_threads: Option<u32>,
     pub sst_method: &'a str,
     pub extra_lines: &'a [String],
@@ -126,6 +128,13 @@ pub(crate) fn render(node: &NodeConfig, p: &CnfParams<'_>) -> String {
         ports.base,
         ports.ist()
     );
+    if p.tls_ca.is_some() {
+        let _ = write!(
+            opts,
+            "; {}",
+            crate::tls::node_files(node).provider_options()
+        );
+    }
     let extra = p.provider_options.trim().trim_matches(';').trim();
     if !extra.is_empty() {
         let _ = write!(opts, "; {extra}");
@@ -171,6 +180,7 @@ mod tests {
                 cluster_address: &addr,
                 user: Some("lockstep"),
                 provider_options: "gcs.fc_limit=64;",
+                tls_ca: None,
                 slave_threads: Some(4),
                 sst_method: "rsync",
                 extra_lines: &extra,

@@ -34,6 +34,7 @@ mod session;
 mod sql;
 mod state;
 mod sysbench;
+pub mod tls;
 pub mod user;
 
 pub use cluster::{Cluster, ClusterSpec, TCP_PASSWORD, TCP_USER};

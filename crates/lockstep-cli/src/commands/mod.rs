@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod cert;
 pub mod check;
 pub mod check_bench;
 pub mod down;

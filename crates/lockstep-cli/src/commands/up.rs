@@ -33,6 +33,10 @@ pub struct Args {
     /// wsrep_sst_method.
     #[arg(long, default_value = "rsync")]
     sst_method: String,
+    /// Plain TCP between nodes. By default every cluster gets its own CA
+    /// (`<dir>/tls-ca`) and its nodes talk mutual TLS.
+    #[arg(long)]
+    no_tls: bool,
     /// Seconds to wait for each node to reach Synced.
     #[arg(long, default_value_t = 120)]
     timeout: u64,
@@ -50,6 +54,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .provider_options(&args.provider_options)
         .sst_method(&args.sst_method)
         .start_timeout(Duration::from_secs(args.timeout))
+        .tls(!args.no_tls)
         .detach_processes(true);
     for line in &args.mysqld {
         spec = spec.extra_mysqld(line);
@@ -72,6 +77,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         return Err(e.into());
     }
     print_summary(&cluster, &args.dir, t0.elapsed());
+    if args.no_tls {
+        println!("peers: plain TCP (--no-tls)");
+    } else {
+        println!(
+            "peers: mutual TLS, CA in {}",
+            lockstep_testkit::tls::ca_dir(&args.dir.dir).display()
+        );
+    }
     cluster.detach()?;
     Ok(ExitCode::SUCCESS)
 }
