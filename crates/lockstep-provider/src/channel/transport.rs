@@ -652,8 +652,8 @@ fn serve_connection(stream: TcpStream, ctx: &Ctx, conn_id: u64, side: Side) -> O
     let Some(first) = read_msg(&mut stream, &mut dec, None, &peer) else {
         if side == Side::Dialed && ctx.log_refusal_now(&peer) {
             warn!(
-                "group connection to {peer} ended before its hello ({}; if that node \
-                 refused us, its log says why)",
+                "group connection to {peer} ended before its hello (this node: {}; if \
+                 that node refused us, its log says why)",
                 ctx.security.describe()
             );
         }

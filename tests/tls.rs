@@ -1,0 +1,325 @@
+//! Peer TLS on real mariadbd nodes (issue 13): a cluster set up with
+//! Galera's `socket.ssl*` options replicates and no row is readable on
+//! the wire; a node with a certificate of another CA and a node without
+//! TLS are refused, say why in their logs, and learn nothing.
+//!
+//! The wire is tapped by relays: each node listens on a private port
+//! (`gmcast.listen_addr`) and advertises its usual one, where a relay
+//! forwards and records every byte. Peers dial advertised addresses only,
+//! so every group connection crosses a relay. The same test on a plain
+//! cluster finds the rows in the capture, which shows the tap works.
+
+#[path = "support/multi_node.rs"]
+mod multi_node;
+
+use lockstep_net::pki::Authority;
+use lockstep_testkit::{Cluster, Node};
+use multi_node::{check, fail, status_u64, OrLogs};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(60);
+/// The tap keeps at most this much (the test writes far less).
+const CAPTURE_LIMIT: usize = 256 << 20;
+/// In every row; looked for in the capture.
+const MARKER: &str = "CONFIDENTIAL-ROW-4e1c";
+
+/// Forwards connections from `listen` to `target`, recording both ways.
+struct Tap {
+    seen: Arc<Mutex<Vec<u8>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Tap {
+    fn start(listen: u16, target: u16) -> Tap {
+        let l = TcpListener::bind(("127.0.0.1", listen)).expect("binding the tap");
+        l.set_nonblocking(true).unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (s, st) = (seen.clone(), stop.clone());
+        thread::spawn(move || {
+            while !st.load(Ordering::SeqCst) {
+                match l.accept() {
+                    Ok((from, _)) => {
+                        let Ok(to) = TcpStream::connect(("127.0.0.1", target)) else {
+                            continue;
+                        };
+                        for (a, b) in [
+                            (from.try_clone().unwrap(), to.try_clone().unwrap()),
+                            (to, from),
+                        ] {
+                            let s = s.clone();
+                            thread::spawn(move || pump(a, b, &s));
+                        }
+                    }
+                    Err(_) => thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        Tap { seen, stop }
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Tap {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+fn pump(mut from: TcpStream, mut to: TcpStream, seen: &Mutex<Vec<u8>>) {
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                {
+                    let mut s = seen.lock().unwrap();
+                    if s.len() + n <= CAPTURE_LIMIT {
+                        s.extend_from_slice(&buf[..n]);
+                    }
+                }
+                if to.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Both);
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Edits node `n`'s my.cnf before it starts: `f` rewrites the text.
+fn edit_cnf(n: &Node, f: impl FnOnce(String) -> String) {
+    let path = &n.config().defaults_file;
+    let text = std::fs::read_to_string(path).unwrap();
+    std::fs::write(path, f(text)).unwrap();
+}
+
+/// Builds three nodes whose group ports are tapped, starts them, writes
+/// marked rows on every node and checks them everywhere. Returns the
+/// cluster, everything the taps saw, and the taps (the only way to reach
+/// the nodes' group ports).
+fn tapped_cluster(name: &str, tls: bool) -> (Cluster, Vec<u8>, Vec<Tap>) {
+    let mut cluster = Cluster::builder(3)
+        .cluster_name(name)
+        .tls(tls)
+        .build()
+        .unwrap_or_else(|e| panic!("building {name}: {e}"));
+    let mut taps = Vec::new();
+    for n in cluster.nodes() {
+        let (advertised, private) = (n.base_port(), free_port());
+        edit_cnf(n, |t| {
+            t.replace(
+                &format!("base_port={advertised};"),
+                &format!("base_port={advertised}; gmcast.listen_addr=tcp://127.0.0.1:{private};"),
+            )
+        });
+        taps.push(Tap::start(advertised, private));
+    }
+    cluster
+        .start_all()
+        .unwrap_or_else(|e| fail(&cluster, &format!("starting {name}: {e}")));
+    let n1 = cluster.node(0);
+    n1.sql("CREATE DATABASE IF NOT EXISTS test; CREATE TABLE test.secret (id INT PRIMARY KEY, v VARCHAR(200))")
+        .or_logs(&cluster, "create");
+    for (i, n) in cluster.nodes().iter().enumerate() {
+        for k in 0..20 {
+            let id = i * 100 + k;
+            n.sql(&format!(
+                "INSERT INTO test.secret VALUES ({id}, '{MARKER}-{id}')"
+            ))
+            .or_logs(&cluster, "insert");
+        }
+    }
+    for n in cluster.nodes() {
+        n.wait_until("all 60 rows", WAIT, |n| {
+            let c = n.query_rows("SELECT COUNT(*) FROM test.secret")?[0][0].clone();
+            Ok((c == "60", c))
+        })
+        .or_logs(&cluster, "replication");
+    }
+    let sums = cluster
+        .checksums(&["test.secret"])
+        .or_logs(&cluster, "checksum");
+    check(&cluster, sums.is_consistent(), || {
+        format!("nodes differ: {sums:?}")
+    });
+    let seen: Vec<u8> = taps.iter().flat_map(|t| t.bytes()).collect();
+    check(&cluster, seen.len() > 10_000, || {
+        format!(
+            "the taps saw only {} bytes: the relays are not in the path",
+            seen.len()
+        )
+    });
+    (cluster, seen, taps)
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+#[test]
+fn a_plain_cluster_shows_its_rows_on_the_wire() {
+    // The control: without TLS the tap reads the rows, so the TLS test
+    // below would see them too if they were sent in clear.
+    let (_cluster, seen, _taps) = tapped_cluster("tls_control", false);
+    assert!(contains(&seen, MARKER), "the tap missed plain rows");
+    assert!(
+        contains(&seen, "tls_control"),
+        "the tap missed the plain hello"
+    );
+}
+
+#[test]
+fn a_tls_cluster_replicates_and_no_row_is_readable_on_the_wire() {
+    let (mut cluster, seen, _taps) = tapped_cluster("tls_on", true);
+    check(&cluster, !contains(&seen, MARKER), || {
+        "a row is readable on the wire of a TLS cluster".into()
+    });
+    check(&cluster, !contains(&seen, "tls_on"), || {
+        "the cluster name is readable on the wire".into()
+    });
+    for n in cluster.nodes() {
+        let log = std::fs::read_to_string(n.error_log_path()).unwrap();
+        check(
+            &cluster,
+            log.contains("peer connections: TLS, mutual"),
+            || format!("{} does not log its TLS setup", n.name()),
+        );
+    }
+
+    // A fourth node with a certificate of another CA: refused both ways.
+    let stranger = cluster.add_node().or_logs(&cluster, "add node4");
+    let dir = cluster.node(stranger).dir().join("tls");
+    let other = Authority::generate("another CA").unwrap();
+    std::fs::remove_file(dir.join("ca.pem")).unwrap();
+    other
+        .issue_into(&dir, "node4", &["127.0.0.1".into()])
+        .unwrap();
+    hand_to_server(&dir);
+    // It rejects our certificate first (TLS 1.3: the dialer checks the
+    // acceptor's before sending its own), so the members hear its alert.
+    refused_joiner(
+        &mut cluster,
+        stranger,
+        &["UnknownIssuer", "UnknownCA", "BadCertificate"],
+        "cannot open a group connection",
+    );
+
+    // A fifth node without TLS, speaking the plain handshake: refused,
+    // and told nothing (the TLS nodes close without a word).
+    let plain = cluster.add_node().or_logs(&cluster, "add node5");
+    edit_cnf(cluster.node(plain), |t| {
+        t.lines()
+            .map(|l| {
+                if l.starts_with("wsrep_provider_options") {
+                    l.replace("socket.ssl=YES", "socket.ssl=NO")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    // "ended before its hello": not one byte came back.
+    refused_joiner(
+        &mut cluster,
+        plain,
+        &["speaks plain text"],
+        "ended before its hello",
+    );
+
+    // The three members never noticed: still three, still writing.
+    cluster
+        .node(1)
+        .sql("INSERT INTO test.secret VALUES (999, 'after')")
+        .or_logs(&cluster, "insert after");
+    for i in 0..3 {
+        let n = cluster.node(i);
+        check(
+            &cluster,
+            status_u64(n, "wsrep_cluster_size").unwrap() == 3,
+            || format!("{} sees another cluster size", n.name()),
+        );
+        n.wait_until("row 999", WAIT, |n| {
+            let c = n.query_rows("SELECT COUNT(*) FROM test.secret WHERE id=999")?[0][0].clone();
+            Ok((c == "1", c))
+        })
+        .or_logs(&cluster, "replication after the refusals");
+    }
+}
+
+/// Files written by the test go to the server's user, as the testkit's are.
+fn hand_to_server(dir: &Path) {
+    let Some(u) = lockstep_testkit::user::server_user().unwrap() else {
+        return;
+    };
+    for e in std::fs::read_dir(dir).unwrap() {
+        std::os::unix::fs::chown(e.unwrap().path(), Some(u.uid), Some(u.gid)).unwrap();
+    }
+}
+
+/// Starts node `i`, which must not get in: a member logs one of
+/// `reasons` for refusing it, it logs `told`, and it never syncs.
+fn refused_joiner(cluster: &mut Cluster, i: usize, reasons: &[&str], told: &str) {
+    cluster
+        .node_mut(i)
+        .spawn(&[])
+        .or_logs(cluster, "spawning the refused node");
+    let name = cluster.node(i).name().to_string();
+    let t0 = Instant::now();
+    let members_refused = || {
+        (0..3).any(|m| {
+            std::fs::read_to_string(cluster.node(m).error_log_path())
+                .unwrap_or_default()
+                .lines()
+                .any(|l| {
+                    l.contains("refusing group connection") && reasons.iter().any(|r| l.contains(r))
+                })
+        })
+    };
+    let joiner_told = || {
+        std::fs::read_to_string(cluster.node(i).error_log_path())
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.contains(told))
+    };
+    while !(members_refused() && joiner_told()) {
+        if t0.elapsed() > WAIT {
+            fail(
+                cluster,
+                &format!(
+                    "{name}: refusal not logged (members: {}, joiner: {})",
+                    members_refused(),
+                    joiner_told()
+                ),
+            );
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+    let synced = cluster
+        .node(i)
+        .status("wsrep_local_state_comment")
+        .ok()
+        .flatten();
+    check(cluster, synced.as_deref() != Some("Synced"), || {
+        format!("{name} got in: {synced:?}")
+    });
+    let _ = cluster.node_mut(i).kill();
+}
