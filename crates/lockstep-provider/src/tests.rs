@@ -689,3 +689,31 @@ fn rollback_sends_a_rollback_writeset_that_comes_back_to_this_node() {
     assert!(n.p.lock().detached.is_empty());
     n.stop();
 }
+
+/// A bug that kills the group thread must not leave a node that looks
+/// Synced while nothing orders for it: it leaves as an inconsistent node
+/// does, with the final view, and refuses writes.
+#[test]
+fn a_panic_in_the_group_thread_makes_the_node_leave_with_the_final_view() {
+    let mut n = Node::start();
+    let tx = n.p.lock().group.as_ref().expect("connected").tx.clone();
+    tx.send(crate::channel::Input::Panic).unwrap();
+    // The applier delivers the final view and returns.
+    let applier = n.applier.take().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !applier.is_finished() {
+        assert!(Instant::now() < deadline, "the applier still runs");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    applier.join().unwrap();
+    let events = n.events();
+    assert_eq!(
+        events.last().map(String::as_str),
+        Some("view -1 members 0"),
+        "{events:?}"
+    );
+    assert_ne!(n.p.lock().local.state().comment(), "Synced");
+    let mut h = trx("t", "after");
+    let (rc, _) = certify(&n.p, 99, &mut h);
+    assert_ne!(rc, status::OK, "a node without a group thread took a write");
+}

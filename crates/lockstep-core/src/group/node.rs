@@ -464,6 +464,11 @@ impl Group {
 
     /// A Raft message from a peer.
     pub fn step(&mut self, msg: Message) {
+        if msg.get_msg_type() == raft::eraftpb::MessageType::MsgPropose && msg.entries.is_empty() {
+            // raft-rs treats it as fatal ("stepped empty MsgProp"); no
+            // member of ours sends one, so it is crafted or corrupt.
+            return;
+        }
         if self.is_leader() && self.raw.raft.prs().get(msg.from).is_none() {
             self.tell_not_member(msg.from);
             return;

@@ -74,6 +74,9 @@ pub enum Input {
     Leave,
     /// Stop the thread (after the final view).
     Stop,
+    /// A bug on the group thread, injected by a test.
+    #[cfg(test)]
+    Panic,
 }
 
 /// How to start the channel.
@@ -159,9 +162,15 @@ impl GroupChannel {
             reported: -1,
             reported_applied: 0,
         };
+        let on_panic = worker.shared.clone();
         let thread = thread::Builder::new()
             .name("lockstep-group".into())
-            .spawn(move || worker.run(rx))
+            .spawn(move || {
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run(rx)));
+                if let Err(payload) = run {
+                    group_thread_failed(&on_panic, &crate::ffi::guard::panic_message(&*payload));
+                }
+            })
             .map_err(|e| format!("cannot start the group thread: {e}"))?;
         Ok((
             GroupChannel {
@@ -233,6 +242,24 @@ fn free_elsewhere(reaped: Vec<std::sync::Arc<lockstep_core::group::Writeset>>) {
     let _ = std::thread::Builder::new()
         .name("lockstep-free".into())
         .spawn(move || drop(reaped));
+}
+
+/// The group thread died of a panic (a bug). Nothing would order or
+/// deliver for this node any more while it still looked Synced, so it
+/// leaves as an inconsistent node does: an applier delivers the final
+/// view and the server stops serving. (Unwinding dropped the transport:
+/// its connections are closed, and the others see the node go.)
+fn group_thread_failed(shared: &Shared, what: &str) {
+    error!(
+        "the group thread failed: {what}; this is a Lockstep bug, please report it with \
+         this log. This node leaves the cluster"
+    );
+    let mut g = shared.lock();
+    g.enqueue(crate::state::Event::Inconsistent(format!(
+        "the group thread failed ({what})"
+    )));
+    drop(g);
+    shared.notify();
 }
 
 impl Worker {
@@ -350,6 +377,8 @@ impl Worker {
             }
             Input::Leave => self.group.leave(),
             Input::Stop => return true,
+            #[cfg(test)]
+            Input::Panic => panic!("injected by a test"),
         }
         false
     }

@@ -4,7 +4,7 @@
 
 mod convert;
 mod entry;
-mod guard;
+pub(crate) mod guard;
 mod stats;
 
 use std::ffi::c_int;
