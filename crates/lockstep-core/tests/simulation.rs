@@ -454,3 +454,39 @@ fn chaos() {
     });
     assert_exercised("chaos", &total);
 }
+
+#[test]
+fn leaders_leaving_together_with_others() {
+    // The leader and others leave at the same moment: leadership can come
+    // back to a leaver, which then removes itself while it leads. raft-rs
+    // cannot drive a leader without its own progress (a shutdown in
+    // MariaDB's galera_ssl_cipher test panicked there).
+    let total = run_seeds("leaders_leaving_together_with_others", 200, |name, seed| {
+        let (mut cfg, rng) = setup(name, seed);
+        cfg.nodes = 2 + (seed % 2) as usize;
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        sim.wait_formed(20_000)?;
+        sim.run(500, |_| {})?;
+        let leader = sim.leader_slot().expect("a leader once formed");
+        let running: Vec<usize> = sim.running().map(|(slot, _)| slot).collect();
+        // Everybody but one, the leader among them (a whole cluster that
+        // leaves at once is not a graceful leave: the last member stays).
+        let stays = *running.iter().find(|s| **s != leader).expect("2 nodes");
+        let leavers: Vec<usize> = running.iter().copied().filter(|s| *s != stays).collect();
+        for &l in &leavers {
+            sim.leave(l);
+        }
+        let done = sim.run_until(20_000, |s| {
+            leavers.iter().all(|&l| s.nodes[l].status == Status::Left)
+        });
+        check(done, &mut sim, || format!("{leavers:?} did not all leave"))?;
+        let stats = sim.settle(20_000)?;
+        let (view, me) = (sim.view.clone(), sim.nodes[stays].id);
+        check(view == vec![me], &mut sim, || {
+            format!("final view {view:?}, expected [{me}]")
+        })?;
+        Ok(stats)
+    });
+    assert_exercised("leaders_leaving_together_with_others", &total);
+    assert!(total.leaves >= sim::seeds(200).len() as u64);
+}

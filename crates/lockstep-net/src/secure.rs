@@ -12,6 +12,7 @@
 
 use crate::sniff::{greeting, Greeting};
 use crate::tls::{TlsContext, TlsFiles, TlsReader, TlsWriter};
+use crate::Refused;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::{Arc, RwLock};
@@ -96,16 +97,6 @@ impl std::fmt::Debug for PeerSecurity {
     }
 }
 
-/// A refused or failed connection: what to log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refused(pub String);
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
 impl PeerSecurity {
     /// Plain TCP in both directions.
     pub fn plain() -> PeerSecurity {
@@ -172,10 +163,16 @@ impl PeerSecurity {
     pub fn dial(&self, tcp: TcpStream, timeout: Duration) -> Result<(Reader, Writer), Refused> {
         match self.context() {
             Some(ctx) => {
-                let (r, w) = ctx.connect(tcp, timeout).map_err(|e| {
-                    Refused(format!(
-                        "{e} (the peer must have TLS on, with a certificate of this cluster's CA)"
-                    ))
+                let (r, w) = ctx.connect(tcp, timeout).map_err(|e| Refused {
+                    why: if e.mismatch {
+                        format!(
+                            "{e} (the peer must have TLS on, with a certificate of this \
+                             cluster's CA)"
+                        )
+                    } else {
+                        e.why
+                    },
+                    ..e
                 })?;
                 Ok((Reader::Tls(r), Writer::Tls(w)))
             }
@@ -188,9 +185,9 @@ impl PeerSecurity {
     pub fn accept(&self, tcp: TcpStream, timeout: Duration) -> Result<(Reader, Writer), Refused> {
         let mut first = [0u8; 1];
         tcp.set_read_timeout(Some(timeout))
-            .map_err(|e| Refused(e.to_string()))?;
+            .map_err(|e| Refused::broken(e.to_string()))?;
         let said = match tcp.peek(&mut first) {
-            Ok(0) => return Err(Refused("it closed without saying anything".into())),
+            Ok(0) => return Err(Refused::broken("it closed without saying anything")),
             Ok(_) => greeting(first[0]),
             Err(e)
                 if matches!(
@@ -198,30 +195,28 @@ impl PeerSecurity {
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                 ) =>
             {
-                return Err(Refused(format!(
+                return Err(Refused::broken(format!(
                     "it said nothing within {} s",
                     timeout.as_secs()
                 )))
             }
-            Err(e) => return Err(Refused(e.to_string())),
+            Err(e) => return Err(Refused::broken(e.to_string())),
         };
         match (said, self.context()) {
             (Greeting::Tls, Some(ctx)) => {
-                let (r, w) = ctx.accept(tcp, timeout).map_err(Refused)?;
+                let (r, w) = ctx.accept(tcp, timeout)?;
                 Ok((Reader::Tls(r), Writer::Tls(w)))
             }
-            (Greeting::Tls, None) => Err(Refused(
+            (Greeting::Tls, None) => Err(Refused::mismatch(
                 "it speaks TLS and this node has no TLS configured (socket.ssl_cert, \
-                 socket.ssl_key, socket.ssl_ca)"
-                    .into(),
+                 socket.ssl_key, socket.ssl_ca)",
             )),
-            (Greeting::Plain, Some(_)) if !self.dynamic => Err(Refused(
+            (Greeting::Plain, Some(_)) if !self.dynamic => Err(Refused::mismatch(
                 "it speaks plain text and this node requires TLS (socket.ssl); \
-                 socket.dynamic=YES accepts both"
-                    .into(),
+                 socket.dynamic=YES accepts both",
             )),
             (Greeting::Plain, _) => plain(tcp),
-            (Greeting::Unknown, _) => Err(Refused(format!(
+            (Greeting::Unknown, _) => Err(Refused::mismatch(format!(
                 "not a Lockstep peer (first byte 0x{:02x})",
                 first[0]
             ))),
@@ -230,6 +225,8 @@ impl PeerSecurity {
 }
 
 fn plain(tcp: TcpStream) -> Result<(Reader, Writer), Refused> {
-    let w = tcp.try_clone().map_err(|e| Refused(e.to_string()))?;
+    let w = tcp
+        .try_clone()
+        .map_err(|e| Refused::broken(e.to_string()))?;
     Ok((Reader::Plain(tcp), Writer::Plain(w)))
 }

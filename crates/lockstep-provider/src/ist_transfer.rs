@@ -270,7 +270,7 @@ fn receive(
     // The same rules as the group channel: TLS when configured.
     let (reader, mut writer) = security
         .accept(stream, IO_TIMEOUT)
-        .map_err(|why| Refused(why.0))?;
+        .map_err(|why| Refused(why.why))?;
     reader
         .tcp()
         .set_read_timeout(Some(IO_TIMEOUT))

@@ -109,6 +109,7 @@ pub fn run(bench: &Bench) -> Result<(BenchResults, Vec<String>), Error> {
             workloads: plan.workloads.iter().map(|w| w.name.to_string()).collect(),
             providers: bench.providers.iter().map(Provider::label).collect(),
             rounds: bench.rounds,
+            peer_tls: plan.tls,
         },
         environment: Environment {
             cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),

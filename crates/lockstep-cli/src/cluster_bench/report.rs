@@ -127,13 +127,18 @@ fn settings_line(r: &BenchResults) -> String {
     let s = &r.settings;
     format!(
         "{} nodes, {} tables × {} rows, {} s measured after {} s warm-up per workload, \
-         wsrep_slave_threads={}, {} CPUs",
+         wsrep_slave_threads={}, peers {}, {} CPUs",
         s.nodes,
         s.tables,
         s.table_size,
         s.time_secs,
         s.warmup_secs,
         s.slave_threads,
+        if s.peer_tls {
+            "mutual TLS"
+        } else {
+            "plain TCP"
+        },
         r.environment.cpus
     )
 }
@@ -419,6 +424,7 @@ mod tests {
                 workloads: vec!["oltp_write_only".into()],
                 providers: providers.iter().map(|p| p.provider.clone()).collect(),
                 rounds,
+                peer_tls: false,
             },
             environment: Environment {
                 cpus: 2,

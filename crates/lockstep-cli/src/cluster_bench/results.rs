@@ -46,6 +46,8 @@ pub struct Settings {
     /// In the order of round 0; odd rounds run them in reverse.
     pub providers: Vec<String>,
     pub rounds: usize,
+    /// Peers talked mutual TLS (`lockstep bench --tls`).
+    pub peer_tls: bool,
 }
 
 /// Where it ran.

@@ -25,6 +25,8 @@ pub struct Plan {
     pub workloads: Vec<Workload>,
     /// Where sysbench's output and each node1 my.cnf are kept.
     pub raw_dir: PathBuf,
+    /// Peer TLS in every cluster.
+    pub tls: bool,
 }
 
 impl Plan {
@@ -59,7 +61,8 @@ pub fn run_provider(plan: &Plan, provider: &Provider, slot: Slot) -> ProviderRun
     let spec = ClusterSpec::new(plan.nodes)
         .provider(provider.clone())
         .cluster_name("lockstep-bench")
-        .slave_threads(plan.slave_threads);
+        .slave_threads(plan.slave_threads)
+        .tls(plan.tls);
     let mut cluster = match spec.start() {
         Ok(c) => c,
         Err(e) => {

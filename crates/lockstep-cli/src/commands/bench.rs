@@ -58,6 +58,10 @@ pub struct Args {
     /// Rows per table.
     #[arg(long, default_value_t = 10_000, value_name = "ROWS")]
     table_size: u32,
+    /// Peers talk mutual TLS in every cluster (socket.ssl_cert/_key/_ca from a
+    /// CA made per cluster), Lockstep and Galera alike.
+    #[arg(long)]
+    tls: bool,
     /// large_trx: rows the big UPDATE changes.
     #[arg(long, default_value_t = 1_000_000, value_name = "ROWS")]
     large_rows: u64,
@@ -155,6 +159,7 @@ fn bench(args: &Args) -> Result<Bench, CliError> {
             slave_threads: args.slave_threads,
             workloads,
             raw_dir: out.join("raw"),
+            tls: args.tls,
         },
         providers,
         rounds: args.rounds,

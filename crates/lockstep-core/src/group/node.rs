@@ -210,6 +210,11 @@ pub struct Group {
     /// Leader: snapshot transfers not acknowledged yet, per peer.
     snapshot_sent: HashMap<u64, SnapshotSend>,
     failed: bool,
+    /// This node applied its own removal while it led: raft-rs cannot go
+    /// on with a leader that has no progress of its own (it unwraps it
+    /// when persisting entries), so the Raft node is not touched again.
+    /// The node has left.
+    retired: bool,
     out: Vec<Output>,
 }
 
@@ -274,6 +279,7 @@ impl Group {
             cached_after: None,
             snapshot_sent: HashMap::new(),
             failed: false,
+            retired: false,
             out: Vec::new(),
         })
     }
@@ -464,6 +470,9 @@ impl Group {
 
     /// A Raft message from a peer.
     pub fn step(&mut self, msg: Message) {
+        if self.retired {
+            return;
+        }
         if msg.get_msg_type() == raft::eraftpb::MessageType::MsgPropose && msg.entries.is_empty() {
             // raft-rs treats it as fatal ("stepped empty MsgProp"); no
             // member of ours sends one, so it is crafted or corrupt.
@@ -506,6 +515,9 @@ impl Group {
     /// A peer asks to join: propose it as a learner (forwarded to the
     /// leader by Raft if this node is a follower).
     pub fn handle_join(&mut self, info: MemberInfo) {
+        if self.retired {
+            return;
+        }
         if self.seq.history().is_none() || self.seq.is_member(info.raft_id) {
             return;
         }
@@ -562,7 +574,7 @@ impl Group {
     }
 
     fn leave_step(&mut self) {
-        if !self.is_member() || !self.conf_change_due() {
+        if self.retired || !self.is_member() || !self.conf_change_due() {
             return;
         }
         if self.is_leader() && !self.handed_over {
@@ -598,6 +610,9 @@ impl Group {
     }
 
     fn propose_change(&mut self, kind: ConfChangeType, id: u64) {
+        if self.retired {
+            return;
+        }
         let mut cc = ConfChange::default();
         cc.set_change_type(kind);
         cc.node_id = id;
@@ -607,6 +622,9 @@ impl Group {
     /// Advances time to `now` (milliseconds, monotonic).
     pub fn tick(&mut self, now: u64) {
         self.now = self.now.max(now);
+        if self.retired {
+            return;
+        }
         let floor = self
             .now
             .saturating_sub(self.cfg.max_catch_up_ticks.saturating_mul(self.cfg.tick_ms));
@@ -768,9 +786,9 @@ impl Group {
     /// Proposes what is queued, processes Raft's `Ready`, and returns what
     /// the caller must send and deliver.
     pub fn poll(&mut self) -> Vec<Output> {
-        if !self.failed {
+        if !self.failed && !self.retired {
             self.flush_proposals();
-            while self.raw.has_ready() && !self.failed {
+            while !self.failed && !self.retired && self.raw.has_ready() {
                 self.handle_ready();
             }
             if !self.failed {
@@ -912,6 +930,12 @@ impl Group {
             }
         }
         self.apply(ready.take_committed_entries());
+        if self.is_leader() && self.raw.raft.prs().get(self.me.raft_id).is_none() {
+            // Our own removal, applied while leading (see `retired`).
+            self.retired = true;
+            self.left = true;
+            return;
+        }
         if let Err(e) = store.append(ready.entries()) {
             self.fail(format!("cannot append to the Raft log: {e}"));
             return;

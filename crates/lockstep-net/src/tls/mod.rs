@@ -18,6 +18,7 @@ mod verify;
 pub use files::TlsFiles;
 pub use stream::{TlsReader, TlsWriter};
 
+use crate::Refused;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, RootCertStore, ServerConfig, ServerConnection};
@@ -106,11 +107,11 @@ impl TlsContext {
         &self,
         tcp: TcpStream,
         timeout: Duration,
-    ) -> Result<(TlsReader, TlsWriter), String> {
+    ) -> Result<(TlsReader, TlsWriter), Refused> {
         // Not checked (module docs); rustls wants some name.
         let name = ServerName::try_from("lockstep-peer").expect("a valid DNS name");
         let conn = ClientConnection::new(self.client.clone(), name)
-            .map_err(|e| format!("TLS setup: {e}"))?;
+            .map_err(|e| Refused::broken(format!("TLS setup: {e}")))?;
         stream::handshake(conn.into(), tcp, timeout)
     }
 
@@ -119,9 +120,9 @@ impl TlsContext {
         &self,
         tcp: TcpStream,
         timeout: Duration,
-    ) -> Result<(TlsReader, TlsWriter), String> {
-        let conn =
-            ServerConnection::new(self.server.clone()).map_err(|e| format!("TLS setup: {e}"))?;
+    ) -> Result<(TlsReader, TlsWriter), Refused> {
+        let conn = ServerConnection::new(self.server.clone())
+            .map_err(|e| Refused::broken(format!("TLS setup: {e}")))?;
         stream::handshake(conn.into(), tcp, timeout)
     }
 }

@@ -7,6 +7,7 @@
 //! so records never interleave; records the reader's side makes (alerts,
 //! key-update answers) leave with the writer's next message.
 
+use crate::Refused;
 use rustls::Connection;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -56,13 +57,15 @@ pub(super) fn handshake(
     mut conn: Connection,
     mut tcp: TcpStream,
     timeout: Duration,
-) -> Result<(TlsReader, TlsWriter), String> {
+) -> Result<(TlsReader, TlsWriter), Refused> {
     let io_err = |e: io::Error| match e.kind() {
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
-            format!("TLS handshake: no answer within {} s", timeout.as_secs())
-        }
-        io::ErrorKind::InvalidData => format!("TLS handshake failed: {e}"),
-        _ => format!("TLS handshake: {e}"),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Refused::broken(format!(
+            "TLS handshake: no answer within {} s",
+            timeout.as_secs()
+        )),
+        // rustls's own errors: a certificate refused, an alert received.
+        io::ErrorKind::InvalidData => Refused::mismatch(format!("TLS handshake failed: {e}")),
+        _ => Refused::broken(format!("TLS handshake: {e}")),
     };
     tcp.set_read_timeout(Some(timeout)).map_err(io_err)?;
     tcp.set_write_timeout(Some(timeout)).map_err(io_err)?;

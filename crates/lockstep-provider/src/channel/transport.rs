@@ -628,12 +628,19 @@ fn serve_connection(stream: TcpStream, ctx: &Ctx, conn_id: u64, side: Side) -> O
     };
     let (mut stream, mut writer) = match opened {
         Ok(halves) => halves,
-        Err(why) => {
+        Err(why) if why.mismatch => {
             if ctx.log_refusal_now(&peer) {
                 match side {
                     Side::Dialed => warn!("cannot open a group connection to {peer}: {why}"),
                     Side::Accepted => warn!("refusing group connection from {peer}: {why}"),
                 }
+            }
+            return None;
+        }
+        Err(why) => {
+            // A peer restarting, a port scan: a note, not a warning.
+            if ctx.log_refusal_now(&peer) {
+                info!("group connection with {peer} ended before it opened: {why}");
             }
             return None;
         }
@@ -650,8 +657,9 @@ fn serve_connection(stream: TcpStream, ctx: &Ctx, conn_id: u64, side: Side) -> O
     // single frame after it (larger messages come in chunks).
     let mut dec = FrameDecoder::new(MAX_WIRE_FRAME);
     let Some(first) = read_msg(&mut stream, &mut dec, None, &peer) else {
+        // Also what a restarting peer looks like: a note, not a warning.
         if side == Side::Dialed && ctx.log_refusal_now(&peer) {
-            warn!(
+            info!(
                 "group connection to {peer} ended before its hello (this node: {}; if \
                  that node refused us, its log says why)",
                 ctx.security.describe()
