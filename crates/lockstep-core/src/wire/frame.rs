@@ -154,6 +154,12 @@ impl FrameDecoder {
         }
     }
 
+    /// Changes the bound on payloads from the next frame on (a connection
+    /// takes only a small hello from a peer it does not know yet).
+    pub fn set_max_payload(&mut self, max_payload: usize) {
+        self.max_payload = max_payload;
+    }
+
     /// Bytes received but not yet returned as frames.
     pub fn buffered(&self) -> usize {
         self.buf.len()

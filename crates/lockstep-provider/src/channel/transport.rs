@@ -28,6 +28,16 @@ use std::time::{Duration, Instant};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Bound on the first frame from a peer (its hello, or a refusal): what a
+/// stranger can make this node buffer before it is known. Reads before
+/// the hello are this small too.
+const HELLO_MAX_FRAME: usize = 4096;
+/// Accepted connections still opening (TLS handshake, hello), at most,
+/// and at most per peer host: a flood of idle connections from one host
+/// cannot hold more than its share, nor memory beyond these times a
+/// handshake's buffers. Beyond, a new connection is closed at once.
+const MAX_OPENING: usize = 64;
+const MAX_OPENING_PER_HOST: usize = 8;
 /// Do not redial one address more often than this.
 const REDIAL_EVERY: Duration = Duration::from_millis(500);
 
@@ -187,6 +197,45 @@ struct Table {
     /// When a refusal was last logged, per peer address: a peer that keeps
     /// redialing must not flood the error log.
     refusals_logged: HashMap<String, Instant>,
+    /// Accepted connections before their hello, per peer host (bounded by
+    /// `MAX_OPENING`).
+    opening: HashMap<std::net::IpAddr, usize>,
+}
+
+/// An accepted connection's place among those still opening; given back
+/// when dropped (hello done, or the connection ended).
+struct OpeningSlot {
+    table: Arc<Mutex<Table>>,
+    host: std::net::IpAddr,
+}
+
+impl OpeningSlot {
+    /// A place for a connection from `host`, if the bounds allow one.
+    fn take(table: &Arc<Mutex<Table>>, host: std::net::IpAddr) -> Option<OpeningSlot> {
+        let mut t = table.lock().unwrap_or_else(|p| p.into_inner());
+        let total: usize = t.opening.values().sum();
+        let here = t.opening.get(&host).copied().unwrap_or(0);
+        if total >= MAX_OPENING || here >= MAX_OPENING_PER_HOST {
+            return None;
+        }
+        *t.opening.entry(host).or_default() += 1;
+        Some(OpeningSlot {
+            table: table.clone(),
+            host,
+        })
+    }
+}
+
+impl Drop for OpeningSlot {
+    fn drop(&mut self) {
+        let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = t.opening.get_mut(&self.host) {
+            *n -= 1;
+            if *n == 0 {
+                t.opening.remove(&self.host);
+            }
+        }
+    }
 }
 
 /// Bytes of peer messages handed to the group thread and not handled yet,
@@ -441,7 +490,7 @@ impl Transport {
                 let Some(stream) = dial(&addr) else {
                     return;
                 };
-                run_connection(stream, ctx, Side::Dialed);
+                run_connection(stream, ctx, Side::Dialed, None);
             });
     }
 
@@ -506,11 +555,22 @@ fn accept_loop(listener: TcpListener, ctx: Ctx) {
             Ok((stream, _)) if ctx.isolated.load(Ordering::SeqCst) => {
                 let _ = stream.shutdown(Shutdown::Both);
             }
-            Ok((stream, _)) => {
+            Ok((stream, from)) => {
+                let Some(slot) = OpeningSlot::take(&ctx.table, from.ip()) else {
+                    if ctx.log_refusal_now(&from.ip().to_string()) {
+                        warn!(
+                            "refusing group connection from {from}: too many connections \
+                             still opening (at most {MAX_OPENING}, {MAX_OPENING_PER_HOST} \
+                             per host)"
+                        );
+                    }
+                    let _ = stream.shutdown(Shutdown::Both);
+                    continue;
+                };
                 let c = ctx.clone();
                 let _ = thread::Builder::new()
                     .name("lockstep-peer".into())
-                    .spawn(move || run_connection(stream, c, Side::Accepted));
+                    .spawn(move || run_connection(stream, c, Side::Accepted, Some(slot)));
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 thread::sleep(Duration::from_millis(20));
@@ -533,6 +593,12 @@ fn read_msg(
     peer: &str,
 ) -> Option<PeerMsg> {
     let mut buf = [0u8; 64 * 1024];
+    // Before the hello, read no more than the hello may be.
+    let chunk = if inbox.is_some() {
+        buf.len()
+    } else {
+        HELLO_MAX_FRAME
+    };
     let mut started: Option<Instant> = None;
     loop {
         match dec.next_frame() {
@@ -576,7 +642,7 @@ fn read_msg(
                 return None;
             }
         }
-        match stream.read(&mut buf) {
+        match stream.read(&mut buf[..chunk]) {
             Ok(0) => return None,
             Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
                 // A TLS error: a bad record, or an alert the peer sent.
@@ -589,7 +655,7 @@ fn read_msg(
     }
 }
 
-fn run_connection(stream: TcpStream, ctx: Ctx, side: Side) {
+fn run_connection(stream: TcpStream, ctx: Ctx, side: Side, slot: Option<OpeningSlot>) {
     let conn_id = ctx.next_conn.fetch_add(1, Ordering::Relaxed);
     if let Ok(s) = stream.try_clone() {
         let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
@@ -598,7 +664,7 @@ fn run_connection(stream: TcpStream, ctx: Ctx, side: Side) {
         }
         t.open.insert(conn_id, s);
     }
-    let peer = serve_connection(stream, &ctx, conn_id, side);
+    let peer = serve_connection(stream, &ctx, conn_id, side, slot);
     let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
     t.open.remove(&conn_id);
     if let Some(raft_id) = peer {
@@ -613,7 +679,13 @@ fn run_connection(stream: TcpStream, ctx: Ctx, side: Side) {
 
 /// Handshake, then frames until the connection ends. Returns the peer's
 /// Raft id if the handshake succeeded.
-fn serve_connection(stream: TcpStream, ctx: &Ctx, conn_id: u64, side: Side) -> Option<u64> {
+fn serve_connection(
+    stream: TcpStream,
+    ctx: &Ctx,
+    conn_id: u64,
+    side: Side,
+    slot: Option<OpeningSlot>,
+) -> Option<u64> {
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
@@ -655,7 +727,7 @@ fn serve_connection(stream: TcpStream, ctx: &Ctx, conn_id: u64, side: Side) -> O
     let _ = stream.tcp().set_read_timeout(Some(HELLO_TIMEOUT));
     // Bounds what a peer can make us buffer before its hello, and any
     // single frame after it (larger messages come in chunks).
-    let mut dec = FrameDecoder::new(MAX_WIRE_FRAME);
+    let mut dec = FrameDecoder::new(HELLO_MAX_FRAME);
     let Some(first) = read_msg(&mut stream, &mut dec, None, &peer) else {
         // Also what a restarting peer looks like: a note, not a warning.
         if side == Side::Dialed && ctx.log_refusal_now(&peer) {
@@ -700,6 +772,8 @@ fn serve_connection(stream: TcpStream, ctx: &Ctx, conn_id: u64, side: Side) -> O
         return None; // dialed ourselves through a listed address
     }
     let _ = stream.tcp().set_read_timeout(None);
+    dec.set_max_payload(MAX_WIRE_FRAME);
+    drop(slot); // known now: no longer counted as opening
     let out = Arc::new(Queue::default());
     {
         let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
@@ -854,6 +928,61 @@ mod tests {
         assert!(eventually(|| b.refused("127.0.0.1")), "b never refused a");
         assert_eq!(peer_up(&rx_a), None);
         assert_eq!(peer_up(&rx_b), None);
+    }
+
+    #[test]
+    fn idle_connections_from_one_host_are_bounded_and_others_still_get_in() {
+        let (a, rx_a) = start("c", 1);
+        let addr = a.local_addr().unwrap();
+        // Connections that never say a word hold their places...
+        let idle: Vec<TcpStream> = (0..MAX_OPENING_PER_HOST)
+            .map(|_| TcpStream::connect(addr).unwrap())
+            .collect();
+        assert!(eventually(|| {
+            let t = a.table.lock().unwrap();
+            t.opening.values().sum::<usize>() == MAX_OPENING_PER_HOST
+        }));
+        // ...and the next one from that host is closed at once, unanswered.
+        let mut extra = TcpStream::connect(addr).unwrap();
+        extra
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        let t0 = Instant::now();
+        assert_eq!(extra.read(&mut [0u8; 16]).unwrap_or(0), 0);
+        assert!(
+            t0.elapsed() < HELLO_TIMEOUT,
+            "it waited for a hello instead"
+        );
+        assert!(a.refused("127.0.0.1"), "the refusal was not logged");
+        // Once they are gone, a real peer connects.
+        drop(idle);
+        assert!(eventually(|| a.table.lock().unwrap().opening.is_empty()));
+        let (b, rx_b) = start("c", 2);
+        b.dial(&addr.to_string());
+        assert_eq!(peer_up(&rx_a), Some(2));
+        assert_eq!(peer_up(&rx_b), Some(1));
+    }
+
+    #[test]
+    fn a_first_frame_bigger_than_a_hello_is_not_taken() {
+        let (a, rx_a) = start("c", 1);
+        let mut s = TcpStream::connect(a.local_addr().unwrap()).unwrap();
+        // A well-formed frame, but far bigger than any hello.
+        let mut big = Vec::new();
+        lockstep_core::wire::frame::encode(1, &[0u8; 20_000], 1 << 20, &mut big).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let _ = s.write_all(&big);
+        let mut got = Vec::new();
+        let t0 = Instant::now();
+        let _ = s.read_to_end(&mut got);
+        assert!(t0.elapsed() < HELLO_TIMEOUT, "it kept reading");
+        // Its own hello went out before the frame was refused; nothing else.
+        let hello = PeerMsg::from_frame(
+            lockstep_core::wire::frame::decode_one(got, MAX_WIRE_FRAME).unwrap(),
+        )
+        .unwrap();
+        assert!(matches!(hello, PeerMsg::Hello { .. }));
+        assert_eq!(peer_up(&rx_a), None);
     }
 
     #[test]
