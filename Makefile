@@ -6,7 +6,7 @@ CARGO ?= cargo
 TESTS ?=
 PROVIDER ?= lockstep
 
-.PHONY: setup build demo test lint unit integration mtr mtr-suite bench bench-cert rejoin-bench soak hot-spots options-doc clean
+.PHONY: setup build demo test lint unit integration mtr mtr-suite bench bench-cert rejoin-bench soak hot-spots options-doc fuzz clean
 
 setup:
 	@scripts/setup.sh
@@ -65,6 +65,17 @@ bench-cert: setup
 hot-spots: build
 	LOCKSTEP_HOT_SPOT_SECONDS=60 $(CARGO) test --release -p lockstep-integration \
 		--test hot_spots hot_rows -- --nocapture
+
+# Coverage-guided fuzzing of every decoder of untrusted input (libFuzzer
+# through cargo-fuzz, which needs a nightly toolchain; `make test` runs the
+# same bodies on seeded inputs on stable): make fuzz [FUZZ_SECONDS=30]
+FUZZ_SECONDS ?= 30
+fuzz:
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+	cd fuzz && for t in $$($(CARGO) +nightly fuzz list); do \
+		echo "== $$t"; \
+		$(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \
+	done
 
 # README.md's list of honoured / no-effect provider options, regenerated
 # from the option table (a unit test fails when the two differ).

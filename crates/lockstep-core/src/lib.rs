@@ -8,6 +8,8 @@
 pub mod address;
 pub mod certification;
 pub mod flow_control;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod group;
 pub mod options;
 pub mod ordering;

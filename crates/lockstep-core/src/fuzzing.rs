@@ -1,0 +1,169 @@
+//! The bodies of the fuzz targets (`fuzz/`), one per decoder of untrusted
+//! input: each takes any bytes and must end in a value or an error, never
+//! a panic, and where a value comes out it must encode back the same.
+//!
+//! They live here so that two drivers share them: libFuzzer through
+//! `cargo fuzz` (`make fuzz`, which needs a nightly toolchain), and the
+//! stable smoke test `tests/decoders_take_any_bytes.rs`, which `make test`
+//! runs on seeded random and mutated inputs. Compiled only with the
+//! `fuzzing` feature.
+
+use crate::address::ClusterAddress;
+use crate::group::action::{decode_batch, encode_batch};
+use crate::group::{MemberInfo, Sequencer};
+use crate::options::Options;
+use crate::saved_state::SavedState;
+use crate::saved_view::SavedView;
+use crate::wire::frame::{encode, Frame, FrameDecoder};
+use crate::wire::lanes::Inbox;
+use crate::wire::peer::PeerMsg;
+use crate::writeset_cache::{
+    decode_file_header, decode_record, decode_stream_header, encode_record, Decoded,
+};
+
+/// A target's body: any bytes in, no panic out.
+pub type Body = fn(&[u8]);
+
+/// Every target, by name (the names of `fuzz/fuzz_targets/*.rs`).
+pub const TARGETS: &[(&str, Body)] = &[
+    ("cluster_address", cluster_address),
+    ("frame", frame),
+    ("lanes_inbox", lanes_inbox),
+    ("log_entry", log_entry),
+    ("peer_message", peer_message),
+    ("provider_options", provider_options),
+    ("raft_message", raft_message),
+    ("saved_state", saved_state),
+    ("saved_view", saved_view),
+    ("sequencer_snapshot", sequencer_snapshot),
+    ("writeset_cache", writeset_cache),
+];
+
+/// `wsrep_cluster_address`.
+pub fn cluster_address(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = ClusterAddress::parse(text);
+    }
+}
+
+/// The frame layer, fed in odd-sized pieces as a socket delivers them.
+pub fn frame(data: &[u8]) {
+    let mut d = FrameDecoder::new(1 << 16);
+    for chunk in data.chunks(7) {
+        d.push(chunk);
+        while let Ok(Some(f)) = d.next_frame() {
+            let mut out = Vec::new();
+            encode(f.kind, &f.payload, 1 << 16, &mut out).expect("within bound");
+        }
+    }
+}
+
+/// Chunked messages: frames (kind byte, payload length byte, payload)
+/// into one connection's inbox, bounded at 64 KiB per message.
+pub fn lanes_inbox(data: &[u8]) {
+    let mut inbox = Inbox::new(1 << 16);
+    let mut rest = data;
+    while let [kind, len, tail @ ..] = rest {
+        let n = (*len as usize).min(tail.len());
+        let f = Frame {
+            kind: *kind,
+            payload: tail[..n].to_vec(),
+        };
+        if let Ok(Some(whole)) = inbox.accept(f) {
+            assert!(whole.payload.len() <= 1 << 16, "a message above the bound");
+        }
+        assert!(
+            inbox.partial_bytes() <= 1 << 16,
+            "a partial above the bound"
+        );
+        rest = &tail[n..];
+    }
+}
+
+/// Raft log entries (batches of actions) and member descriptions.
+pub fn log_entry(data: &[u8]) {
+    if let Ok(batch) = decode_batch(data) {
+        assert_eq!(encode_batch(&batch), data);
+    }
+    if let Ok(m) = MemberInfo::decode(data) {
+        assert_eq!(m.encode(), data);
+    }
+}
+
+/// Group-channel messages: a frame's kind byte, then its payload.
+pub fn peer_message(data: &[u8]) {
+    let Some((&kind, payload)) = data.split_first() else {
+        return;
+    };
+    let frame = Frame {
+        kind,
+        payload: payload.to_vec(),
+    };
+    if let Ok(msg) = PeerMsg::from_frame(frame) {
+        msg.to_frame().expect("a decoded message fits a frame");
+    }
+}
+
+/// `wsrep_provider_options`, at start and at runtime.
+pub fn provider_options(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let mut opts = Options::new("127.0.0.1:4567", "/var/lib/mysql");
+    if opts.apply_initial(text).is_ok() {
+        let printed = opts.to_galera_string();
+        let changed = opts
+            .apply_runtime(&printed)
+            .expect("printed options parse back");
+        assert!(changed.is_empty(), "round trip changed {changed:?}");
+    }
+    let _ = opts.apply_runtime(text);
+}
+
+/// The Raft message inside a `PeerMsg::Raft` (protobuf, raft-rs's own
+/// decoder): decodes or fails, and what decodes encodes again.
+pub fn raft_message(data: &[u8]) {
+    use protobuf::Message as _;
+    if let Ok(m) = raft::eraftpb::Message::parse_from_bytes(data) {
+        let again = m.write_to_bytes().expect("a parsed message encodes");
+        let back = raft::eraftpb::Message::parse_from_bytes(&again).expect("and parses again");
+        assert_eq!(back, m);
+    }
+}
+
+/// `grastate.dat`.
+pub fn saved_state(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(state) = SavedState::parse(&text) {
+        assert_eq!(SavedState::parse(&state.render()), Ok(state));
+    }
+}
+
+/// `gvwstate.dat`.
+pub fn saved_view(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(view) = SavedView::parse(&text) {
+        assert_eq!(SavedView::parse(&view.to_text()), Ok(view));
+    }
+}
+
+/// A Raft snapshot's payload: the group state a joiner starts from.
+pub fn sequencer_snapshot(data: &[u8]) {
+    if let Ok(s) = Sequencer::restore(data) {
+        let again = s.snapshot();
+        Sequencer::restore(&again).expect("a snapshot of a restored sequencer restores");
+    }
+}
+
+/// The writeset cache file and the IST stream (header and records).
+pub fn writeset_cache(data: &[u8]) {
+    let _ = decode_file_header(data);
+    let _ = decode_stream_header(data);
+    let mut rest = data;
+    while let Ok(Decoded::Record(ev, used)) = decode_record(rest, 1 << 20) {
+        let mut again = Vec::new();
+        encode_record(&ev, &mut again);
+        assert_eq!(&again[..], &rest[..used]);
+        rest = &rest[used..];
+    }
+}

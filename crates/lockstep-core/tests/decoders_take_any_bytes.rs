@@ -1,0 +1,147 @@
+//! The fuzz targets' bodies (`lockstep_core::fuzzing`) on a stable
+//! toolchain, as part of `make test`: each decoder of untrusted input gets
+//! seeded random bytes and mutations of valid encodings, and must end in a
+//! value or an error, never a panic. Coverage-guided fuzzing of the same
+//! bodies is `make fuzz` (libFuzzer, nightly).
+//!
+//! `FUZZ_SMOKE_CASES=n` changes the number of cases per target.
+
+use lockstep_core::fuzzing::TARGETS;
+use lockstep_core::group::action::encode_batch;
+use lockstep_core::wire::frame::encode;
+use lockstep_core::wire::peer::PeerMsg;
+
+/// A small deterministic generator (xorshift): the same cases every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    fn bytes(&mut self, max: usize) -> Vec<u8> {
+        let n = self.below(max + 1);
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+
+    /// `seed` with a few bytes flipped, cut, duplicated or inserted.
+    fn mutate(&mut self, seed: &[u8]) -> Vec<u8> {
+        let mut v = seed.to_vec();
+        for _ in 0..1 + self.below(4) {
+            match self.below(4) {
+                0 if !v.is_empty() => {
+                    let i = self.below(v.len());
+                    v[i] ^= 1 << self.below(8);
+                }
+                1 if !v.is_empty() => {
+                    let cut = self.below(v.len());
+                    v.truncate(cut);
+                }
+                2 if !v.is_empty() => {
+                    let i = self.below(v.len());
+                    let b = v[i];
+                    v.insert(i, b);
+                }
+                _ => {
+                    let i = self.below(v.len() + 1);
+                    v.insert(i, self.next() as u8);
+                }
+            }
+        }
+        v
+    }
+}
+
+/// Valid encodings to mutate: frames, messages, a batch, option strings.
+fn seeds() -> Vec<Vec<u8>> {
+    let hello = PeerMsg::Hello {
+        version: 5,
+        cluster: "prod".into(),
+        raft_id: 42,
+        peer_addr: "10.0.0.1:4567".into(),
+    }
+    .to_frame()
+    .expect("a hello frames");
+    let mut frame = Vec::new();
+    encode(3, b"payload", 1 << 16, &mut frame).expect("small");
+    let mut peer_msg = vec![hello[5]];
+    peer_msg.extend_from_slice(&hello[12..hello.len() - 4]);
+    vec![
+        hello,
+        frame,
+        peer_msg,
+        encode_batch(&[]),
+        b"gcache.size=128M; gcs.fc_limit=64; socket.ssl=YES".to_vec(),
+        b"gcomm://10.0.0.1:4567,10.0.0.2?pc.wait_prim=no".to_vec(),
+        b"# GALERA saved state\nversion: 2.1\nuuid: 6d2e0a62-7b2c-11ee-9c5a-0242ac120002\n\
+          seqno: 12\nsafe_to_bootstrap: 0\n"
+            .to_vec(),
+    ]
+}
+
+#[test]
+fn every_decoder_survives_random_and_mutated_bytes() {
+    let cases: usize = std::env::var("FUZZ_SMOKE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let seeds = seeds();
+    let mut ran = 0usize;
+    for (name, body) in TARGETS {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ name.len() as u64);
+        body(&[]);
+        for i in 0..cases {
+            let input = if i % 2 == 0 {
+                rng.bytes(512)
+            } else {
+                let s = &seeds[rng.below(seeds.len())];
+                rng.mutate(s)
+            };
+            // A panic here names the target and the input to replay it.
+            let result = std::panic::catch_unwind(|| body(&input));
+            assert!(
+                result.is_ok(),
+                "fuzz target {name} panicked on {} bytes: {input:02x?}",
+                input.len()
+            );
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, TARGETS.len() * cases);
+}
+
+#[test]
+fn the_fuzz_directory_has_a_target_for_every_body() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/fuzz_targets");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .expect("fuzz/fuzz_targets")
+        .map(|e| {
+            e.unwrap()
+                .path()
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    files.sort();
+    let names: Vec<String> = TARGETS.iter().map(|(n, _)| n.to_string()).collect();
+    assert_eq!(
+        files, names,
+        "fuzz/fuzz_targets and fuzzing::TARGETS differ"
+    );
+    let manifest = std::fs::read_to_string(dir.join("../Cargo.toml")).unwrap();
+    for n in &names {
+        assert!(
+            manifest.contains(&format!("name = \"{n}\"")),
+            "fuzz/Cargo.toml has no [[bin]] {n}"
+        );
+    }
+}
