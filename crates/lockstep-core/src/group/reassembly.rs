@@ -30,6 +30,9 @@ struct KeysAhead {
     off: bool,
 }
 
+/// What a partial action reserves at most ahead of the bytes it has.
+const RESERVE_AHEAD: usize = 64 << 20;
+
 /// The parts of one fragmented action received so far.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Partial {
@@ -82,10 +85,18 @@ impl Partial {
         // Parts after the first are all of the size this one has, but for
         // the last: reserve for them at once instead of doubling the
         // buffer (and copying it) as it grows.
+        // The count is the sender's word, though: ahead of what arrived,
+        // reserve at most 64 MiB or 8 times what arrived, so a made-up
+        // count (found by the fuzzer: 2^32 parts of a few bytes) cannot
+        // make this node allocate gigabytes it never receives.
         let rest = (self.count - index) as usize;
-        let want = part.len().saturating_mul(rest).min(room);
-        if self.joined.capacity() - self.joined.len() < want {
-            self.joined.reserve_exact(want);
+        let arrived = self.joined.len() + part.len();
+        let ahead = RESERVE_AHEAD.max(arrived.saturating_mul(8));
+        let want = part.len().saturating_mul(rest).min(room).min(ahead);
+        // Only when this part does not fit: growing then by all that is
+        // wanted keeps the copies few (64 MiB once for a 257 MB action).
+        if self.joined.capacity() - self.joined.len() < part.len() {
+            self.joined.reserve_exact(want.max(part.len()));
         }
         self.append(part);
         while let Some(part) = self.ahead.remove(&(self.lens.len() as u32)) {
@@ -212,6 +223,29 @@ impl Partial {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_made_up_part_count_reserves_little_ahead_of_what_arrived() {
+        let mut p = Partial::new(u32::MAX);
+        p.insert(0, vec![1; 3], usize::MAX);
+        assert!(
+            p.joined.capacity() <= RESERVE_AHEAD,
+            "{}",
+            p.joined.capacity()
+        );
+        // A real big action still gets its room in two steps: 64 MiB at
+        // its first part, the rest when those are full.
+        let part = vec![0u8; 1 << 20];
+        let mut p = Partial::new(256);
+        let mut grew = 0;
+        for i in 0..256 {
+            let before = p.joined.capacity();
+            p.insert(i, part.clone(), usize::MAX);
+            grew += usize::from(p.joined.capacity() != before);
+        }
+        assert_eq!(grew, 2);
+        assert_eq!(p.joined.capacity(), 256 << 20);
+    }
 
     proptest! {
         #[test]
