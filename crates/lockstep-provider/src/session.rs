@@ -201,6 +201,7 @@ impl Provider {
             pc_recovery: self.pc_recovery(),
             recovery: None,
             security: self.security.clone(),
+            admit: std::sync::Arc::new(crate::ffi::allowlist_admits),
         }
     }
 
@@ -403,13 +404,13 @@ impl Provider {
     /// `gmcast.listen_addr`, `base_host` and `base_port`.
     pub(crate) fn group_addresses(&self) -> (String, String) {
         let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
-        let listen = o
-            .get("gmcast.listen_addr")
-            .unwrap_or("tcp://0.0.0.0:4567")
-            .trim_start_matches("tcp://")
-            .trim_start_matches("ssl://")
-            .to_string();
         let port = o.int("base_port").unwrap_or(4567);
+        // Galera takes `gmcast.listen_addr=127.0.0.2` without a port, as
+        // MariaDB's galera_allowlist test sets it: the port is base_port.
+        let listen = crate::ist_transfer::socket_addr(
+            o.get("gmcast.listen_addr").unwrap_or("tcp://0.0.0.0:4567"),
+            port,
+        );
         let host = match o.get("base_host") {
             Some(h) if !h.is_empty() && h != "0.0.0.0" => h.to_string(),
             _ => "127.0.0.1".to_string(),

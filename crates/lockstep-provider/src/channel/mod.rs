@@ -102,6 +102,8 @@ pub struct Setup {
     pub recovery: Option<(lockstep_core::group::recovery::Vote, Vec<String>)>,
     /// TLS or plain for peer connections.
     pub security: Arc<lockstep_net::secure::PeerSecurity>,
+    /// The server's allowlist, asked for every accepted connection.
+    pub admit: transport::Admission,
 }
 
 pub struct GroupChannel {
@@ -126,9 +128,20 @@ impl GroupChannel {
             cluster: setup.cluster.clone(),
             raft_id: setup.me.raft_id,
             peer_addr: setup.me.peer_addr.clone(),
+            bind_ip: setup
+                .listen
+                .parse::<std::net::SocketAddr>()
+                .ok()
+                .map(|a| a.ip())
+                .filter(|ip| !ip.is_unspecified()),
         };
-        let transport =
-            Transport::start(identity, &setup.listen, setup.security.clone(), tx.clone())?;
+        let transport = Transport::start(
+            identity,
+            &setup.listen,
+            setup.security.clone(),
+            setup.admit.clone(),
+            tx.clone(),
+        )?;
         transport.set_isolated(setup.isolated);
         for s in &setup.seeds {
             transport.dial(s);

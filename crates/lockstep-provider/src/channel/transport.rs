@@ -41,6 +41,10 @@ const MAX_OPENING_PER_HOST: usize = 8;
 /// Do not redial one address more often than this.
 const REDIAL_EVERY: Duration = Duration::from_millis(500);
 
+/// Whether a peer at this address may connect at all (the server's
+/// allowlist), asked before anything else happens on the connection.
+pub type Admission = Arc<dyn Fn(std::net::IpAddr) -> bool + Send + Sync>;
+
 /// Who we are on the wire.
 #[derive(Clone)]
 pub struct Identity {
@@ -48,6 +52,10 @@ pub struct Identity {
     pub raft_id: u64,
     /// Address peers use to reach us (`base_host:base_port`).
     pub peer_addr: String,
+    /// The address connections to peers leave from: the listen address's
+    /// host when it names one (`gmcast.listen_addr=127.0.0.2`), so peers'
+    /// allowlists see the address this node is known by, as with Galera.
+    pub bind_ip: Option<std::net::IpAddr>,
 }
 
 struct Conn {
@@ -322,6 +330,7 @@ pub struct Transport {
     isolated: Arc<AtomicBool>,
     next_conn: Arc<AtomicU64>,
     security: Arc<PeerSecurity>,
+    admit: Admission,
     listener: Option<thread::JoinHandle<()>>,
 }
 
@@ -331,6 +340,7 @@ impl Transport {
         me: Identity,
         listen: &str,
         security: Arc<PeerSecurity>,
+        admit: Admission,
         inputs: Sender<Input>,
     ) -> Result<Transport, String> {
         let listener =
@@ -354,6 +364,7 @@ impl Transport {
             isolated: Arc::default(),
             next_conn: Arc::new(AtomicU64::new(1)),
             security,
+            admit,
             listener: None,
         };
         let ctx = t.context();
@@ -387,6 +398,7 @@ impl Transport {
             isolated: self.isolated.clone(),
             next_conn: self.next_conn.clone(),
             security: self.security.clone(),
+            admit: self.admit.clone(),
         }
     }
 
@@ -487,7 +499,7 @@ impl Transport {
         let _ = thread::Builder::new()
             .name("lockstep-dial".into())
             .spawn(move || {
-                let Some(stream) = dial(&addr) else {
+                let Some(stream) = dial(&addr, ctx.me.bind_ip) else {
                     return;
                 };
                 run_connection(stream, ctx, Side::Dialed, None);
@@ -530,6 +542,7 @@ struct Ctx {
     isolated: Arc<AtomicBool>,
     next_conn: Arc<AtomicU64>,
     security: Arc<PeerSecurity>,
+    admit: Admission,
 }
 
 /// Which end of a connection this node is: the dialer speaks first.
@@ -539,14 +552,27 @@ enum Side {
     Accepted,
 }
 
-fn dial(addr: &str) -> Option<TcpStream> {
+fn dial(addr: &str, from: Option<std::net::IpAddr>) -> Option<TcpStream> {
     let addrs: Vec<SocketAddr> = addr.to_socket_addrs().ok()?.collect();
     for a in addrs {
-        if let Ok(s) = TcpStream::connect_timeout(&a, CONNECT_TIMEOUT) {
+        let s = match from {
+            Some(ip) if ip.is_ipv4() == a.is_ipv4() => dial_from(ip, a),
+            _ => TcpStream::connect_timeout(&a, CONNECT_TIMEOUT),
+        };
+        if let Ok(s) = s {
             return Some(s);
         }
     }
     None
+}
+
+/// Connects to `to` from address `ip` (any port).
+fn dial_from(ip: std::net::IpAddr, to: SocketAddr) -> std::io::Result<TcpStream> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let s = Socket::new(Domain::for_address(to), Type::STREAM, Some(Protocol::TCP))?;
+    s.bind(&SocketAddr::new(ip, 0).into())?;
+    s.connect_timeout(&to.into(), CONNECT_TIMEOUT)?;
+    Ok(s.into())
 }
 
 fn accept_loop(listener: TcpListener, ctx: Ctx) {
@@ -692,6 +718,19 @@ fn serve_connection(
         .unwrap_or_else(|_| "?".into());
     let _ = stream.set_nodelay(true);
     let _ = stream.set_nonblocking(false);
+    if side == Side::Accepted {
+        let ip = stream.peer_addr().map(|a| a.ip()).ok();
+        if !ip.is_some_and(|ip| (ctx.admit)(ip)) {
+            if ctx.log_refusal_now(&peer) {
+                // Galera's words: MariaDB's tests suppress them.
+                warn!(
+                    "Connection not allowed: refusing group connection from {peer}, whose \
+                     address is not in the allowlist (wsrep_allowlist, mysql.wsrep_allowlist)"
+                );
+            }
+            return None;
+        }
+    }
     // TLS first (or the check that both ends agree on plain text); a
     // refused peer is told nothing.
     let opened = match side {
@@ -868,8 +907,16 @@ mod tests {
             cluster: cluster.into(),
             raft_id,
             peer_addr: format!("test-{raft_id}"),
+            bind_ip: None,
         };
-        let t = Transport::start(me, "127.0.0.1:0", Arc::new(security), tx).unwrap();
+        let t = Transport::start(
+            me,
+            "127.0.0.1:0",
+            Arc::new(security),
+            Arc::new(|_| true),
+            tx,
+        )
+        .unwrap();
         (t, rx)
     }
 
@@ -982,6 +1029,34 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(hello, PeerMsg::Hello { .. }));
+        assert_eq!(peer_up(&rx_a), None);
+    }
+
+    #[test]
+    fn a_peer_the_allowlist_refuses_is_closed_before_anything_is_said() {
+        let (tx, rx_a) = channel();
+        let me = Identity {
+            cluster: "c".into(),
+            raft_id: 1,
+            peer_addr: "test-1".into(),
+            bind_ip: None,
+        };
+        let deny: Admission = Arc::new(|ip| ip != std::net::IpAddr::from([127, 0, 0, 1]));
+        let a =
+            Transport::start(me, "127.0.0.1:0", Arc::new(PeerSecurity::plain()), deny, tx).unwrap();
+        let mut s = TcpStream::connect(a.local_addr().unwrap()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let hello = PeerMsg::Hello {
+            version: PROTOCOL_VERSION,
+            cluster: "c".into(),
+            raft_id: 2,
+            peer_addr: "test-2".into(),
+        };
+        let _ = s.write_all(&hello.to_frame().unwrap());
+        let mut got = Vec::new();
+        let _ = s.read_to_end(&mut got);
+        assert_eq!(got, b"", "a refused peer was told something");
+        assert!(eventually(|| a.refused("127.0.0.1")), "not logged");
         assert_eq!(peer_up(&rx_a), None);
     }
 

@@ -9,7 +9,9 @@ mod stats;
 
 use std::ffi::c_int;
 use std::sync::Mutex;
-use wsrep_abi::{AllowlistService, StaticCStr, Wsrep, INTERFACE_VERSION};
+use wsrep_abi::{
+    allowlist_key, status, AllowlistService, Buf, StaticCStr, Wsrep, INTERFACE_VERSION,
+};
 
 /// Read by the loader and by mtr's `wsrep_check_version` (contract §1.2).
 #[no_mangle]
@@ -59,6 +61,33 @@ pub unsafe extern "C" fn wsrep_init_allowlist_service_v1(service: *mut Allowlist
         ALLOWLIST.lock().unwrap_or_else(|p| p.into_inner()).0 = copy;
         0
     })
+}
+
+/// Whether the server's allowlist (`wsrep_allowlist`, then the table
+/// `mysql.wsrep_allowlist`) admits a peer at `ip`. Without a service every
+/// peer is admitted; with an empty list the server admits every peer.
+pub(crate) fn allowlist_admits(ip: std::net::IpAddr) -> bool {
+    let service = ALLOWLIST.lock().unwrap_or_else(|p| p.into_inner()).0;
+    let Some(AllowlistService {
+        allowlist_cb: Some(cb),
+        context,
+    }) = service
+    else {
+        return true;
+    };
+    // The server reads the value as a C string: NUL-terminated. An IPv4
+    // peer on a dual-stack socket is named as IPv4, as the list has it.
+    let text = format!("{}\0", ip.to_canonical());
+    let value = Buf {
+        ptr: text.as_ptr().cast(),
+        len: text.len() - 1,
+    };
+    // SAFETY: `cb` and `context` are the server's service, callable from
+    // any thread until deinit (which comes after the provider is freed and
+    // its threads have ended); `value` points at a NUL-terminated string
+    // that outlives the call.
+    let rc = unsafe { cb(context, allowlist_key::IP, &value) };
+    rc == status::OK
 }
 
 #[no_mangle]

@@ -1,0 +1,97 @@
+//! Peer admission by the server's allowlist (issue 13): `wsrep_allowlist`
+//! on the bootstrap node fills `mysql.wsrep_allowlist`, and every node
+//! asks the server about each peer address that connects, before anything
+//! else is said on the connection.
+//!
+//! Nodes listen on their own loopback addresses (127.0.0.1, .2, .3) and
+//! connect from them, so each has an address of its own to allow.
+
+#[path = "support/multi_node.rs"]
+mod multi_node;
+
+use lockstep_testkit::{Cluster, Node};
+use multi_node::{check, fail, status_u64, OrLogs};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Moves node `n` (1-based) onto 127.0.0.`n` for the group channel.
+fn own_address(n: &Node, number: usize) {
+    let path = &n.config().defaults_file;
+    let text = std::fs::read_to_string(path).unwrap();
+    let port = n.base_port();
+    let text = text.replace(
+        &format!("wsrep_node_address=127.0.0.1:{port}"),
+        &format!("wsrep_node_address=127.0.0.{number}:{port}"),
+    );
+    let text = text.replace(
+        &format!("base_port={port};"),
+        &format!("base_port={port}; gmcast.listen_addr=127.0.0.{number};"),
+    );
+    std::fs::write(path, text).unwrap();
+}
+
+fn log_has(n: &Node, what: &str) -> bool {
+    std::fs::read_to_string(n.error_log_path())
+        .unwrap_or_default()
+        .contains(what)
+}
+
+#[test]
+fn only_allowed_addresses_get_in() {
+    let mut cluster = Cluster::builder(2)
+        .cluster_name("allowlist")
+        .extra_mysqld("wsrep_allowlist=127.0.0.1,127.0.0.2")
+        .build()
+        .unwrap_or_else(|e| panic!("building: {e}"));
+    for (i, n) in cluster.nodes().iter().enumerate() {
+        own_address(n, i + 1);
+    }
+    cluster
+        .start_all()
+        .unwrap_or_else(|e| fail(&cluster, &format!("two allowed nodes: {e}")));
+    let n1 = cluster.node(0);
+    let listed = n1
+        .query_rows("SELECT COUNT(*) FROM mysql.wsrep_allowlist")
+        .or_logs(&cluster, "the allowlist table");
+    check(&cluster, listed[0][0] == "2", || {
+        format!("mysql.wsrep_allowlist holds {listed:?}")
+    });
+
+    // A third node at 127.0.0.3, which the list does not name.
+    let third = cluster.add_node().or_logs(&cluster, "add node3");
+    own_address(cluster.node(third), 3);
+    cluster
+        .node_mut(third)
+        .spawn(&[])
+        .or_logs(&cluster, "spawning node3");
+    let t0 = Instant::now();
+    while !(0..2).any(|m| log_has(cluster.node(m), "Connection not allowed")) {
+        if t0.elapsed() > WAIT {
+            fail(&cluster, "no member refused 127.0.0.3");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for m in 0..2 {
+        let n = cluster.node(m);
+        check(
+            &cluster,
+            status_u64(n, "wsrep_cluster_size").unwrap() == 2,
+            || format!("{} let the refused node in", n.name()),
+        );
+    }
+    let _ = cluster.node_mut(third).kill();
+
+    // Listed (the table replicates), it gets in.
+    cluster
+        .node(0)
+        .sql("INSERT INTO mysql.wsrep_allowlist(ip) VALUES ('127.0.0.3')")
+        .or_logs(&cluster, "allowing 127.0.0.3");
+    cluster
+        .node_mut(third)
+        .start()
+        .or_logs(&cluster, "node3 once allowed");
+    cluster
+        .wait_for_cluster_size(3, WAIT)
+        .or_logs(&cluster, "three members");
+}
