@@ -313,3 +313,26 @@ fn the_wire_carries_no_plain_text() {
         "the marker is readable on the wire"
     );
 }
+
+/// MariaDB's test certificates include X.509 v1 ones (OpenSSL without
+/// extensions), which webpki cannot parse; `scripts/setup.sh` installs them
+/// with the mariadb-test package.
+const V1_DIR: &str = "/usr/share/mysql/mysql-test/std_data/galera_certs";
+
+#[test]
+fn a_v1_certificate_is_refused_with_a_message_that_says_so() {
+    let dir = Path::new(V1_DIR);
+    let e = TlsContext::load(&TlsFiles {
+        cert: dir.join("galera.1.crt"),
+        key: dir.join("galera.1.key"),
+        ca: Some(dir.join("galera.root.crt")),
+        cipher: None,
+    })
+    .unwrap_err();
+    assert!(
+        e.starts_with("socket.ssl_cert ")
+            && e.contains("UnsupportedCertVersion")
+            && e.contains("v3"),
+        "{e}"
+    );
+}

@@ -21,6 +21,7 @@ pub use stream::{TlsReader, TlsWriter};
 use crate::Refused;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::ServerName;
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, ServerConfig, ServerConnection};
 use std::net::TcpStream;
 use std::sync::Arc;
@@ -58,6 +59,7 @@ impl TlsContext {
             roots.add(ca.clone()).map_err(|e| ca_err(e.to_string()))?;
         }
         let roots = Arc::new(roots);
+        let certified = certified_key(files, loaded.chain, loaded.key, &provider)?;
 
         let client_check =
             verify::ClientCheck::new(roots.clone(), loaded.ca.clone(), provider.clone())
@@ -66,14 +68,7 @@ impl TlsContext {
             .with_safe_default_protocol_versions()
             .map_err(|e| format!("TLS setup: {e}"))?
             .with_client_cert_verifier(Arc::new(client_check))
-            .with_single_cert(loaded.chain.clone(), loaded.key.clone_key())
-            .map_err(|e| {
-                format!(
-                    "socket.ssl_cert {} and socket.ssl_key {}: {e}",
-                    files.cert.display(),
-                    files.key.display()
-                )
-            })?;
+            .with_cert_resolver(Arc::new(SingleCertAndKey::from(certified.clone())));
         // Peers reconnect rarely and never resume: no tickets to keep.
         server.send_tls13_tickets = 0;
 
@@ -84,14 +79,7 @@ impl TlsContext {
             .map_err(|e| format!("TLS setup: {e}"))?
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(server_check))
-            .with_client_auth_cert(loaded.chain, loaded.key)
-            .map_err(|e| {
-                format!(
-                    "socket.ssl_cert {} and socket.ssl_key {}: {e}",
-                    files.cert.display(),
-                    files.key.display()
-                )
-            })?;
+            .with_client_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
         // The peer's name is not checked (module docs); do not send it.
         client.enable_sni = false;
         client.resumption = rustls::client::Resumption::disabled();
@@ -124,6 +112,45 @@ impl TlsContext {
         let conn = ServerConnection::new(self.server.clone())
             .map_err(|e| Refused::broken(format!("TLS setup: {e}")))?;
         stream::handshake(conn.into(), tcp, timeout)
+    }
+}
+
+/// This node's certificate chain and key, checked to belong together.
+/// The check parses the certificate with webpki, which knows X.509 v3
+/// only: an OpenSSL-made v1 certificate (MariaDB's
+/// `std_data/galera_certs`, old recipes without extensions) is refused
+/// here with a message that says so, since no rustls peer could verify
+/// its handshake signature either.
+fn certified_key(
+    files: &TlsFiles,
+    chain: Vec<rustls::pki_types::CertificateDer<'static>>,
+    key: rustls::pki_types::PrivateKeyDer<'static>,
+    provider: &CryptoProvider,
+) -> Result<Arc<CertifiedKey>, String> {
+    let both = || {
+        format!(
+            "socket.ssl_cert {} and socket.ssl_key {}",
+            files.cert.display(),
+            files.key.display()
+        )
+    };
+    let signing = provider
+        .key_provider
+        .load_private_key(key)
+        .map_err(|e| format!("socket.ssl_key {}: {e}", files.key.display()))?;
+    let certified = CertifiedKey::new(chain, signing);
+    match certified.keys_match() {
+        Ok(()) => Ok(Arc::new(certified)),
+        Err(rustls::Error::InconsistentKeys(e)) => Err(format!(
+            "{}: the key is not the certificate's ({e:?})",
+            both()
+        )),
+        Err(e) => Err(format!(
+            "socket.ssl_cert {}: {e}: Lockstep (rustls) takes X.509 v3 certificates only; \
+             an OpenSSL certificate made without extensions is v1: issue it again with \
+             extensions (`openssl x509 -req ... -extfile`, or `lockstep cert`)",
+            files.cert.display()
+        )),
     }
 }
 
