@@ -121,6 +121,26 @@ unsafe fn handle_object<'a>(handle: *const WsHandle) -> Option<&'a mut Handle> {
     unsafe { (*handle).opaque.cast::<Handle>().as_mut() }
 }
 
+/// The handle object, shared: for calls that only read it and may run
+/// while another call on the same transaction holds a reference to it.
+/// `replay_trx` holds its `&LocalTrx` while the server applies the replay
+/// and re-enters `commit_order_enter`/`_leave` with the same handle; a
+/// `&mut` there (from [`handle_object`]) would alias the replay's
+/// reference, which Rust forbids even if nothing is written.
+///
+/// # Safety
+/// `handle` is NULL or the server's live ws handle, and no `&mut` to its
+/// object is alive (only `append_*`, `certify` and `release` take one, and
+/// the server never calls them inside a replay).
+unsafe fn handle_shared<'a>(handle: *const WsHandle) -> Option<&'a Handle> {
+    if handle.is_null() || is_remote(handle) {
+        return None;
+    }
+    // SAFETY: valid handle per the caller; opaque is NULL or a Box<Handle>
+    // we leaked in append_*; shared, per the caller's promise above.
+    unsafe { (*handle).opaque.cast::<Handle>().cast_const().as_ref() }
+}
+
 /// Whether `handle` (non-NULL, live) is a remote writeset's, whose
 /// `opaque` is the marker rather than one of our boxes.
 fn is_remote(handle: *const WsHandle) -> bool {
@@ -149,8 +169,9 @@ unsafe fn with_order_handle(
         });
         return f(trx_id, &remote);
     }
-    // SAFETY: per the caller.
-    match unsafe { handle_object(handle) } {
+    // SAFETY: per the caller; a shared reference, as a replay of this
+    // transaction may be holding one (see `handle_shared`).
+    match unsafe { handle_shared(handle) } {
         Some(h) => f(trx_id, h),
         None => status::TRX_MISSING,
     }
@@ -372,8 +393,10 @@ unsafe extern "C" fn replay_trx(
     trx_ctx: *mut c_void,
 ) -> Status {
     with_provider!("replay_trx", w, status::TRX_FAIL, |p| {
-        // SAFETY: the client's own handle, valid for the call.
-        match unsafe { handle_object(handle) } {
+        // SAFETY: the client's own handle, valid for the call; shared,
+        // since the apply inside the replay re-enters the commit-order
+        // calls with the same handle (see `handle_shared`).
+        match unsafe { handle_shared(handle) } {
             // SAFETY: non-NULL since the object exists.
             Some(Handle::Local(trx)) => p.replay_trx(unsafe { &*handle }, trx, ThreadCtx(trx_ctx)),
             _ => status::TRX_FAIL,
