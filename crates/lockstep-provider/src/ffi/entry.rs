@@ -426,11 +426,19 @@ unsafe extern "C" fn rollback(w: *mut Wsrep, trx: u64, _data: *const Buf) -> Sta
     with_provider!("rollback", w, status::FATAL, |p| p.rollback(trx))
 }
 
-/// The transaction object behind `handle`, created on first use.
+/// The transaction object behind `handle`, created on first use; `None`
+/// for a remote writeset's handle (its `opaque` is the marker, not one of
+/// our boxes), which the server keeps past its apply and must not append
+/// to.
 ///
 /// # Safety
-/// `handle` is the server's valid, mutable handle of this transaction.
-unsafe fn trx_for_append<'a>(p: &Provider, handle: *mut WsHandle) -> &'a mut LocalTrx {
+/// `handle` is the server's valid, mutable, non-NULL handle of this
+/// transaction.
+unsafe fn trx_for_append<'a>(p: &Provider, handle: *mut WsHandle) -> Option<&'a mut LocalTrx> {
+    if is_remote(handle) {
+        error!("refusing to append to a replicated writeset's handle");
+        return None;
+    }
     // SAFETY: valid handle per the caller.
     let h = unsafe { &mut *handle };
     if h.opaque.is_null() {
@@ -439,8 +447,8 @@ unsafe fn trx_for_append<'a>(p: &Provider, handle: *mut WsHandle) -> &'a mut Loc
     }
     // SAFETY: opaque is our live Box<Handle>, used only by this thread.
     match unsafe { &mut *h.opaque.cast::<Handle>() } {
-        Handle::Local(trx) => trx,
-        Handle::Remote(_) => unreachable!("the server appends only to its own transactions"),
+        Handle::Local(trx) => Some(trx),
+        Handle::Remote(_) => None,
     }
 }
 
@@ -461,7 +469,9 @@ unsafe extern "C" fn append_key(
             return status::CONN_FAIL;
         }
         // SAFETY: the server's handle for this transaction.
-        let trx = unsafe { trx_for_append(p, handle) };
+        let Some(trx) = (unsafe { trx_for_append(p, handle) }) else {
+            return status::CONN_FAIL;
+        };
         for i in 0..count {
             // SAFETY: `keys` holds `count` valid keys.
             let parts = match unsafe { convert::key_parts(keys.add(i)) } {
@@ -499,6 +509,9 @@ unsafe extern "C" fn append_data(
         }
         // SAFETY: the server's handle and `count` valid buffers.
         let (trx, bytes) = unsafe { (trx_for_append(p, handle), convert::concat(data, count)) };
+        let Some(trx) = trx else {
+            return status::CONN_FAIL;
+        };
         p.append_data(trx, &bytes)
     })
 }

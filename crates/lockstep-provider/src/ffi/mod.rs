@@ -67,11 +67,13 @@ pub unsafe extern "C" fn wsrep_init_allowlist_service_v1(service: *mut Allowlist
 /// `mysql.wsrep_allowlist`) admits a peer at `ip`. Without a service every
 /// peer is admitted; with an empty list the server admits every peer.
 pub(crate) fn allowlist_admits(ip: std::net::IpAddr) -> bool {
-    let service = ALLOWLIST.lock().unwrap_or_else(|p| p.into_inner()).0;
+    // Held across the call: deinit (which takes the lock) then waits for a
+    // call in progress instead of racing it.
+    let guard = ALLOWLIST.lock().unwrap_or_else(|p| p.into_inner());
     let Some(AllowlistService {
         allowlist_cb: Some(cb),
         context,
-    }) = service
+    }) = guard.0
     else {
         return true;
     };
@@ -83,10 +85,11 @@ pub(crate) fn allowlist_admits(ip: std::net::IpAddr) -> bool {
         len: text.len() - 1,
     };
     // SAFETY: `cb` and `context` are the server's service, callable from
-    // any thread until deinit (which comes after the provider is freed and
-    // its threads have ended); `value` points at a NUL-terminated string
-    // that outlives the call.
+    // any thread until deinit, which cannot run meanwhile (the lock above
+    // is held); `value` points at a NUL-terminated string that outlives
+    // the call.
     let rc = unsafe { cb(context, allowlist_key::IP, &value) };
+    drop(guard);
     rc == status::OK
 }
 
