@@ -10,31 +10,24 @@
 mod multi_node;
 
 use lockstep_testkit::{Cluster, Node};
-use multi_node::{check, fail, status_u64, OrLogs};
+use multi_node::{check, edit_cnf, fail, log_count, status_u64, OrLogs};
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(60);
 
 /// Moves node `n` (1-based) onto 127.0.0.`n` for the group channel.
 fn own_address(n: &Node, number: usize) {
-    let path = &n.config().defaults_file;
-    let text = std::fs::read_to_string(path).unwrap();
     let port = n.base_port();
-    let text = text.replace(
-        &format!("wsrep_node_address=127.0.0.1:{port}"),
-        &format!("wsrep_node_address=127.0.0.{number}:{port}"),
-    );
-    let text = text.replace(
-        &format!("base_port={port};"),
-        &format!("base_port={port}; gmcast.listen_addr=127.0.0.{number};"),
-    );
-    std::fs::write(path, text).unwrap();
-}
-
-fn log_has(n: &Node, what: &str) -> bool {
-    std::fs::read_to_string(n.error_log_path())
-        .unwrap_or_default()
-        .contains(what)
+    edit_cnf(n, |text| {
+        text.replace(
+            &format!("wsrep_node_address=127.0.0.1:{port}"),
+            &format!("wsrep_node_address=127.0.0.{number}:{port}"),
+        )
+        .replace(
+            &format!("base_port={port};"),
+            &format!("base_port={port}; gmcast.listen_addr=127.0.0.{number};"),
+        )
+    });
 }
 
 #[test]
@@ -66,7 +59,7 @@ fn only_allowed_addresses_get_in() {
         .spawn(&[])
         .or_logs(&cluster, "spawning node3");
     let t0 = Instant::now();
-    while !(0..2).any(|m| log_has(cluster.node(m), "Connection not allowed")) {
+    while !(0..2).any(|m| log_count(cluster.node(m), "Connection not allowed") > 0) {
         if t0.elapsed() > WAIT {
             fail(&cluster, "no member refused 127.0.0.3");
         }

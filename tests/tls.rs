@@ -13,8 +13,8 @@
 mod multi_node;
 
 use lockstep_net::pki::Authority;
-use lockstep_testkit::{Cluster, Node};
-use multi_node::{check, fail, status_u64, OrLogs};
+use lockstep_testkit::Cluster;
+use multi_node::{check, edit_cnf, fail, status_u64, OrLogs};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -102,13 +102,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-/// Edits node `n`'s my.cnf before it starts: `f` rewrites the text.
-fn edit_cnf(n: &Node, f: impl FnOnce(String) -> String) {
-    let path = &n.config().defaults_file;
-    let text = std::fs::read_to_string(path).unwrap();
-    std::fs::write(path, f(text)).unwrap();
 }
 
 /// Builds three nodes whose group ports are tapped, starts them, writes

@@ -23,6 +23,13 @@ impl<T> OrLogs<T> for Result<T> {
     }
 }
 
+/// Edits node `n`'s my.cnf before it starts: `f` rewrites the text.
+pub fn edit_cnf(n: &Node, f: impl FnOnce(String) -> String) {
+    let path = &n.config().defaults_file;
+    let text = std::fs::read_to_string(path).unwrap();
+    std::fs::write(path, f(text)).unwrap();
+}
+
 /// Panics with `message` followed by every node's error-log tail.
 #[track_caller]
 pub fn fail(cluster: &Cluster, message: &str) -> ! {

@@ -82,11 +82,12 @@ pub fn send(
     let (mut reader, mut writer) = security
         .dial(stream, IO_TIMEOUT)
         .map_err(|why| format!("IST connection to the joiner at {addr}: {why}"))?;
-    for tcp in [reader.tcp(), writer.tcp()] {
-        tcp.set_write_timeout(Some(IO_TIMEOUT))
-            .and_then(|()| tcp.set_read_timeout(Some(IO_TIMEOUT)))
-            .map_err(|e| e.to_string())?;
-    }
+    // The halves share one socket: its timeouts are set once.
+    writer
+        .tcp()
+        .set_write_timeout(Some(IO_TIMEOUT))
+        .and_then(|()| writer.tcp().set_read_timeout(Some(IO_TIMEOUT)))
+        .map_err(|e| e.to_string())?;
     let mut w = BufWriter::with_capacity(1 << 20, &mut writer);
     w.write_all(&encode_stream_header(&header))
         .map_err(|e| format!("sending the IST header: {e}"))?;
