@@ -9,40 +9,14 @@
 #[path = "support/multi_node.rs"]
 mod multi_node;
 
-use lockstep_testkit::{Cluster, Node};
-use multi_node::{check, edit_cnf, fail, log_count, status_u64, OrLogs};
+use multi_node::{check, fail, log_count, own_address, start_allowlisted, status_u64, OrLogs};
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(60);
 
-/// Moves node `n` (1-based) onto 127.0.0.`n` for the group channel.
-fn own_address(n: &Node, number: usize) {
-    let port = n.base_port();
-    edit_cnf(n, |text| {
-        text.replace(
-            &format!("wsrep_node_address=127.0.0.1:{port}"),
-            &format!("wsrep_node_address=127.0.0.{number}:{port}"),
-        )
-        .replace(
-            &format!("base_port={port};"),
-            &format!("base_port={port}; gmcast.listen_addr=127.0.0.{number};"),
-        )
-    });
-}
-
 #[test]
 fn only_allowed_addresses_get_in() {
-    let mut cluster = Cluster::builder(2)
-        .cluster_name("allowlist")
-        .extra_mysqld("wsrep_allowlist=127.0.0.1,127.0.0.2")
-        .build()
-        .unwrap_or_else(|e| panic!("building: {e}"));
-    for (i, n) in cluster.nodes().iter().enumerate() {
-        own_address(n, i + 1);
-    }
-    cluster
-        .start_all()
-        .unwrap_or_else(|e| fail(&cluster, &format!("two allowed nodes: {e}")));
+    let mut cluster = start_allowlisted("allowlist", 2);
     let n1 = cluster.node(0);
     let listed = n1
         .query_rows("SELECT COUNT(*) FROM mysql.wsrep_allowlist")

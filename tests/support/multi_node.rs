@@ -30,6 +30,41 @@ pub fn edit_cnf(n: &Node, f: impl FnOnce(String) -> String) {
     std::fs::write(path, f(text)).unwrap();
 }
 
+/// Moves node `n` (`number` is 1-based) onto 127.0.0.`number` for the
+/// group channel: it listens there and connects from there, so an
+/// allowlist can tell the nodes apart.
+pub fn own_address(n: &Node, number: usize) {
+    let port = n.base_port();
+    edit_cnf(n, |text| {
+        text.replace(
+            &format!("wsrep_node_address=127.0.0.1:{port}"),
+            &format!("wsrep_node_address=127.0.0.{number}:{port}"),
+        )
+        .replace(
+            &format!("base_port={port};"),
+            &format!("base_port={port}; gmcast.listen_addr=127.0.0.{number};"),
+        )
+    });
+}
+
+/// `nodes` nodes, node `i` on 127.0.0.`i` (see [`own_address`]), with
+/// `wsrep_allowlist` naming exactly those addresses; started.
+pub fn start_allowlisted(name: &str, nodes: usize) -> Cluster {
+    let listed: Vec<String> = (1..=nodes).map(|i| format!("127.0.0.{i}")).collect();
+    let mut cluster = Cluster::builder(nodes)
+        .cluster_name(name)
+        .extra_mysqld(&format!("wsrep_allowlist={}", listed.join(",")))
+        .build()
+        .unwrap_or_else(|e| panic!("building {name}: {e}"));
+    for (i, n) in cluster.nodes().iter().enumerate() {
+        own_address(n, i + 1);
+    }
+    cluster
+        .start_all()
+        .unwrap_or_else(|e| fail(&cluster, &format!("starting the allowed nodes: {e}")));
+    cluster
+}
+
 /// Panics with `message` followed by every node's error-log tail.
 #[track_caller]
 pub fn fail(cluster: &Cluster, message: &str) -> ! {

@@ -1,15 +1,20 @@
-//! The network layer's security pieces, with no dependency on the provider:
-//! TLS for peer connections (`tls`) and, behind the `pki` feature, the
+//! The network layer, with no dependency on the provider: the group
+//! channel's connections (`transport`: dial, accept, admission, hello,
+//! lanes, bounds), the state-transfer streams (`stream`), TLS for both
+//! (`tls`, `secure`, `sniff`) and, behind the `pki` feature, the
 //! certificate authority `lockstep up` and `lockstep cert` use (`pki`).
 //!
-//! The provider's group channel and IST streams use [`tls::TlsContext`] to
-//! turn an accepted or dialed `TcpStream` into a reader half and a writer
-//! half that two threads can use at once, which is how the transport
-//! works on plain TCP too.
+//! [`secure::PeerSecurity`] turns an accepted or dialed `TcpStream` into a
+//! reader half and a writer half that two threads can use at once, on TLS
+//! or plain TCP alike. What the bytes mean (frames, Raft, writesets) is
+//! sans-IO code in `lockstep-core`; this crate only moves them. It logs
+//! through the `log` facade.
 
 pub mod secure;
 pub mod sniff;
+pub mod stream;
 pub mod tls;
+pub mod transport;
 
 #[cfg(feature = "pki")]
 pub mod pki;

@@ -7,7 +7,8 @@
 //! an end record (`lockstep_core::writeset_cache`); the joiner checks the
 //! header is addressed to it, checks every record, keeps the events before
 //! its join view in an [`IstBuffer`], and answers one byte when it has
-//! them all. Every read and write has a deadline; the joiner's wait for
+//! them all. The connection itself (TLS, deadlines on every read and
+//! write) is `lockstep_net::stream`; the joiner's wait for
 //! the donor's connection ends when the transfer is settled otherwise
 //! (full SST, session closed).
 
@@ -20,20 +21,15 @@ use lockstep_core::writeset_cache::{
     CachedKind, StreamHeader, STREAM_HEADER_LEN,
 };
 use lockstep_net::secure::PeerSecurity;
+use lockstep_net::stream::{self, Next, StreamListener};
 use std::io::{BufReader, BufWriter, Read, Write};
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
 use wsrep_abi::{Gtid, Uuid};
 
-/// Connecting to the joiner.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Any one read or write on the stream.
-const IO_TIMEOUT: Duration = Duration::from_secs(30);
-/// How often the joiner's accept loop looks at its stop flag.
-const ACCEPT_POLL: Duration = Duration::from_millis(50);
+/// The joiner's answer once it has every event.
 const ACK: u8 = b'K';
 
 /// `host:port` from an `ist.recv_addr`-style value (`tcp://host:port`,
@@ -67,27 +63,8 @@ pub fn send(
     events: CacheReader,
     security: &PeerSecurity,
 ) -> Result<u64, String> {
-    let target = addr
-        .to_socket_addrs()
-        .map_err(|e| format!("IST address {addr}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("IST address {addr} resolves to nothing"))?;
-    let stream = TcpStream::connect_timeout(&target, CONNECT_TIMEOUT)
-        .map_err(|e| format!("connecting to the joiner's IST receiver at {addr}: {e}"))?;
-    stream
-        .set_write_timeout(Some(IO_TIMEOUT))
-        .and_then(|()| stream.set_read_timeout(Some(IO_TIMEOUT)))
-        .and_then(|()| stream.set_nodelay(true))
-        .map_err(|e| e.to_string())?;
-    let (mut reader, mut writer) = security
-        .dial(stream, IO_TIMEOUT)
-        .map_err(|why| format!("IST connection to the joiner at {addr}: {why}"))?;
-    // The halves share one socket: its timeouts are set once.
-    writer
-        .tcp()
-        .set_write_timeout(Some(IO_TIMEOUT))
-        .and_then(|()| writer.tcp().set_read_timeout(Some(IO_TIMEOUT)))
-        .map_err(|e| e.to_string())?;
+    let (mut reader, mut writer) = stream::open(addr, security)
+        .map_err(|why| format!("IST connection to the joiner: {why}"))?;
     let mut w = BufWriter::with_capacity(1 << 20, &mut writer);
     w.write_all(&encode_stream_header(&header))
         .map_err(|e| format!("sending the IST header: {e}"))?;
@@ -159,9 +136,7 @@ impl IstReceiver {
         security: Arc<PeerSecurity>,
         done: impl FnOnce(Result<IstBuffer, IstFailure>) + Send + 'static,
     ) -> Result<IstReceiver, String> {
-        let listener = TcpListener::bind(bind)
-            .and_then(|l| l.set_nonblocking(true).map(|()| l))
-            .map_err(|e| format!("IST receiver cannot listen on {bind}: {e}"))?;
+        let listener = StreamListener::bind(bind).map_err(|e| format!("IST receiver: {e}"))?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
@@ -198,39 +173,26 @@ impl Drop for IstReceiver {
 /// Waits for the donor; a connection that is not a valid stream for this
 /// joiner is logged and dropped, and the wait goes on.
 fn accept_stream(
-    listener: &TcpListener,
+    listener: &StreamListener,
     stop: &AtomicBool,
     expect: Expect,
     security: &PeerSecurity,
 ) -> Option<Result<IstBuffer, IstFailure>> {
-    loop {
-        if stop.load(Ordering::SeqCst) {
-            return None;
-        }
-        match listener.accept() {
-            Ok((stream, peer)) => match receive(stream, &expect, security) {
-                Err(Refused(why)) => {
-                    warn!("IST connection from {peer} refused: {why}");
-                }
-                Ok(buffer) => return Some(Ok(buffer)),
-                Err(Failed(why)) => {
-                    return Some(Err(IstFailure::failed(format!(
-                        "IST from {peer} failed: {why}"
-                    ))))
-                }
-                Err(Forked(why)) => {
-                    return Some(Err(IstFailure {
-                        why: format!("IST from {peer}: {why}"),
-                        fork: true,
-                    }))
-                }
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(ACCEPT_POLL);
+    let served = listener.serve(stop, |conn, peer| {
+        Next::Done(match receive(conn, &expect, security) {
+            Err(Refused(why)) => {
+                warn!("IST connection from {peer} refused: {why}");
+                return Next::KeepWaiting;
             }
-            Err(e) => return Some(Err(IstFailure::failed(format!("IST receiver: {e}")))),
-        }
-    }
+            Ok(buffer) => Ok(buffer),
+            Err(Failed(why)) => Err(IstFailure::failed(format!("IST from {peer} failed: {why}"))),
+            Err(Forked(why)) => Err(IstFailure {
+                why: format!("IST from {peer}: {why}"),
+                fork: true,
+            }),
+        })
+    })?;
+    Some(served.unwrap_or_else(|e| Err(IstFailure::failed(format!("IST receiver: {e}")))))
 }
 
 /// Why the stream did not serve as IST.
@@ -261,22 +223,12 @@ enum ReceiveError {
 use ReceiveError::{Failed, Forked, Refused};
 
 fn receive(
-    stream: TcpStream,
+    conn: TcpStream,
     expect: &Expect,
     security: &PeerSecurity,
 ) -> Result<IstBuffer, ReceiveError> {
-    stream
-        .set_nonblocking(false)
-        .map_err(|e| Refused(e.to_string()))?;
     // The same rules as the group channel: TLS when configured.
-    let (reader, mut writer) = security
-        .accept(stream, IO_TIMEOUT)
-        .map_err(|why| Refused(why.why))?;
-    reader
-        .tcp()
-        .set_read_timeout(Some(IO_TIMEOUT))
-        .and_then(|()| reader.tcp().set_write_timeout(Some(IO_TIMEOUT)))
-        .map_err(|e| Refused(e.to_string()))?;
+    let (reader, mut writer) = stream::accept(conn, security).map_err(|why| Refused(why.why))?;
     let mut r = BufReader::with_capacity(1 << 20, reader);
     let mut head = [0u8; STREAM_HEADER_LEN];
     r.read_exact(&mut head)

@@ -21,6 +21,39 @@ pub enum Level {
 
 pub fn install(cb: Option<LoggerCb>) {
     *LOGGER.write().unwrap_or_else(|p| p.into_inner()) = cb;
+    if cb.is_some() {
+        // Once per process; a second provider load finds it in place.
+        if log::set_logger(&FORWARD).is_ok() {
+            log::set_max_level(log::LevelFilter::Info);
+        }
+    }
+}
+
+/// The `log` facade's lines from our own crates (`lockstep_net` logs
+/// that way) go where the provider's do. Other crates' lines (rustls) are
+/// not ours to put in the server's error log.
+struct Forward;
+
+static FORWARD: Forward = Forward;
+
+impl log::Log for Forward {
+    fn enabled(&self, m: &log::Metadata) -> bool {
+        m.level() <= log::Level::Info && m.target().starts_with("lockstep")
+    }
+
+    fn log(&self, record: &log::Record) {
+        if !self.enabled(record.metadata()) {
+            return;
+        }
+        let level = match record.level() {
+            log::Level::Error => Level::Error,
+            log::Level::Warn => Level::Warn,
+            _ => Level::Info,
+        };
+        log(level, &record.args().to_string());
+    }
+
+    fn flush(&self) {}
 }
 
 /// After `free` no provider code may call into the server.

@@ -288,6 +288,14 @@ impl Provider {
     }
 
     pub fn options_set(&self, conf: &str) -> Status {
+        #[cfg(feature = "fault-injection")]
+        if conf.trim() == "lockstep.inject=group_panic" {
+            warn!("fault injection: panicking the group thread");
+            if let Some(link) = &self.lock().group {
+                let _ = link.tx.send(Input::Panic);
+            }
+            return status::OK;
+        }
         let mut options = self.options.lock().unwrap_or_else(|p| p.into_inner());
         let result = options.apply_runtime(conf);
         let tunables = result.is_ok().then(|| Tunables::from_options(&options));

@@ -1,6 +1,6 @@
 //! The group channel: the thread that owns this node's Raft driver
-//! (`lockstep_core::group::Group`), the TCP transport to the other members,
-//! and the translation of ordered deliveries into the provider's state.
+//! (`lockstep_core::group::Group`), the transport to the other members
+//! (`lockstep_net::transport`), and the translation of ordered deliveries into the provider's state.
 //!
 //! The server's threads never touch Raft: they send [`Input`]s over a
 //! channel and wait on the shared state, which the group thread updates
@@ -8,7 +8,6 @@
 
 mod deliver;
 mod recovery;
-mod transport;
 
 use crate::log::{error, info, warn};
 use crate::provider::Shared;
@@ -16,6 +15,8 @@ use lockstep_core::group::node::weight_majority;
 use lockstep_core::group::{Action, Delivery, Group, GroupConfig, MemberInfo, Output};
 use lockstep_core::wire::lanes::Lane;
 use lockstep_core::wire::peer::PeerMsg;
+pub use lockstep_net::transport::Identity;
+use lockstep_net::transport::{self, Inbound, Out, Transport};
 use protobuf::Message as _;
 use raft::eraftpb::MessageType;
 use std::collections::HashMap;
@@ -23,8 +24,6 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-pub use transport::Identity;
-use transport::{Out, Transport};
 
 /// How often the group thread wakes up without input (Raft ticks).
 const POLL: Duration = Duration::from_millis(10);
@@ -46,6 +45,17 @@ const APPLIED_STEP: u64 = 256;
 /// members between two heartbeats.
 pub fn suspect_timeout_ms(d: Duration) -> u64 {
     (d.as_millis() as u64).max(1000)
+}
+
+/// What the transport hands over goes into the group thread's input.
+fn inbound_sink(tx: Sender<Input>) -> transport::Sink {
+    Arc::new(move |inbound| {
+        let input = match inbound {
+            Inbound::PeerUp { raft_id, peer_addr } => Input::PeerUp { raft_id, peer_addr },
+            Inbound::Peer { from, msg } => Input::Peer { from, msg },
+        };
+        tx.send(input).is_ok()
+    })
 }
 
 /// What the group thread is told.
@@ -75,7 +85,7 @@ pub enum Input {
     /// Stop the thread (after the final view).
     Stop,
     /// A bug on the group thread, injected by a test.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "fault-injection"))]
     Panic,
 }
 
@@ -140,7 +150,7 @@ impl GroupChannel {
             &setup.listen,
             setup.security.clone(),
             setup.admit.clone(),
-            tx.clone(),
+            inbound_sink(tx.clone()),
         )?;
         transport.set_isolated(setup.isolated);
         for s in &setup.seeds {
@@ -390,7 +400,7 @@ impl Worker {
             }
             Input::Leave => self.group.leave(),
             Input::Stop => return true,
-            #[cfg(test)]
+            #[cfg(any(test, feature = "fault-injection"))]
             Input::Panic => panic!("injected by a test"),
         }
         false

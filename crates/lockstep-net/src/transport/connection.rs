@@ -1,0 +1,342 @@
+//! One connection's life: dial or accept, admission, TLS, hello, then a
+//! reader (this thread) and a writer thread until it ends.
+
+use super::budget::input_bytes;
+use super::queue::{Queue, LOG_BIG};
+use super::table::{Conn, OpeningSlot, MAX_OPENING, MAX_OPENING_PER_HOST};
+use super::{Ctx, Inbound, Side, CONNECT_TIMEOUT, HELLO_MAX_FRAME, HELLO_TIMEOUT};
+use crate::secure::{Reader, Writer};
+use lockstep_core::wire::frame::FrameDecoder;
+use lockstep_core::wire::lanes::{Inbox, MAX_WIRE_FRAME};
+use lockstep_core::wire::peer::{check_hello, PeerMsg, PROTOCOL_VERSION};
+use log::{info, warn};
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+pub(super) fn dial(addr: &str, from: Option<std::net::IpAddr>) -> Option<TcpStream> {
+    let addrs: Vec<SocketAddr> = addr.to_socket_addrs().ok()?.collect();
+    for a in addrs {
+        let s = match from {
+            Some(ip) if ip.is_ipv4() == a.is_ipv4() => dial_from(ip, a),
+            _ => TcpStream::connect_timeout(&a, CONNECT_TIMEOUT),
+        };
+        if let Ok(s) = s {
+            return Some(s);
+        }
+    }
+    None
+}
+
+/// Connects to `to` from address `ip` (any port).
+fn dial_from(ip: std::net::IpAddr, to: SocketAddr) -> std::io::Result<TcpStream> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let s = Socket::new(Domain::for_address(to), Type::STREAM, Some(Protocol::TCP))?;
+    s.bind(&SocketAddr::new(ip, 0).into())?;
+    s.connect_timeout(&to.into(), CONNECT_TIMEOUT)?;
+    Ok(s.into())
+}
+
+pub(super) fn accept_loop(listener: TcpListener, ctx: Ctx) {
+    while !ctx.stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((stream, _)) if ctx.isolated.load(Ordering::SeqCst) => {
+                let _ = stream.shutdown(Shutdown::Both);
+            }
+            Ok((stream, from)) => {
+                let Some(slot) = OpeningSlot::take(&ctx.table, from.ip()) else {
+                    if ctx.log_refusal_now(&from.ip().to_string()) {
+                        warn!(
+                            "refusing group connection from {from}: too many connections \
+                             still opening (at most {MAX_OPENING}, {MAX_OPENING_PER_HOST} \
+                             per host)"
+                        );
+                    }
+                    let _ = stream.shutdown(Shutdown::Both);
+                    continue;
+                };
+                let c = ctx.clone();
+                let _ = thread::Builder::new()
+                    .name("lockstep-peer".into())
+                    .spawn(move || run_connection(stream, c, Side::Accepted, Some(slot)));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => {
+                warn!("group channel accept failed: {e}");
+                thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+/// Reads one message (blocking), or `None` on EOF/error (logged).
+/// Without an `inbox` (before the hello) chunked messages are refused,
+/// so a stranger gets at most one frame's worth of memory.
+fn read_msg(
+    stream: &mut Reader,
+    dec: &mut FrameDecoder,
+    mut inbox: Option<&mut Inbox>,
+    peer: &str,
+) -> Option<PeerMsg> {
+    let mut buf = [0u8; 64 * 1024];
+    // Before the hello, read no more than the hello may be.
+    let chunk = if inbox.is_some() {
+        buf.len()
+    } else {
+        HELLO_MAX_FRAME
+    };
+    let mut started: Option<Instant> = None;
+    loop {
+        match dec.next_frame() {
+            Ok(Some(f)) => {
+                let whole = match inbox.as_deref_mut() {
+                    Some(inbox) => match inbox.accept(f) {
+                        Ok(Some(f)) => {
+                            if let Some(t0) = started.take() {
+                                if f.payload.len() >= LOG_BIG {
+                                    info!(
+                                        "received a message of {} MiB from {peer} in {} ms",
+                                        f.payload.len() >> 20,
+                                        t0.elapsed().as_millis()
+                                    );
+                                }
+                            }
+                            f
+                        }
+                        Ok(None) => {
+                            started.get_or_insert_with(Instant::now);
+                            continue;
+                        }
+                        Err(e) => {
+                            warn!("dropping connection to {peer}: {e}");
+                            return None;
+                        }
+                    },
+                    None => f,
+                };
+                return match PeerMsg::from_frame(whole) {
+                    Ok(m) => Some(m),
+                    Err(e) => {
+                        warn!("dropping connection to {peer}: bad message: {e}");
+                        None
+                    }
+                };
+            }
+            Ok(None) => {}
+            Err(e) => {
+                warn!("dropping connection to {peer}: {e}");
+                return None;
+            }
+        }
+        match stream.read(&mut buf[..chunk]) {
+            Ok(0) => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                // A TLS error: a bad record, or an alert the peer sent.
+                warn!("dropping connection to {peer}: {e}");
+                return None;
+            }
+            Err(_) => return None,
+            Ok(n) => dec.push(&buf[..n]),
+        }
+    }
+}
+
+pub(super) fn run_connection(stream: TcpStream, ctx: Ctx, side: Side, slot: Option<OpeningSlot>) {
+    let conn_id = ctx.next_conn.fetch_add(1, Ordering::Relaxed);
+    if let Ok(s) = stream.try_clone() {
+        let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
+        if ctx.stop.load(Ordering::Relaxed) || ctx.isolated.load(Ordering::SeqCst) {
+            return;
+        }
+        t.open.insert(conn_id, s);
+    }
+    let peer = serve_connection(stream, &ctx, conn_id, side, slot);
+    let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
+    t.open.remove(&conn_id);
+    if let Some(raft_id) = peer {
+        if let Some(conns) = t.by_peer.get_mut(&raft_id) {
+            conns.retain(|c| c.id != conn_id);
+            if conns.is_empty() {
+                t.by_peer.remove(&raft_id);
+            }
+        }
+    }
+}
+
+/// Handshake, then frames until the connection ends. Returns the peer's
+/// Raft id if the handshake succeeded.
+fn serve_connection(
+    stream: TcpStream,
+    ctx: &Ctx,
+    conn_id: u64,
+    side: Side,
+    slot: Option<OpeningSlot>,
+) -> Option<u64> {
+    let peer = stream
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "?".into());
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_nonblocking(false);
+    if side == Side::Accepted {
+        let ip = stream.peer_addr().map(|a| a.ip()).ok();
+        if !ip.is_some_and(|ip| (ctx.admit)(ip)) {
+            if ctx.log_refusal_now(&peer) {
+                // Galera's words: MariaDB's tests suppress them.
+                warn!(
+                    "Connection not allowed: refusing group connection from {peer}, whose \
+                     address is not in the allowlist (wsrep_allowlist, mysql.wsrep_allowlist)"
+                );
+            }
+            return None;
+        }
+    }
+    // TLS first (or the check that both ends agree on plain text); a
+    // refused peer is told nothing.
+    let opened = match side {
+        Side::Dialed => ctx.security.dial(stream, HELLO_TIMEOUT),
+        Side::Accepted => ctx.security.accept(stream, HELLO_TIMEOUT),
+    };
+    let (mut stream, mut writer) = match opened {
+        Ok(halves) => halves,
+        Err(why) if why.mismatch => {
+            if ctx.log_refusal_now(&peer) {
+                match side {
+                    Side::Dialed => warn!("cannot open a group connection to {peer}: {why}"),
+                    Side::Accepted => warn!("refusing group connection from {peer}: {why}"),
+                }
+            }
+            return None;
+        }
+        Err(why) => {
+            // A peer restarting, a port scan: a note, not a warning.
+            if ctx.log_refusal_now(&peer) {
+                info!("group connection with {peer} ended before it opened: {why}");
+            }
+            return None;
+        }
+    };
+    let hello = PeerMsg::Hello {
+        version: PROTOCOL_VERSION,
+        cluster: ctx.me.cluster.clone(),
+        raft_id: ctx.me.raft_id,
+        peer_addr: ctx.me.peer_addr.clone(),
+    };
+    let hello = hello.to_frame().ok()?;
+    // The dialer speaks first; the acceptor answers only a hello that
+    // passes, so a stranger does not even learn the cluster name.
+    if side == Side::Dialed {
+        writer.write_all(&hello).ok()?;
+    }
+    let _ = stream.tcp().set_read_timeout(Some(HELLO_TIMEOUT));
+    // Bounds what a peer can make us buffer before its hello, and any
+    // single frame after it (larger messages come in chunks).
+    let mut dec = FrameDecoder::new(HELLO_MAX_FRAME);
+    let Some(first) = read_msg(&mut stream, &mut dec, None, &peer) else {
+        // Also what a restarting peer looks like: a note, not a warning.
+        if side == Side::Dialed && ctx.log_refusal_now(&peer) {
+            info!(
+                "group connection to {peer} ended before its hello (this node: {}; if \
+                 that node refused us, its log says why)",
+                ctx.security.describe()
+            );
+        }
+        return None;
+    };
+    let (raft_id, peer_addr) = match first {
+        PeerMsg::Hello {
+            version,
+            cluster,
+            raft_id,
+            peer_addr,
+        } => match check_hello(&ctx.me.cluster, version, &cluster) {
+            Ok(()) => (raft_id, peer_addr),
+            Err(reason) => {
+                if ctx.log_refusal_now(&peer_addr) {
+                    warn!("refusing group connection from {peer} ({peer_addr}): {reason}");
+                }
+                // The dialer learns why, but not our cluster's name.
+                let told = if version == PROTOCOL_VERSION {
+                    format!(
+                        "cluster name mismatch: this node is not in cluster '{cluster}' \
+                         (wsrep_cluster_name)"
+                    )
+                } else {
+                    reason
+                };
+                if let Ok(b) = (PeerMsg::Refuse { reason: told }).to_frame() {
+                    let _ = writer.write_all(&b);
+                }
+                return None;
+            }
+        },
+        PeerMsg::Refuse { reason } => {
+            if ctx.log_refusal_now(&peer) {
+                warn!("peer {peer} refused the group connection: {reason}");
+            }
+            return None;
+        }
+        _ => {
+            warn!("dropping connection to {peer}: it did not start with a hello");
+            return None;
+        }
+    };
+    if side == Side::Accepted {
+        writer.write_all(&hello).ok()?;
+    }
+    if raft_id == ctx.me.raft_id {
+        return None; // dialed ourselves through a listed address
+    }
+    let _ = stream.tcp().set_read_timeout(None);
+    dec.set_max_payload(MAX_WIRE_FRAME);
+    drop(slot); // known now: no longer counted as opening
+    let out = Arc::new(Queue::default());
+    {
+        let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
+        if ctx.stop.load(Ordering::Relaxed) || ctx.isolated.load(Ordering::SeqCst) {
+            return None;
+        }
+        t.by_peer.entry(raft_id).or_default().push(Conn {
+            id: conn_id,
+            out: out.clone(),
+            addr: peer_addr.clone(),
+        });
+    }
+    (ctx.sink)(Inbound::PeerUp { raft_id, peer_addr });
+    let writer_out = out.clone();
+    let writer = thread::Builder::new()
+        .name("lockstep-peer-tx".into())
+        .spawn(move || {
+            let mut w: Writer = writer;
+            while let Some(bytes) = writer_out.next() {
+                if w.write_all(&bytes).is_err() {
+                    w.close();
+                    writer_out.close();
+                    return;
+                }
+            }
+        });
+    let mut inbox = Inbox::default();
+    while let Some(msg) = read_msg(&mut stream, &mut dec, Some(&mut inbox), &peer) {
+        if let PeerMsg::Refuse { reason } = &msg {
+            warn!("peer {peer} refused the group connection: {reason}");
+            break;
+        }
+        if !ctx.budget.take(input_bytes(&msg), &ctx.stop) {
+            break;
+        }
+        if !(ctx.sink)(Inbound::Peer { from: raft_id, msg }) {
+            break;
+        }
+    }
+    let _ = stream.tcp().shutdown(Shutdown::Both);
+    // The writer ends now, or on its first failed write.
+    out.close();
+    drop(writer);
+    Some(raft_id)
+}

@@ -1,0 +1,313 @@
+//! TCP between group members: one listener, one reader thread and one
+//! writer thread per connection. Every connection starts with admission
+//! (the allowlist), TLS or the check that both ends agree on plain text,
+//! and a hello (protocol version, cluster name, Raft id): the dialer
+//! speaks first, so a stranger learns nothing. After that each message is
+//! handed to the owner's [`Sink`] as an [`Inbound::Peer`]. Any decoding
+//! error drops the connection with a log line; Raft retransmits what was
+//! lost.
+//!
+//! Each connection has two lanes (`lockstep_core::wire::lanes`): control
+//! messages (heartbeats, votes) go before the chunks of bulk ones (log
+//! appends), so a 300 MB writeset never delays a heartbeat by more than
+//! one 64 KiB chunk. Both lanes are bounded; what does not fit is dropped
+//! (Raft resends) and counted.
+
+mod budget;
+mod connection;
+mod queue;
+mod table;
+#[cfg(test)]
+mod tests;
+
+pub use budget::{input_bytes, InputBudget, INPUT_BUDGET};
+pub use queue::Out;
+pub use table::{MAX_OPENING, MAX_OPENING_PER_HOST};
+
+use crate::secure::PeerSecurity;
+use connection::{accept_loop, dial, run_connection};
+use lockstep_core::wire::lanes::Lane;
+use lockstep_core::wire::peer::PeerMsg;
+use log::info;
+use std::net::{Shutdown, SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+use table::Table;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Bound on the first frame from a peer (its hello, or a refusal): what a
+/// stranger can make this node buffer before it is known. Reads before
+/// the hello are this small too.
+const HELLO_MAX_FRAME: usize = 4096;
+/// Do not redial one address more often than this.
+const REDIAL_EVERY: Duration = Duration::from_millis(500);
+
+/// Whether a peer at this address may connect at all (the server's
+/// allowlist), asked before anything else happens on the connection.
+pub type Admission = Arc<dyn Fn(std::net::IpAddr) -> bool + Send + Sync>;
+
+/// Who we are on the wire.
+#[derive(Clone)]
+pub struct Identity {
+    pub cluster: String,
+    pub raft_id: u64,
+    /// Address peers use to reach us (`base_host:base_port`).
+    pub peer_addr: String,
+    /// The address connections to peers leave from: the listen address's
+    /// host when it names one (`gmcast.listen_addr=127.0.0.2`), so peers'
+    /// allowlists see the address this node is known by, as with Galera.
+    pub bind_ip: Option<std::net::IpAddr>,
+}
+
+/// What the transport hands its owner (the group thread).
+#[derive(Debug)]
+pub enum Inbound {
+    /// A peer finished its hello: messages to `raft_id` can go now.
+    PeerUp { raft_id: u64, peer_addr: String },
+    /// A whole message from an identified peer.
+    Peer { from: u64, msg: PeerMsg },
+}
+
+/// Where inbound messages go; `false` when the owner is gone (the
+/// connection then ends).
+pub type Sink = Arc<dyn Fn(Inbound) -> bool + Send + Sync>;
+
+/// A refused peer is logged again after this long.
+const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(30);
+
+impl Ctx {
+    fn log_refusal_now(&self, peer_addr: &str) -> bool {
+        let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        match t.refusals_logged.get(peer_addr) {
+            Some(at) if now < *at + REFUSAL_LOG_EVERY => false,
+            _ => {
+                t.refusals_logged.insert(peer_addr.to_string(), now);
+                true
+            }
+        }
+    }
+}
+
+pub struct Transport {
+    #[cfg_attr(not(test), allow(dead_code))]
+    local: Option<SocketAddr>,
+    /// What every connection thread shares with the transport.
+    ctx: Ctx,
+    listener: Option<thread::JoinHandle<()>>,
+}
+
+impl Transport {
+    /// Binds the listener (`host:port`) and starts accepting peers.
+    pub fn start(
+        me: Identity,
+        listen: &str,
+        security: Arc<PeerSecurity>,
+        admit: Admission,
+        sink: Sink,
+    ) -> Result<Transport, String> {
+        let listener =
+            TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("listener on {listen}: {e}"))?;
+        let local = listener.local_addr().ok();
+        info!(
+            "group channel listening on {}, advertised as {}",
+            local.map_or(listen.to_string(), |a| a.to_string()),
+            me.peer_addr
+        );
+        let mut t = Transport {
+            local,
+            ctx: Ctx {
+                me,
+                table: Arc::default(),
+                sink,
+                budget: InputBudget::default(),
+                stop: Arc::default(),
+                isolated: Arc::default(),
+                next_conn: Arc::new(AtomicU64::new(1)),
+                security,
+                admit,
+            },
+            listener: None,
+        };
+        let ctx = t.context();
+        t.listener = Some(
+            thread::Builder::new()
+                .name("lockstep-accept".into())
+                .spawn(move || accept_loop(listener, ctx))
+                .map_err(|e| format!("cannot start the listener thread: {e}"))?,
+        );
+        Ok(t)
+    }
+
+    /// The address the listener is bound to (tests bind port 0).
+    #[cfg(test)]
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.local
+    }
+
+    /// The budget the group thread gives back to as it handles messages.
+    pub fn input_budget(&self) -> InputBudget {
+        self.ctx.budget.clone()
+    }
+
+    fn context(&self) -> Ctx {
+        self.ctx.clone()
+    }
+
+    /// `gmcast.isolate=1`: cut this node off from every peer (as a network
+    /// partition would) until `set_isolated(false)`. Raft and the quorum
+    /// rules then do what they do on a real partition.
+    pub fn set_isolated(&self, on: bool) {
+        let was = self.ctx.isolated.swap(on, Ordering::SeqCst);
+        if on && !was {
+            self.close_all();
+        }
+    }
+
+    pub fn is_isolated(&self) -> bool {
+        self.ctx.isolated.load(Ordering::SeqCst)
+    }
+
+    /// Whether a refusal involving `addr` (a peer's advertised or socket
+    /// address) has been logged: proof that the handshake ran and failed.
+    #[cfg(test)]
+    fn refused(&self, addr_prefix: &str) -> bool {
+        let t = self.ctx.table.lock().unwrap_or_else(|p| p.into_inner());
+        t.refusals_logged.keys().any(|k| k.starts_with(addr_prefix))
+    }
+
+    /// Closes every open connection; their threads end and unregister.
+    fn close_all(&self) {
+        let mut t = self.ctx.table.lock().unwrap_or_else(|p| p.into_inner());
+        for s in t.open.values() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        for c in t.by_peer.values().flatten() {
+            c.out.close();
+        }
+        t.by_peer.clear();
+    }
+
+    /// Sends to a peer on `lane`; if there is no connection, dials `addr`
+    /// (rate limited) and drops the message: Raft resends.
+    pub fn send(&self, to: u64, bytes: Out, lane: Lane, addr: Option<&str>) {
+        let mut t = self.ctx.table.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(conns) = t.by_peer.get(&to) {
+            if let Some(c) = conns.first() {
+                c.out.push(lane, bytes);
+                return;
+            }
+        }
+        if let Some(addr) = addr {
+            // The node at that address restarted under a new Raft id:
+            // deliver there anyway, so it can answer (a leader tells a
+            // former member that it is not one any more).
+            let same_place = t
+                .by_peer
+                .values()
+                .filter_map(|conns| conns.first())
+                .find(|c| c.addr == addr);
+            if let Some(c) = same_place {
+                c.out.push(lane, bytes);
+                return;
+            }
+            self.dial_locked(&mut t, addr);
+        }
+    }
+
+    /// Sends to every identified peer.
+    pub fn broadcast(&self, bytes: &[u8]) {
+        let t = self.ctx.table.lock().unwrap_or_else(|p| p.into_inner());
+        for conns in t.by_peer.values() {
+            if let Some(c) = conns.first() {
+                c.out.push(Lane::Control, Out::Frame(bytes.to_vec()));
+            }
+        }
+    }
+
+    /// Dials `addr` unless dialed recently.
+    pub fn dial(&self, addr: &str) {
+        let mut t = self.ctx.table.lock().unwrap_or_else(|p| p.into_inner());
+        self.dial_locked(&mut t, addr);
+    }
+
+    fn dial_locked(&self, t: &mut Table, addr: &str) {
+        if addr == self.ctx.me.peer_addr
+            || self.ctx.stop.load(Ordering::Relaxed)
+            || self.ctx.isolated.load(Ordering::SeqCst)
+        {
+            return;
+        }
+        let now = Instant::now();
+        if t.dialing
+            .get(addr)
+            .is_some_and(|at| now < *at + REDIAL_EVERY)
+        {
+            return;
+        }
+        t.dialing.insert(addr.to_string(), now);
+        let ctx = self.context();
+        let addr = addr.to_string();
+        let _ = thread::Builder::new()
+            .name("lockstep-dial".into())
+            .spawn(move || {
+                let Some(stream) = dial(&addr, ctx.me.bind_ip) else {
+                    return;
+                };
+                run_connection(stream, ctx, Side::Dialed, None);
+            });
+    }
+
+    /// Closes every connection and the listener.
+    pub fn shutdown(&mut self) {
+        self.ctx.stop.store(true, Ordering::Relaxed);
+        {
+            let mut t = self.ctx.table.lock().unwrap_or_else(|p| p.into_inner());
+            for s in t.open.values() {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+            for c in t.by_peer.values().flatten() {
+                c.out.close();
+            }
+            t.by_peer.clear();
+            t.open.clear();
+        }
+        if let Some(h) = self.listener.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Transport {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+#[derive(Clone)]
+struct Ctx {
+    me: Identity,
+    table: Arc<Mutex<Table>>,
+    sink: Sink,
+    budget: InputBudget,
+    stop: Arc<AtomicBool>,
+    /// `gmcast.isolate`: while set, every connection is closed, nothing is
+    /// dialed and accepted connections are dropped before the hello.
+    isolated: Arc<AtomicBool>,
+    next_conn: Arc<AtomicU64>,
+    security: Arc<PeerSecurity>,
+    admit: Admission,
+}
+
+/// Which end of a connection this node is: the dialer speaks first.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Dialed,
+    Accepted,
+}

@@ -1,0 +1,326 @@
+//! The transport between real sockets on loopback.
+
+use super::*;
+use crate::secure::PeerSecurity;
+use lockstep_core::wire::lanes::Lane;
+use lockstep_core::wire::peer::PROTOCOL_VERSION;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::mpsc::{channel, Receiver, Sender};
+
+#[test]
+fn the_input_budget_holds_readers_back_until_the_group_thread_catches_up() {
+    let budget = InputBudget::default();
+    let stop = AtomicBool::new(false);
+    assert!(budget.take(INPUT_BUDGET * 2, &stop), "alone, any size goes");
+    budget.give_back(INPUT_BUDGET * 2);
+    assert!(budget.take(INPUT_BUDGET - 10, &stop));
+    // One more that does not fit waits until the first is handled.
+    let waiting = {
+        let b = budget.clone();
+        thread::spawn(move || b.take(100, &AtomicBool::new(false)))
+    };
+    thread::sleep(Duration::from_millis(50));
+    assert!(!waiting.is_finished(), "a reader past the budget waits");
+    budget.give_back(INPUT_BUDGET - 10);
+    assert!(waiting.join().unwrap());
+    assert_eq!(budget.in_flight(), 100);
+    // Shutting down ends a wait.
+    assert!(budget.take(INPUT_BUDGET - 100, &stop));
+    let stop = Arc::new(AtomicBool::new(false));
+    let waiting = {
+        let (b, s) = (budget.clone(), stop.clone());
+        thread::spawn(move || b.take(1, &s))
+    };
+    thread::sleep(Duration::from_millis(20));
+    stop.store(true, Ordering::SeqCst);
+    assert!(!waiting.join().unwrap());
+}
+
+fn start(cluster: &str, raft_id: u64) -> (Transport, Receiver<Inbound>) {
+    start_with(cluster, raft_id, PeerSecurity::plain())
+}
+
+fn start_with(
+    cluster: &str,
+    raft_id: u64,
+    security: PeerSecurity,
+) -> (Transport, Receiver<Inbound>) {
+    let (tx, rx) = channel();
+    let me = Identity {
+        cluster: cluster.into(),
+        raft_id,
+        peer_addr: format!("test-{raft_id}"),
+        bind_ip: None,
+    };
+    let t = Transport::start(
+        me,
+        "127.0.0.1:0",
+        Arc::new(security),
+        Arc::new(|_| true),
+        sink(tx),
+    )
+    .unwrap();
+    (t, rx)
+}
+
+/// Inbound messages into a channel, as the group thread takes them.
+fn sink(tx: Sender<Inbound>) -> Sink {
+    Arc::new(move |ev| tx.send(ev).is_ok())
+}
+
+fn peer_up(rx: &Receiver<Inbound>) -> Option<u64> {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        if let Ok(Inbound::PeerUp { raft_id, .. }) = rx.recv_timeout(Duration::from_millis(50)) {
+            return Some(raft_id);
+        }
+    }
+    None
+}
+
+#[test]
+fn same_cluster_peers_connect_and_exchange_messages() {
+    exchange(start("c", 1), start("c", 2));
+}
+
+/// Certificates of one CA for `names`, as `PeerSecurity` values.
+fn tls_nodes(dir: &std::path::Path, names: &[&str], dynamic: bool) -> Vec<PeerSecurity> {
+    let ca = crate::pki::Authority::generate("test CA").unwrap();
+    names
+        .iter()
+        .map(|n| {
+            let f = ca.issue_into(dir, n, &[]).unwrap();
+            let files = crate::tls::TlsFiles {
+                cert: f.cert,
+                key: f.key,
+                ca: Some(f.ca),
+                cipher: None,
+            };
+            PeerSecurity::tls(files, dynamic).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn tls_peers_connect_and_exchange_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = tls_nodes(dir.path(), &["a", "b"], false);
+    let b = s.pop().unwrap();
+    let a = s.pop().unwrap();
+    exchange(start_with("c", 1, a), start_with("c", 2, b));
+}
+
+#[test]
+fn a_tls_node_and_a_plain_node_refuse_each_other_and_say_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let tls = tls_nodes(dir.path(), &["a"], false).pop().unwrap();
+    let (a, rx_a) = start_with("c", 1, tls);
+    let (b, rx_b) = start("c", 2);
+    // b dials a (plain into TLS), then a dials b (TLS into plain).
+    b.dial(&a.local_addr().unwrap().to_string());
+    assert!(eventually(|| a.refused("127.0.0.1")), "a never refused b");
+    a.dial(&b.local_addr().unwrap().to_string());
+    assert!(eventually(|| b.refused("127.0.0.1")), "b never refused a");
+    assert_eq!(peer_up(&rx_a), None);
+    assert_eq!(peer_up(&rx_b), None);
+}
+
+#[test]
+fn idle_connections_from_one_host_are_bounded_and_others_still_get_in() {
+    let (a, rx_a) = start("c", 1);
+    let addr = a.local_addr().unwrap();
+    // Connections that never say a word hold their places...
+    let idle: Vec<TcpStream> = (0..MAX_OPENING_PER_HOST)
+        .map(|_| TcpStream::connect(addr).unwrap())
+        .collect();
+    assert!(eventually(|| {
+        let t = a.ctx.table.lock().unwrap();
+        t.opening.values().sum::<usize>() == MAX_OPENING_PER_HOST
+    }));
+    // ...and the next one from that host is closed at once, unanswered.
+    let mut extra = TcpStream::connect(addr).unwrap();
+    extra
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let t0 = Instant::now();
+    assert_eq!(extra.read(&mut [0u8; 16]).unwrap_or(0), 0);
+    assert!(
+        t0.elapsed() < HELLO_TIMEOUT,
+        "it waited for a hello instead"
+    );
+    assert!(a.refused("127.0.0.1"), "the refusal was not logged");
+    // Once they are gone, a real peer connects.
+    drop(idle);
+    assert!(eventually(|| a
+        .ctx
+        .table
+        .lock()
+        .unwrap()
+        .opening
+        .is_empty()));
+    let (b, rx_b) = start("c", 2);
+    b.dial(&addr.to_string());
+    assert_eq!(peer_up(&rx_a), Some(2));
+    assert_eq!(peer_up(&rx_b), Some(1));
+}
+
+#[test]
+fn a_first_frame_bigger_than_a_hello_is_not_taken() {
+    let (a, rx_a) = start("c", 1);
+    let mut s = TcpStream::connect(a.local_addr().unwrap()).unwrap();
+    // A well-formed frame, but far bigger than any hello.
+    let mut big = Vec::new();
+    lockstep_core::wire::frame::encode(1, &[0u8; 20_000], 1 << 20, &mut big).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let _ = s.write_all(&big);
+    let mut got = Vec::new();
+    let t0 = Instant::now();
+    let _ = s.read_to_end(&mut got);
+    assert!(t0.elapsed() < HELLO_TIMEOUT, "it kept reading");
+    // The acceptor answers only a good hello: not a byte came back.
+    assert_eq!(got, b"", "the acceptor said something to a stranger");
+    assert_eq!(peer_up(&rx_a), None);
+}
+
+#[test]
+fn a_peer_the_allowlist_refuses_is_closed_before_anything_is_said() {
+    let (tx, rx_a) = channel();
+    let me = Identity {
+        cluster: "c".into(),
+        raft_id: 1,
+        peer_addr: "test-1".into(),
+        bind_ip: None,
+    };
+    let deny: Admission = Arc::new(|ip| ip != std::net::IpAddr::from([127, 0, 0, 1]));
+    let a = Transport::start(
+        me,
+        "127.0.0.1:0",
+        Arc::new(PeerSecurity::plain()),
+        deny,
+        sink(tx),
+    )
+    .unwrap();
+    let mut s = TcpStream::connect(a.local_addr().unwrap()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let hello = PeerMsg::Hello {
+        version: PROTOCOL_VERSION,
+        cluster: "c".into(),
+        raft_id: 2,
+        peer_addr: "test-2".into(),
+    };
+    let _ = s.write_all(&hello.to_frame().unwrap());
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    assert_eq!(got, b"", "a refused peer was told something");
+    assert!(eventually(|| a.refused("127.0.0.1")), "not logged");
+    assert_eq!(peer_up(&rx_a), None);
+}
+
+#[test]
+fn socket_dynamic_accepts_a_plain_peer_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let tls = tls_nodes(dir.path(), &["a"], true).pop().unwrap();
+    let (a, rx_a) = start_with("c", 1, tls);
+    let (b, rx_b) = start("c", 2);
+    b.dial(&a.local_addr().unwrap().to_string());
+    assert_eq!(peer_up(&rx_a), Some(2));
+    assert_eq!(peer_up(&rx_b), Some(1));
+}
+
+fn exchange((a, rx_a): (Transport, Receiver<Inbound>), (b, rx_b): (Transport, Receiver<Inbound>)) {
+    b.dial(&a.local_addr().unwrap().to_string());
+    assert_eq!(peer_up(&rx_a), Some(2));
+    assert_eq!(peer_up(&rx_b), Some(1));
+    let frame = PeerMsg::Raft(vec![9, 9]).to_frame().unwrap();
+    b.send(1, Out::Frame(frame), Lane::Control, None);
+    // A message far larger than a frame arrives whole (in chunks).
+    let big: Vec<u8> = (0..3_000_000u32).map(|i| i as u8).collect();
+    let frame = PeerMsg::Raft(big.clone()).to_frame().unwrap();
+    b.send(1, Out::Frame(frame), Lane::Bulk, None);
+    let got = rx_a.recv_timeout(Duration::from_secs(2)).unwrap();
+    assert!(
+        matches!(got, Inbound::Peer { from: 2, msg: PeerMsg::Raft(ref m) } if m == &vec![9, 9])
+    );
+    let got = rx_a.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert!(matches!(got, Inbound::Peer { from: 2, msg: PeerMsg::Raft(ref m) } if m == &big));
+}
+
+/// Waits up to 2 s for `cond`.
+fn eventually(cond: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn a_different_cluster_name_is_refused() {
+    let (a, rx_a) = start("production", 1);
+    let (b, rx_b) = start("staging", 2);
+    let a_addr = a.local_addr().unwrap().to_string();
+    b.dial(&a_addr);
+    // The connection was made and refused at the hello (not merely:
+    // nothing connected).
+    assert!(
+        eventually(|| a.refused("test-2")),
+        "a never refused b's hello"
+    );
+    // The dialer hears why, and not the other cluster's name.
+    assert!(
+        eventually(|| b.refused("127.0.0.1")),
+        "b was never told of the refusal"
+    );
+    assert_eq!(peer_up(&rx_a), None);
+    assert_eq!(peer_up(&rx_b), None);
+}
+
+#[test]
+fn an_isolated_node_drops_its_peers_refuses_new_ones_and_reconnects_after() {
+    let (a, rx_a) = start("c", 1);
+    let (b, rx_b) = start("c", 2);
+    let a_addr = a.local_addr().unwrap().to_string();
+    b.dial(&a_addr);
+    assert_eq!(peer_up(&rx_a), Some(2));
+    assert_eq!(peer_up(&rx_b), Some(1));
+    a.set_isolated(true);
+    assert!(a.is_isolated());
+    // b's connection ends; a message to a no longer arrives.
+    assert!(
+        eventually(|| b.ctx.table.lock().unwrap().by_peer.is_empty()),
+        "b still has a connection to the isolated node"
+    );
+    let frame = PeerMsg::Raft(vec![1]).to_frame().unwrap();
+    b.send(1, Out::Frame(frame), Lane::Control, Some(&a_addr));
+    thread::sleep(REDIAL_EVERY + Duration::from_millis(100));
+    b.dial(&a_addr);
+    assert_eq!(peer_up(&rx_a), None, "an isolated node accepted a peer");
+    assert!(
+        !matches!(rx_a.try_recv(), Ok(Inbound::Peer { .. })),
+        "an isolated node received a message"
+    );
+    // Lifting the isolation lets peers connect again.
+    a.set_isolated(false);
+    thread::sleep(REDIAL_EVERY);
+    b.dial(&a_addr);
+    assert_eq!(peer_up(&rx_a), Some(2));
+}
+
+#[test]
+fn garbage_instead_of_a_hello_is_dropped() {
+    let (a, rx_a) = start("c", 1);
+    let mut s = TcpStream::connect(a.local_addr().unwrap()).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    let mut buf = Vec::new();
+    // The transport looks at how we start and closes without a word:
+    // a stranger does not even learn the cluster name.
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let _ = s.read_to_end(&mut buf);
+    assert_eq!(buf, b"", "the transport said something to a stranger");
+    assert!(a.refused("127.0.0.1"), "the refusal was not logged");
+    assert_eq!(peer_up(&rx_a), None);
+}

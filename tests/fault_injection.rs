@@ -1,0 +1,129 @@
+//! A provider bug inside a real node (issue 13): the group thread of one
+//! member of three panics. The node must not go on looking Synced while
+//! nothing orders for it: it leaves the cluster as an inconsistent node
+//! does (final view, `wsrep_ready=OFF`, writes refused) while `mariadbd`
+//! stays up for the operator, the other two keep committing, and after a
+//! restart the node is a member again with the same data as the others.
+//!
+//! The panic comes from a test-only build of the library (cargo feature
+//! `fault-injection`, built here into `target/fault-injection/`): the
+//! library users load has no way to trigger it.
+
+#[path = "support/multi_node.rs"]
+mod multi_node;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use lockstep_testkit::{AckedLoad, Cluster, Provider};
+use multi_node::{check, log_count, status, OrLogs};
+
+const WAIT: Duration = Duration::from_secs(120);
+
+/// liblockstep.so with the `fault-injection` feature, in a target directory
+/// of its own so it never replaces the library the other tests load.
+fn fault_injection_library() -> PathBuf {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ lives in the workspace")
+        .to_path_buf();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"))
+        .join("fault-injection");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--release", "-p", "lockstep-provider"])
+        .args(["--features", "fault-injection", "--target-dir"])
+        .arg(&target)
+        .current_dir(&workspace)
+        .status()
+        .expect("running cargo to build the fault-injection library");
+    assert!(
+        status.success(),
+        "building the fault-injection library failed"
+    );
+    let lib = target.join("release").join(lockstep_testkit::LOCKSTEP_LIB);
+    assert!(lib.is_file(), "{} missing after cargo build", lib.display());
+    lib
+}
+
+#[test]
+fn a_panic_in_the_group_thread_takes_the_node_out_and_the_others_go_on() {
+    let provider = Provider::Lockstep(fault_injection_library());
+    let mut cluster = Cluster::builder(3)
+        .provider(provider)
+        .cluster_name("group_panic")
+        .provider_options("evs.suspect_timeout=PT3S")
+        .start()
+        .unwrap_or_else(|e| panic!("starting 3 nodes: {e}"));
+    cluster
+        .node(0)
+        .sql("CREATE DATABASE c; CREATE TABLE c.t (id INT PRIMARY KEY)")
+        .or_logs(&cluster, "create database");
+    let load = AckedLoad::start(&cluster, "c.acked").or_logs(&cluster, "start the load");
+    load.wait_for_progress(100, WAIT)
+        .or_logs(&cluster, "load before the fault");
+
+    // The bug: node3's group thread panics.
+    cluster
+        .node(2)
+        .sql("SET GLOBAL wsrep_provider_options='lockstep.inject=group_panic'")
+        .or_logs(&cluster, "inject the panic");
+    // It leaves with the final view, as a node that finds itself
+    // inconsistent does: the applier returns NODE_FAIL, the server stays
+    // up but disconnected (wsrep_ready=OFF) and refuses writes, so no
+    // client is told a commit that did not replicate.
+    let node3 = cluster.node(2);
+    node3
+        .wait_until("node3 leaves", WAIT, |n| {
+            let ready = n.status("wsrep_ready")?.unwrap_or_default();
+            Ok((ready == "OFF", format!("wsrep_ready={ready}")))
+        })
+        .or_logs(&cluster, "node3 stops serving");
+    for line in [
+        "the group thread failed: injected by a test",
+        "Applier thread exiting ret: 7",
+    ] {
+        check(&cluster, log_count(node3, line) == 1, || {
+            format!("node3's log does not say once: {line}")
+        });
+    }
+    check(&cluster, node3.is_running(), || {
+        "mariadbd on node3 died with its group thread".into()
+    });
+    let st = status(node3, "wsrep_local_state_comment").or_logs(&cluster, "state");
+    check(&cluster, st != "Synced", || {
+        format!("node3 still says {st} without a group thread")
+    });
+    let write = node3.sql("INSERT INTO c.t VALUES (1)");
+    check(&cluster, write.is_err(), || {
+        "node3 took a write without a group thread".into()
+    });
+    // The other two see it go and keep committing.
+    for i in 0..2 {
+        cluster
+            .node(i)
+            .wait_for_status("wsrep_cluster_size", "2", WAIT)
+            .or_logs(&cluster, "two members left");
+    }
+    load.wait_for_progress(100, WAIT)
+        .or_logs(&cluster, "commits after the panic");
+
+    // Restarted, node3 is a member again and has every acknowledged row.
+    let r = cluster.node_mut(2).restart();
+    r.or_logs(&cluster, "restart node3");
+    for node in cluster.nodes() {
+        node.wait_for_status("wsrep_cluster_size", "3", WAIT)
+            .or_logs(&cluster, "three members again");
+    }
+    let (table, reports) = load.stop();
+    let checked = cluster
+        .verify_acked(&table, &reports)
+        .or_logs(&cluster, "acknowledged rows after the restart");
+    eprintln!("{checked} acknowledged rows on every node; nodes identical");
+    check(&cluster, checked >= 200, || {
+        format!("only {checked} rows were acknowledged")
+    });
+}
