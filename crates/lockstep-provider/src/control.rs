@@ -1,9 +1,10 @@
 //! Causal reads, pause/resume and desync/resync (contract §2.20-2.21,
 //! §2.30-2.31, §4.10-4.11).
 
+use crate::event::Event;
 use crate::log::{info, warn};
 use crate::provider::Provider;
-use crate::state::{Conn, Event, Resolution};
+use crate::state::{Conn, Resolution};
 use lockstep_core::group::Action;
 use std::time::{Duration, Instant};
 use wsrep_abi::{status, Gtid, Status};

@@ -15,8 +15,9 @@
 //! back to SST) past `limit` bytes, so a bug elsewhere cannot make it grow
 //! without end.
 
+use crate::event::Event;
+use crate::remote_ws::RemoteWs;
 use crate::server::View;
-use crate::state::{Event, RemoteWs};
 use std::collections::VecDeque;
 use wsrep_abi::{Gtid, Uuid};
 

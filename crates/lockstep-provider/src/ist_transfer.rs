@@ -14,7 +14,7 @@
 
 use crate::ist::IstBuffer;
 use crate::log::{info, warn};
-use crate::state::RemoteWs;
+use crate::remote_ws::RemoteWs;
 use crate::writeset_cache::{read_record, CacheReader};
 use lockstep_core::writeset_cache::{
     decode_stream_header, encode_record, encode_stream_header, event_digest, CachedEvent,

@@ -10,17 +10,22 @@
 mod bypass;
 mod channel;
 mod control;
+mod event;
 pub mod ffi;
 mod grastate;
+mod group_input;
+mod identity;
 mod ist;
 mod ist_transfer;
 mod log;
 mod peer_security;
 mod provider;
 mod recv_spool;
+mod remote_ws;
 mod replication;
 mod server;
 mod session;
+mod shared;
 mod state;
 mod stats;
 #[cfg(test)]

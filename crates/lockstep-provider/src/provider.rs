@@ -3,10 +3,12 @@
 //! defined here and in the sibling modules (session, replication, control,
 //! stats).
 
-use crate::channel::Input;
 use crate::grastate::{GrastateFile, StateStore};
+use crate::group_input::Input;
+use crate::identity::PROVIDER_VERSION;
 use crate::log::{error, info, warn};
 use crate::server::Server;
+use crate::shared::{Shared, Wake};
 use crate::state::Inner;
 use lockstep_core::options::table::Effect;
 use lockstep_core::options::{self, Options, OptionsError};
@@ -14,24 +16,7 @@ use lockstep_core::saved_state::SavedState;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
-use wsrep_abi::{caps, status, Gtid, Status};
-
-pub const PROVIDER_NAME: &str = "Lockstep";
-/// mtr's version gate parses `major.minor.release` at the start of
-/// `wsrep_provider_version` (contract §7.3); we implement the 26.4 semantics.
-pub const PROVIDER_VERSION: &str = concat!("26.4.23(lockstep ", env!("CARGO_PKG_VERSION"), ")");
-pub const PROVIDER_VENDOR: &str = "Lockstep";
-
-/// What this implementation offers (contract §2.3), streaming replication
-/// included (§5.5, ADR 0010).
-pub const CAPABILITIES: u32 = caps::MULTI_MASTER
-    | caps::CERTIFICATION
-    | caps::PARALLEL_APPLYING
-    | caps::TRX_REPLAY
-    | caps::ISOLATION
-    | caps::PAUSE
-    | caps::CAUSAL_READS
-    | caps::STREAMING;
+use wsrep_abi::{status, Gtid, Status};
 
 /// `init_args` in Rust terms, copied out of the server's memory.
 pub struct InitConfig {
@@ -62,55 +47,6 @@ pub struct Provider {
     pub joined_via: Mutex<Option<(String, Vec<String>)>>,
     /// TLS or plain for every peer connection (group channel, IST).
     pub security: Arc<lockstep_net::secure::PeerSecurity>,
-}
-
-/// The state the group thread shares with the server's threads: one lock
-/// (see `state`) and three condition variables, one per kind of waiter, so
-/// that the frequent changes wake only the threads that wait for them: on
-/// two cores, waking a dozen threads per commit costs more than the commit.
-pub struct Shared {
-    pub inner: Mutex<Inner>,
-    /// Anything else: ordering gates, transaction states, the life cycle.
-    pub changed: Condvar,
-    /// Idle appliers waiting for an event to run.
-    pub work: Condvar,
-    /// Local threads waiting for their proposal's place in the order.
-    pub resolved: Condvar,
-}
-
-/// Which waiters a [`Provider::wait_on`] call belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wake {
-    Changed,
-    Work,
-    Resolved,
-}
-
-impl Shared {
-    pub fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Wakes every waiter: the safe choice for any change.
-    pub fn notify(&self) {
-        self.changed.notify_all();
-        self.work.notify_all();
-        self.resolved.notify_all();
-    }
-
-    /// Wakes the waiters on ordering gates and transaction states only:
-    /// for changes that neither queue events nor resolve proposals.
-    pub fn notify_gates(&self) {
-        self.changed.notify_all();
-    }
-
-    fn condvar(&self, wake: Wake) -> &Condvar {
-        match wake {
-            Wake::Changed => &self.changed,
-            Wake::Work => &self.work,
-            Wake::Resolved => &self.resolved,
-        }
-    }
 }
 
 #[derive(Debug)]

@@ -24,7 +24,7 @@
 //! bounded by `gcs.recv_q_hard_limit` where one is set (the limit counts
 //! spilled writesets too), else by the disk, like Galera's page files.
 
-use crate::state::RemoteWs;
+use crate::remote_ws::RemoteWs;
 use lockstep_core::writeset_cache::Decoded;
 use lockstep_core::writeset_cache::{decode_record, encode_record, CachedEvent, CachedKind};
 use std::fs::{File, OpenOptions};
@@ -280,7 +280,8 @@ mod tests {
 
     #[test]
     fn one_big_writeset_in_a_short_queue_stays_in_memory() {
-        use crate::state::{Event, Inner};
+        use crate::event::Event;
+        use crate::state::Inner;
         let dir = tempfile::tempdir().unwrap();
         let mut g = Inner::new(wsrep_abi::Uuid::NIL, 0);
         g.spool = Some(RecvSpool::create(dir.path()).unwrap());
@@ -293,7 +294,8 @@ mod tests {
 
     #[test]
     fn the_queue_keeps_its_memory_budget_and_hands_out_writesets_in_order() {
-        use crate::state::{Event, Inner};
+        use crate::event::Event;
+        use crate::state::Inner;
         let dir = tempfile::tempdir().unwrap();
         let mut g = Inner::new(wsrep_abi::Uuid::NIL, 0);
         g.spool = Some(RecvSpool::create(dir.path()).unwrap());

@@ -6,20 +6,17 @@
 //! writesets arrive as `Event::Apply` and run through `apply_cb`.
 
 use crate::log::{error, info};
-use crate::provider::{Provider, Wake};
+use crate::provider::Provider;
+use crate::remote_ws::{RemoteWs, LARGE_WRITESET};
 use crate::server::ThreadCtx;
-use crate::state::{Conn, Inner, RemoteWs, Resolution};
+use crate::shared::Wake;
+use crate::state::{Conn, Inner, Resolution};
 use crate::trx::{is_open_fragment, is_streaming, Handle, LocalTrx, TrxRecord, TrxState};
 use lockstep_core::certification::{CertOutcome, Key, KeyType};
 use lockstep_core::group::node::FRAGMENT_BYTES;
 use lockstep_core::group::{Action, EncodedBody, Writeset};
 use std::sync::MutexGuard;
 use std::time::Instant;
-
-/// Writesets at least this big are logged when replicated, ordered and
-/// applied, with how long each step took: what an operator needs to see
-/// where a big transaction spends its time.
-pub(crate) const LARGE_WRITESET: usize = 64 << 20;
 
 fn mib(bytes: usize) -> f64 {
     bytes as f64 / f64::from(1 << 20)
@@ -665,7 +662,7 @@ impl Provider {
                 "Inconsistency detected: Inconsistent by consensus on {}:{seqno}",
                 g.history
             );
-            g.enqueue(crate::state::Event::Inconsistent(why));
+            g.enqueue(crate::event::Event::Inconsistent(why));
             drop(g);
             self.notify();
             // Galera returns OK here too and leaves asynchronously; an

@@ -4,11 +4,14 @@
 //! State transfer (joiner and donor) lives in `transfer`.
 
 use crate::channel::{self, GroupChannel, Setup};
+use crate::event::Event;
+use crate::identity::CAPABILITIES;
 use crate::log::{error, info, warn};
-use crate::provider::{Provider, Wake, CAPABILITIES};
+use crate::provider::Provider;
 use crate::recv_spool::{RecvSpool, Spilled};
 use crate::server::{ThreadCtx, View};
-use crate::state::{Conn, Event, GroupLink};
+use crate::shared::Wake;
+use crate::state::{Conn, GroupLink};
 use crate::viewstate;
 use crate::writeset_cache::WritesetCache;
 use lockstep_core::address::ClusterAddress;
@@ -726,7 +729,7 @@ impl Provider {
         g.conn = Conn::Closing;
         g.clear_events();
         if let Some(link) = &g.group {
-            let _ = link.tx.send(channel::Input::Leave);
+            let _ = link.tx.send(crate::group_input::Input::Leave);
         }
         drop(g);
         self.end_session(ctx);
@@ -789,7 +792,7 @@ impl Provider {
                 let alone = g.members.len() <= 1 || !g.in_group;
                 match &g.group {
                     Some(link) if !alone => {
-                        let _ = link.tx.send(channel::Input::Leave);
+                        let _ = link.tx.send(crate::group_input::Input::Leave);
                     }
                     _ => g.enqueue(Event::Final),
                 }

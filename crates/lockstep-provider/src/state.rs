@@ -5,16 +5,18 @@
 //! every change that could release a waiter notifies all. Nothing holds
 //! this lock while calling into the server (contract P27).
 
+use crate::event::Event;
 use crate::ist::IstBuffer;
 use crate::log::info;
-use crate::recv_spool::{RecvSpool, Spilled, MEMORY_BUDGET};
+use crate::recv_spool::{RecvSpool, MEMORY_BUDGET};
+use crate::remote_ws::RemoteWs;
 use crate::server::View;
 use crate::trx::TrxRecord;
 use crate::writeset_cache::WritesetCache;
 use lockstep_core::certification::{CertOutcome, CertStats};
 use lockstep_core::flow_control;
-use lockstep_core::group::{Action, Writeset};
-use lockstep_core::group::{CacheIst, LocalState};
+use lockstep_core::group::Action;
+use lockstep_core::group::LocalState;
 use lockstep_core::ordering::{GateStats, OrderError, QueueStats, Watermark};
 use lockstep_core::saved_state::SavedState;
 use lockstep_core::writeset_cache::{event_digest, membership_digest, CachedEvent, CachedKind};
@@ -32,107 +34,6 @@ pub enum Conn {
     Open,
     /// `disconnect` was called; the final view is on its way.
     Closing,
-}
-
-/// Ordered work for the applier threads, processed inside `recv()`.
-pub enum Event {
-    Connected(View),
-    /// The first view of a joining node: transfer state if needed, then
-    /// (or instead) deliver it.
-    JoinView(View),
-    /// A primary configuration with its seqno (`state_id.seqno`).
-    PrimaryView(View),
-    /// A view from before this node joined, replayed by IST: its seqno
-    /// passes the gates. With its members (known when the group log is
-    /// replayed) the server sees it too, as Galera delivers IST views: it
-    /// then rolls back the streaming transactions whose origin had left
-    /// before the writesets after it are applied.
-    PastView(i64, u32, Option<Box<View>>),
-    /// A writeset from another member.
-    Apply(RemoteWs),
-    /// A writeset from another member that waits in the receive spool
-    /// (`recv_spool`): read back when its turn comes.
-    Spilled(Spilled),
-    /// This node was chosen to donate its state.
-    Donate {
-        request: Vec<u8>,
-        seqno: i64,
-        joiner: u64,
-        /// IST: the joiner has everything after this seqno (bypass).
-        ist_after: Option<i64>,
-        /// IST from this node's writeset cache to the joiner's receiver.
-        from_cache: Option<CacheIst>,
-    },
-    /// This node is no longer in the primary component's view.
-    Removed,
-    /// The primary component removed this node while the session goes
-    /// on: join again as a new member (`session::rejoin`).
-    Rejoin,
-    /// A consistency vote found this node inconsistent: leave (the reason).
-    Inconsistent(String),
-    /// This node lost contact with the majority: a non-primary view.
-    NonPrimary,
-    /// Time to tell the server it is synced.
-    Synced,
-    /// The last event of a session: the empty final view.
-    Final,
-}
-
-impl Event {
-    /// Events that run alone: nothing after them starts until they end.
-    pub fn isolating(&self) -> bool {
-        !matches!(self, Event::Apply(_) | Event::Spilled(_))
-    }
-
-    /// Bytes this event holds in memory (a spilled writeset: none).
-    pub fn memory_bytes(&self) -> usize {
-        match self {
-            Event::Apply(ws) => ws.size,
-            _ => 0,
-        }
-    }
-
-    /// Bytes this event holds in the receive queue (its writeset).
-    pub fn bytes(&self) -> usize {
-        match self {
-            Event::Apply(ws) => ws.size,
-            Event::Spilled(s) => s.bytes,
-            _ => 0,
-        }
-    }
-
-    /// The seqno an ordered event occupies, if any.
-    pub fn seqno(&self) -> Option<i64> {
-        match self {
-            Event::Apply(ws) => Some(ws.seqno),
-            Event::Spilled(s) => Some(s.seqno),
-            Event::PrimaryView(v) => Some(v.state_id.seqno),
-            Event::PastView(seqno, ..) => Some(*seqno),
-            _ => None,
-        }
-    }
-}
-
-/// A remote writeset at its place in the total order.
-pub struct RemoteWs {
-    pub seqno: i64,
-    pub ws: Arc<Writeset>,
-    pub outcome: CertOutcome,
-    /// `ws.size()`, counted once: it walks every key, a million of them
-    /// in a big writeset, and the queue asks for it often.
-    pub size: usize,
-}
-
-impl RemoteWs {
-    pub fn new(seqno: i64, ws: Arc<Writeset>, outcome: CertOutcome) -> RemoteWs {
-        let size = ws.size();
-        RemoteWs {
-            seqno,
-            ws,
-            outcome,
-            size,
-        }
-    }
 }
 
 /// What a local proposal turned into.
@@ -189,7 +90,7 @@ pub fn past_view(
         },
         conf_id: who.conf_id,
         status: wsrep_abi::view_status::PRIMARY,
-        capabilities: crate::provider::CAPABILITIES,
+        capabilities: crate::identity::CAPABILITIES,
         my_idx: -1,
         proto_ver,
         members: who
@@ -389,7 +290,7 @@ pub struct Inner {
 /// How the server's threads reach the group thread.
 pub struct GroupLink {
     pub raft_id: u64,
-    pub tx: Sender<crate::channel::Input>,
+    pub tx: Sender<crate::group_input::Input>,
 }
 
 /// Monotonic nanoseconds since the provider was loaded (flow-control
@@ -768,12 +669,12 @@ impl Inner {
     /// Proposes an action to the group; returns its proposal id (with a
     /// waiter registered when `wait` is set), or `None` outside a group.
     pub fn propose(&mut self, action: Action, wait: bool) -> Option<u64> {
-        self.send_proposal(wait, |id| crate::channel::Input::Propose { id, action })
+        self.send_proposal(wait, |id| crate::group_input::Input::Propose { id, action })
     }
 
     /// [`Inner::propose`] of an action already cut into fragment parts.
     pub fn propose_fragments(&mut self, parts: Vec<Vec<u8>>, wait: bool) -> Option<u64> {
-        self.send_proposal(wait, |id| crate::channel::Input::ProposeFragments {
+        self.send_proposal(wait, |id| crate::group_input::Input::ProposeFragments {
             id,
             parts,
         })
@@ -782,7 +683,7 @@ impl Inner {
     fn send_proposal(
         &mut self,
         wait: bool,
-        input: impl FnOnce(u64) -> crate::channel::Input,
+        input: impl FnOnce(u64) -> crate::group_input::Input,
     ) -> Option<u64> {
         let link = self.group.as_ref()?;
         let id = self.next_proposal;

@@ -697,7 +697,7 @@ fn rollback_sends_a_rollback_writeset_that_comes_back_to_this_node() {
 fn a_panic_in_the_group_thread_makes_the_node_leave_with_the_final_view() {
     let mut n = Node::start();
     let tx = n.p.lock().group.as_ref().expect("connected").tx.clone();
-    tx.send(crate::channel::Input::Panic).unwrap();
+    tx.send(crate::group_input::Input::Panic).unwrap();
     // The applier delivers the final view and returns.
     let applier = n.applier.take().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);

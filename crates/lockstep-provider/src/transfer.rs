@@ -7,11 +7,13 @@
 //! transfer runs stay queued on the joiner and are applied afterwards,
 //! from the first seqno the transferred state does not contain.
 
+use crate::event::Event;
 use crate::ist_transfer::{self, Expect, IstReceiver};
 use crate::log::{error, info, warn};
-use crate::provider::{Provider, Shared};
+use crate::provider::Provider;
 use crate::server::{ThreadCtx, View};
-use crate::state::{Conn, Donation, Event};
+use crate::shared::Shared;
+use crate::state::{Conn, Donation};
 use lockstep_core::group::{Action, CacheIst};
 use lockstep_core::writeset_cache::StreamHeader;
 use std::time::{Duration, Instant};

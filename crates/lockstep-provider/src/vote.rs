@@ -7,9 +7,10 @@
 //! consensus", the message Galera logs and MariaDB's tests expect); if
 //! every member failed the same way, the event counts as consistent.
 
+use crate::event::Event;
 use crate::log::{error, info};
 use crate::provider::Provider;
-use crate::state::{Conn, Event, Inner};
+use crate::state::{Conn, Inner};
 use lockstep_core::group::Action;
 use std::time::{Duration, Instant};
 use wsrep_abi::{status, Status};

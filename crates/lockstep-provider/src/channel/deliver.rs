@@ -3,10 +3,12 @@
 //! [`Event`] for an applier thread (contract P20: callbacks with a
 //! `recv_ctx` run inside `recv()`).
 
+use crate::event::Event;
+use crate::identity::CAPABILITIES;
 use crate::log::info;
-use crate::provider::CAPABILITIES;
+use crate::remote_ws::RemoteWs;
 use crate::server::{Member, View};
-use crate::state::{view_kind, Conn, Event, Inner, RemoteWs, Resolution};
+use crate::state::{view_kind, Conn, Inner, Resolution};
 use lockstep_core::group::{Delivery, GroupView, MemberState};
 use lockstep_core::writeset_cache::{membership_digest, CachedKind};
 use wsrep_abi::{view_status, Gtid, Uuid};
@@ -56,7 +58,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
             g.last_ordered = seqno;
             // Once: it walks every key.
             let size = ws.size();
-            if size >= crate::replication::LARGE_WRITESET && origin != me {
+            if size >= crate::remote_ws::LARGE_WRITESET && origin != me {
                 info!(
                     "large writeset ordered as seqno {seqno}: {size} bytes, {} keys",
                     ws.keys.len()

@@ -9,8 +9,9 @@
 mod deliver;
 mod recovery;
 
+use crate::group_input::Input;
 use crate::log::{error, info, warn};
-use crate::provider::Shared;
+use crate::shared::Shared;
 use lockstep_core::group::node::weight_majority;
 use lockstep_core::group::{Action, Delivery, Group, GroupConfig, MemberInfo, Output};
 use lockstep_core::wire::lanes::Lane;
@@ -56,37 +57,6 @@ fn inbound_sink(tx: Sender<Input>) -> transport::Sink {
         };
         tx.send(input).is_ok()
     })
-}
-
-/// What the group thread is told.
-pub enum Input {
-    /// A message from a connected peer.
-    Peer { from: u64, msg: PeerMsg },
-    /// A peer finished its hello.
-    PeerUp { raft_id: u64, peer_addr: String },
-    /// Order this action (proposal id chosen by the caller).
-    Propose { id: u64, action: Action },
-    /// Order an action already cut into fragment parts
-    /// (`Group::propose_fragments`).
-    ProposeFragments { id: u64, parts: Vec<Vec<u8>> },
-    /// `gmcast.isolate`: cut every peer connection and refuse new ones
-    /// (`true`), or connect again (`false`).
-    Isolate(bool),
-    /// `evs.suspect_timeout` changed at runtime.
-    SuspectTimeout(Duration),
-    /// `pc.bootstrap=YES`: make this node's component primary.
-    Bootstrap,
-    /// `pc.ignore_sb` / `pc.ignore_quorum` changed at runtime.
-    IgnoreQuorum(bool),
-    /// `pc.weight` changed at runtime.
-    Weight(u32),
-    /// Leave the cluster gracefully.
-    Leave,
-    /// Stop the thread (after the final view).
-    Stop,
-    /// A bug on the group thread, injected by a test.
-    #[cfg(any(test, feature = "fault-injection"))]
-    Panic,
 }
 
 /// How to start the channel.
@@ -191,7 +161,7 @@ impl GroupChannel {
             .spawn(move || {
                 let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run(rx)));
                 if let Err(payload) = run {
-                    group_thread_failed(&on_panic, &crate::ffi::guard::panic_message(&*payload));
+                    group_thread_failed(&on_panic, &crate::log::panic_message(&*payload));
                 }
             })
             .map_err(|e| format!("cannot start the group thread: {e}"))?;
@@ -278,7 +248,7 @@ fn group_thread_failed(shared: &Shared, what: &str) {
          this log. This node leaves the cluster"
     );
     let mut g = shared.lock();
-    g.enqueue(crate::state::Event::Inconsistent(format!(
+    g.enqueue(crate::event::Event::Inconsistent(format!(
         "the group thread failed ({what})"
     )));
     drop(g);
@@ -437,7 +407,7 @@ impl Worker {
     fn left_group(&mut self) {
         let mut g = self.shared.lock();
         if g.in_group && g.conn == crate::state::Conn::Closing {
-            g.enqueue(crate::state::Event::Removed);
+            g.enqueue(crate::event::Event::Removed);
             g.isolating = false;
         }
         drop(g);
@@ -467,7 +437,7 @@ impl Worker {
             self.join_timeout,
             self.seeds.join(",")
         );
-        g.enqueue(crate::state::Event::Removed);
+        g.enqueue(crate::event::Event::Removed);
         drop(g);
         self.shared.notify();
     }
@@ -523,7 +493,7 @@ impl Worker {
         let mut g = self.shared.lock();
         if g.in_group && !g.non_primary {
             g.non_primary = true;
-            g.enqueue(crate::state::Event::NonPrimary);
+            g.enqueue(crate::event::Event::NonPrimary);
         }
         let abandoned = g.abandon_pending();
         let last_ordered = g.last_ordered;
@@ -620,7 +590,7 @@ impl Worker {
         );
         let mut g = self.shared.lock();
         if g.in_group && g.conn == crate::state::Conn::Open {
-            g.enqueue(crate::state::Event::Rejoin);
+            g.enqueue(crate::event::Event::Rejoin);
         }
         drop(g);
         self.shared.notify();
@@ -707,11 +677,11 @@ impl Worker {
                 g.events.retain(|e| {
                     !matches!(
                         e,
-                        crate::state::Event::Apply(_) | crate::state::Event::Spilled(_)
+                        crate::event::Event::Apply(_) | crate::event::Event::Spilled(_)
                     )
                 });
                 g.recount_events();
-                g.events.push_front(crate::state::Event::Removed);
+                g.events.push_front(crate::event::Event::Removed);
                 drop(g);
                 self.shared.notify();
                 self.group.leave();
@@ -804,7 +774,7 @@ impl Worker {
                     error!("group channel failed: {why}; this node stops replicating");
                     let mut g = self.shared.lock();
                     g.local.inconsistent();
-                    g.enqueue(crate::state::Event::Removed);
+                    g.enqueue(crate::event::Event::Removed);
                     drop(g);
                     self.shared.notify();
                 }

@@ -4,10 +4,9 @@
 use super::convert::{self, bytes, string};
 use super::guard::guard;
 use super::stats;
+use crate::identity::{CAPABILITIES, PROVIDER_NAME, PROVIDER_VENDOR, PROVIDER_VERSION};
 use crate::log::{self, error};
-use crate::provider::{
-    InitConfig, Provider, CAPABILITIES, PROVIDER_NAME, PROVIDER_VENDOR, PROVIDER_VERSION,
-};
+use crate::provider::{InitConfig, Provider};
 use crate::server::{AppCtx, Server, ThreadCtx};
 use crate::trx::{Handle, LocalTrx};
 use lockstep_core::certification::KeyType;

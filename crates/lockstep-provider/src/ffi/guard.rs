@@ -2,7 +2,7 @@
 //! runs its body through [`guard`], which turns a panic into an error log
 //! line and a failure return value.
 
-use crate::log::error;
+use crate::log::{error, panic_message};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 pub fn guard<T>(name: &str, on_panic: T, body: impl FnOnce() -> T) -> T {
@@ -14,15 +14,6 @@ pub fn guard<T>(name: &str, on_panic: T, body: impl FnOnce() -> T) -> T {
             on_panic
         }
     }
-}
-
-/// What a caught panic said.
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
 }
 
 #[cfg(test)]
