@@ -277,3 +277,38 @@ fn streams_from_an_unlisted_address_leave_an_allowlisted_cluster_unharmed() {
         "no node logged a refused address".into()
     });
 }
+
+/// The same streams against a cluster with neither TLS nor an allowlist:
+/// anyone who reaches the port is a peer, and the crafted Raft messages
+/// (with the members' ids, which a plain node tells whoever says hello)
+/// break the group. Why `lockstep up` turns TLS on; Galera without
+/// `socket.ssl` is as open.
+#[test]
+#[ignore = "demonstrates the hazard of an open group port; run with --ignored"]
+fn the_same_streams_break_an_open_cluster() {
+    let cluster = Cluster::builder(3)
+        .cluster_name("hostile_open")
+        .start()
+        .unwrap_or_else(|e| panic!("starting: {e}"));
+    create_table(&cluster);
+    let targets = group_ports(&cluster, &["127.0.0.1"; 3]);
+    let members = raft_ids(&cluster);
+    let mut answered = 0;
+    for (_, bytes) in streams("hostile_open", &members) {
+        for to in &targets {
+            answered += usize::from(!attack("127.0.0.1".parse().unwrap(), *to, &bytes).is_empty());
+        }
+    }
+    check(&cluster, answered > 0, || {
+        "no open node answered a hello".into()
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let sizes: Vec<String> = cluster
+        .nodes()
+        .iter()
+        .map(|n| status(n, "wsrep_cluster_size").unwrap_or_default())
+        .collect();
+    check(&cluster, sizes.iter().any(|s| s != "3"), || {
+        format!("the open cluster shrugged the streams off: sizes {sizes:?}")
+    });
+}

@@ -32,3 +32,22 @@ fn an_empty_proposal_is_dropped_not_fatal() {
     g.step(m);
     assert!(g.is_leader());
 }
+
+#[test]
+fn a_heartbeat_committing_past_the_log_is_dropped_not_fatal() {
+    // A joiner hears from whoever leads (it knows no configuration yet);
+    // a member can only be sent this by another member.
+    let mut g = Group::join(me(), GroupConfig::default(), 0).unwrap();
+    let mut m = Message::default();
+    m.set_msg_type(MessageType::MsgHeartbeat);
+    m.from = 9;
+    m.to = 7;
+    m.term = 5;
+    m.commit = 1 << 40;
+    g.step(m.clone());
+    assert_eq!(g.term(), 0, "the crafted heartbeat was not dropped whole");
+    // An honest one (nothing to commit) still goes through.
+    m.commit = 0;
+    g.step(m);
+    assert_eq!((g.term(), g.leader()), (5, 9));
+}

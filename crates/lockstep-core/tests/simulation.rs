@@ -490,3 +490,79 @@ fn leaders_leaving_together_with_others() {
     assert_exercised("leaders_leaving_together_with_others", &total);
     assert!(total.leaves >= sim::seeds(200).len() as u64);
 }
+
+/// Raft messages from a peer outside the configuration, the worst a
+/// crafted stream can say: a term far ahead, an append with a forged
+/// entry, a vote request, a heartbeat, a snapshot, all claiming to come
+/// from a stranger. Leaders answer `NotMember`, followers that hear from
+/// their leader ignore them: no term moves, and the cluster orders and
+/// certifies as before. (A follower without a leader for an election
+/// timeout hears strangers: the new leader it does not know yet may be
+/// one; `chaos` covers that case.)
+#[test]
+fn strangers_cannot_disturb_the_group() {
+    use raft::eraftpb::{Entry, Message, MessageType};
+    const STRANGER: u64 = 0x5eed_5eed;
+    let ignored = std::sync::atomic::AtomicU64::new(0);
+    let total = run_seeds("strangers_cannot_disturb_the_group", 100, |name, seed| {
+        let (cfg, rng) = setup(name, seed);
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        sim.wait_formed(20_000)?;
+        let mut round = 0u64;
+        sim.run(3000, |sim| {
+            round += 1;
+            if round % 7 != 0 {
+                return;
+            }
+            for node in sim.nodes.iter_mut() {
+                let Some(g) = node.group.as_mut() else {
+                    continue;
+                };
+                let to = g.me().raft_id;
+                let term = g.term() + 1_000_000;
+                let kinds = [
+                    MessageType::MsgAppend,
+                    MessageType::MsgRequestVote,
+                    MessageType::MsgRequestPreVote,
+                    MessageType::MsgHeartbeat,
+                    MessageType::MsgSnapshot,
+                    MessageType::MsgTimeoutNow,
+                ];
+                let kind = kinds[(round / 7) as usize % kinds.len()];
+                let mut m = Message::default();
+                m.set_msg_type(kind);
+                m.from = STRANGER;
+                m.to = to;
+                m.term = term;
+                m.log_term = term;
+                m.index = 1 << 40;
+                m.commit = 1 << 40;
+                m.entries = vec![Entry {
+                    term,
+                    index: 1 << 40,
+                    data: b"forged".to_vec().into(),
+                    ..Default::default()
+                }]
+                .into();
+                g.step(m);
+            }
+        })?;
+        for node in &sim.nodes {
+            if let Some(g) = &node.group {
+                let term = g.term();
+                ignored.fetch_add(g.strangers_ignored(), std::sync::atomic::Ordering::Relaxed);
+                if term >= 1_000_000 {
+                    let id = node.id;
+                    sim.fail(format!("node {id} took the stranger's term {term}"));
+                    return Err(sim.report_failure());
+                }
+            }
+        }
+        sim.settle(20_000)
+    });
+    assert_exercised("strangers_cannot_disturb_the_group", &total);
+    if std::env::var("SIM_SEED").is_err() {
+        let ignored = ignored.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(ignored > 0, "no follower ever ignored a stranger");
+    }
+}

@@ -215,6 +215,8 @@ pub struct Group {
     /// when persisting entries), so the Raft node is not touched again.
     /// The node has left.
     retired: bool,
+    /// Raft messages dropped because their sender is not a member.
+    strangers_ignored: u64,
     out: Vec<Output>,
 }
 
@@ -280,6 +282,7 @@ impl Group {
             snapshot_sent: HashMap::new(),
             failed: false,
             retired: false,
+            strangers_ignored: 0,
             out: Vec::new(),
         })
     }
@@ -326,6 +329,10 @@ impl Group {
     }
     pub fn leader(&self) -> u64 {
         self.raw.raft.leader_id
+    }
+    /// The Raft term this node is in.
+    pub fn term(&self) -> u64 {
+        self.raw.raft.term
     }
     /// `evs.suspect_timeout` changed at runtime: the leader evicts members
     /// silent for this long from now on.
@@ -478,8 +485,18 @@ impl Group {
             // member of ours sends one, so it is crafted or corrupt.
             return;
         }
+        if msg.get_msg_type() == raft::eraftpb::MessageType::MsgHeartbeat
+            && msg.commit > self.raw.raft.raft_log.last_index()
+        {
+            // raft-rs panics committing past its log ("to_commit is out
+            // of range"); a leader sends at most what this node matched.
+            return;
+        }
         if self.is_leader() && self.raw.raft.prs().get(msg.from).is_none() {
             self.tell_not_member(msg.from);
+            return;
+        }
+        if self.ignores_stranger(&msg) {
             return;
         }
         if msg.to != self.me.raft_id {
@@ -491,6 +508,45 @@ impl Group {
         // Errors are messages for another term or from unknown peers;
         // Raft's own rules make dropping them safe.
         let _ = self.raw.step(msg);
+    }
+
+    /// Whether a follower should ignore `msg`: it comes from a peer outside
+    /// the configuration this node knows, while this node is in it and
+    /// hears from a leader it knows. Such a peer (admitted by TLS or the
+    /// allowlist but removed or never added, or a crafted stream) could
+    /// otherwise raise terms, start elections or pose as leader.
+    ///
+    /// A node's configuration can lag the leader's: one that joined by a
+    /// snapshot knows the configuration of the snapshot's index, and the
+    /// members added since (the current leader among them) only as it
+    /// replays the log. So a stranger is heard when this node is not in
+    /// its own configuration (a joiner before its first snapshot, a
+    /// removed node) or has not heard from a known leader for an election
+    /// timeout: the new leader it does not know yet then gets through.
+    fn ignores_stranger(&mut self, msg: &Message) -> bool {
+        let me = self.me.raft_id;
+        let prs = self.raw.raft.prs();
+        if prs.get(me).is_none() || prs.get(msg.from).is_some() {
+            return false;
+        }
+        let leader = self.raw.raft.leader_id;
+        let led = leader != raft::INVALID_ID
+            && leader != me
+            && prs.get(leader).is_some()
+            && self
+                .last_heard
+                .get(&leader)
+                .is_some_and(|t| self.now <= t + self.election_timeout_ms());
+        if led {
+            self.strangers_ignored += 1;
+        }
+        led
+    }
+
+    /// Raft messages ignored because their sender is not in the
+    /// configuration (see `ignores_stranger`).
+    pub fn strangers_ignored(&self) -> u64 {
+        self.strangers_ignored
     }
 
     /// A removed node still talks Raft to the leader: tell it, at most
