@@ -511,7 +511,7 @@ fn strangers_cannot_disturb_the_group() {
         let mut round = 0u64;
         sim.run(3000, |sim| {
             round += 1;
-            if round % 7 != 0 {
+            if !round.is_multiple_of(7) {
                 return;
             }
             for node in sim.nodes.iter_mut() {
