@@ -13,6 +13,7 @@
 pub mod secure;
 pub mod sniff;
 pub mod stream;
+pub mod threads;
 pub mod tls;
 pub mod transport;
 

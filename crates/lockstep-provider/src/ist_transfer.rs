@@ -62,6 +62,7 @@ pub fn send(
     check: &[i64],
     events: CacheReader,
     security: &PeerSecurity,
+    stop: &AtomicBool,
 ) -> Result<u64, String> {
     let (mut reader, mut writer) = stream::open(addr, security)
         .map_err(|why| format!("IST connection to the joiner: {why}"))?;
@@ -71,6 +72,9 @@ pub fn send(
     let mut buf = Vec::new();
     let mut sent = 0u64;
     for ev in events {
+        if stop.load(Ordering::SeqCst) {
+            return Err("this node shuts down".into());
+        }
         let ev = ev?;
         if ev.seqno <= header.after && !check.contains(&ev.seqno) {
             continue;

@@ -146,6 +146,8 @@ impl Provider {
                 changed: Condvar::new(),
                 work: Condvar::new(),
                 resolved: Condvar::new(),
+                detached: Default::default(),
+                stopping: Default::default(),
             }),
             channel: Mutex::new(None),
             joined_via: Mutex::new(None),

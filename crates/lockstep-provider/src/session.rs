@@ -856,6 +856,15 @@ impl Provider {
     /// `free` on a node that was never disconnected: save what we know.
     pub fn shutdown(&self) {
         self.stop_channel();
+        // IST senders stop at their next record, a big writeset being
+        // freed finishes: then nothing of ours runs once `free` returns.
+        self.shared
+            .stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let left = self.shared.detached.wait_all(DETACHED_WAIT);
+        if left > 0 {
+            warn!("{left} provider threads still run after {DETACHED_WAIT:?} at shutdown");
+        }
         let g = self.lock();
         if g.conn == Conn::Closed || g.history.is_nil() {
             return;
@@ -865,6 +874,9 @@ impl Provider {
         self.save_state(position);
     }
 }
+
+/// How long `free` waits for the threads nobody joins.
+const DETACHED_WAIT: Duration = Duration::from_secs(30);
 
 /// A view's seqno through the apply and commit gates (views take no
 /// server commit of their own).

@@ -2,6 +2,8 @@
 //! lock around [`Inner`] and the condition variables its waiters sleep on.
 
 use crate::state::Inner;
+use lockstep_net::threads::Threads;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// The state the group thread shares with the server's threads: one lock
@@ -16,6 +18,12 @@ pub struct Shared {
     pub work: Condvar,
     /// Local threads waiting for their proposal's place in the order.
     pub resolved: Condvar,
+    /// Threads no caller joins (IST senders, the freeing of big
+    /// writesets): `free` waits for them, so none runs our code after the
+    /// library is unloaded.
+    pub detached: Threads,
+    /// Set by `free`: detached work stops at its next step.
+    pub stopping: AtomicBool,
 }
 
 /// Which waiters a `Provider::wait_on` call belongs to.

@@ -117,9 +117,12 @@ impl Provider {
         }
         self.lock().local.joining();
         let Some(request) = self.server.sst_request() else {
-            return Some(
-                self.fail_session(ctx, "the server could not prepare for a state transfer"),
-            );
+            // The server could not prepare for a state transfer (its SST
+            // script failed): the node can never join. Galera logs these
+            // words and ends the process, and MariaDB's tests expect
+            // exactly that (exit code 1 or 134, these lines suppressed).
+            error!("SST request callback failed. This is unrecoverable, restart required.");
+            crate::ffi::terminate_process("Will never receive state. Need to abort.");
         };
         let ist_after = (ist.is_ok() || from_cache).then_some(local.seqno);
         if from_cache {
@@ -577,35 +580,34 @@ impl Provider {
         let security = self.security.clone();
         let addr = addr.to_string();
         let report = request.is_empty();
-        let spawned = std::thread::Builder::new()
-            .name("lockstep-ist-send".into())
-            .spawn(move || {
-                // A bug must not leave the donation open forever.
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    ist_transfer::send(&addr, header, &check, reader, &security)
-                }))
-                .unwrap_or_else(|_| Err("the IST sender panicked (a bug)".into()));
-                let rcode = match &result {
-                    Ok(n) => {
-                        info!("IST to joiner {joiner:#x} complete: {n} events sent");
-                        0
-                    }
-                    Err(why) => {
-                        warn!("IST to joiner {joiner:#x} failed: {why}");
-                        -ECANCELED
-                    }
-                };
-                // A running joiner has no SST script whose end reports it.
-                if report {
-                    let state_id = Gtid {
-                        uuid: Uuid::from_bytes(header.history),
-                        seqno: header.after,
-                    };
-                    shared.finish_donation(Some(joiner), state_id, rcode);
+        let threads = self.shared.detached.clone();
+        let spawned = threads.spawn("lockstep-ist-send", move || {
+            // A bug must not leave the donation open forever.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                ist_transfer::send(&addr, header, &check, reader, &security, &shared.stopping)
+            }))
+            .unwrap_or_else(|_| Err("the IST sender panicked (a bug)".into()));
+            let rcode = match &result {
+                Ok(n) => {
+                    info!("IST to joiner {joiner:#x} complete: {n} events sent");
+                    0
                 }
-            });
-        if let Err(e) = spawned {
-            error!("cannot start the IST sender: {e}");
+                Err(why) => {
+                    warn!("IST to joiner {joiner:#x} failed: {why}");
+                    -ECANCELED
+                }
+            };
+            // A running joiner has no SST script whose end reports it.
+            if report {
+                let state_id = Gtid {
+                    uuid: Uuid::from_bytes(header.history),
+                    seqno: header.after,
+                };
+                shared.finish_donation(Some(joiner), state_id, rcode);
+            }
+        });
+        if !spawned {
+            error!("cannot start the IST sender");
             self.shared
                 .finish_donation(Some(joiner), Gtid::UNDEFINED, -ECANCELED);
             return;

@@ -3,7 +3,9 @@
 
 use super::budget::input_bytes;
 use super::queue::{Queue, LOG_BIG};
-use super::table::{Conn, OpeningSlot, MAX_OPENING, MAX_OPENING_PER_HOST};
+use super::table::{
+    Conn, OpeningSlot, MAX_ACCEPTS_PER_HOST_PER_SEC, MAX_OPENING, MAX_OPENING_PER_HOST,
+};
 use super::{Ctx, Inbound, Side, CONNECT_TIMEOUT, HELLO_MAX_FRAME, HELLO_TIMEOUT};
 use crate::secure::{Reader, Writer};
 use lockstep_core::wire::frame::FrameDecoder;
@@ -47,6 +49,22 @@ pub(super) fn accept_loop(listener: TcpListener, ctx: Ctx) {
                 let _ = stream.shutdown(Shutdown::Both);
             }
             Ok((stream, from)) => {
+                let within_rate = ctx
+                    .table
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .accept_allowed(from.ip(), Instant::now());
+                if !within_rate {
+                    if ctx.log_refusal_now(&from.ip().to_string()) {
+                        warn!(
+                            "refusing group connections from {}: more than \
+                             {MAX_ACCEPTS_PER_HOST_PER_SEC} a second",
+                            from.ip()
+                        );
+                    }
+                    let _ = stream.shutdown(Shutdown::Both);
+                    continue;
+                }
                 let Some(slot) = OpeningSlot::take(&ctx.table, from.ip()) else {
                     if ctx.log_refusal_now(&from.ip().to_string()) {
                         warn!(
@@ -59,9 +77,9 @@ pub(super) fn accept_loop(listener: TcpListener, ctx: Ctx) {
                     continue;
                 };
                 let c = ctx.clone();
-                let _ = thread::Builder::new()
-                    .name("lockstep-peer".into())
-                    .spawn(move || run_connection(stream, c, Side::Accepted, Some(slot)));
+                ctx.threads.spawn("lockstep-peer", move || {
+                    run_connection(stream, c, Side::Accepted, Some(slot))
+                });
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 thread::sleep(Duration::from_millis(20));
@@ -309,18 +327,16 @@ fn serve_connection(
     }
     (ctx.sink)(Inbound::PeerUp { raft_id, peer_addr });
     let writer_out = out.clone();
-    let writer = thread::Builder::new()
-        .name("lockstep-peer-tx".into())
-        .spawn(move || {
-            let mut w: Writer = writer;
-            while let Some(bytes) = writer_out.next() {
-                if w.write_all(&bytes).is_err() {
-                    w.close();
-                    writer_out.close();
-                    return;
-                }
+    ctx.threads.spawn("lockstep-peer-tx", move || {
+        let mut w: Writer = writer;
+        while let Some(bytes) = writer_out.next() {
+            if w.write_all(&bytes).is_err() {
+                w.close();
+                writer_out.close();
+                return;
             }
-        });
+        }
+    });
     let mut inbox = Inbox::default();
     while let Some(msg) = read_msg(&mut stream, &mut dec, Some(&mut inbox), &peer) {
         if let PeerMsg::Refuse { reason } = &msg {
@@ -337,6 +353,5 @@ fn serve_connection(
     let _ = stream.tcp().shutdown(Shutdown::Both);
     // The writer ends now, or on its first failed write.
     out.close();
-    drop(writer);
     Some(raft_id)
 }

@@ -22,13 +22,14 @@ mod tests;
 
 pub use budget::{input_bytes, InputBudget, INPUT_BUDGET};
 pub use queue::Out;
-pub use table::{MAX_OPENING, MAX_OPENING_PER_HOST};
+pub use table::{MAX_ACCEPTS_PER_HOST_PER_SEC, MAX_OPENING, MAX_OPENING_PER_HOST};
 
 use crate::secure::PeerSecurity;
+use crate::threads::Threads;
 use connection::{accept_loop, dial, run_connection};
 use lockstep_core::wire::lanes::Lane;
 use lockstep_core::wire::peer::PeerMsg;
-use log::info;
+use log::{info, warn};
 use std::net::{Shutdown, SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -42,6 +43,8 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// stranger can make this node buffer before it is known. Reads before
 /// the hello are this small too.
 const HELLO_MAX_FRAME: usize = 4096;
+/// How long `shutdown` waits for the connection threads to end.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 /// Do not redial one address more often than this.
 const REDIAL_EVERY: Duration = Duration::from_millis(500);
 
@@ -81,14 +84,7 @@ const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(30);
 impl Ctx {
     fn log_refusal_now(&self, peer_addr: &str) -> bool {
         let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        match t.refusals_logged.get(peer_addr) {
-            Some(at) if now < *at + REFUSAL_LOG_EVERY => false,
-            _ => {
-                t.refusals_logged.insert(peer_addr.to_string(), now);
-                true
-            }
-        }
+        t.refusal_due(peer_addr, Instant::now(), REFUSAL_LOG_EVERY)
     }
 }
 
@@ -132,6 +128,7 @@ impl Transport {
                 next_conn: Arc::new(AtomicU64::new(1)),
                 security,
                 admit,
+                threads: Threads::default(),
             },
             listener: None,
         };
@@ -254,14 +251,13 @@ impl Transport {
         t.dialing.insert(addr.to_string(), now);
         let ctx = self.context();
         let addr = addr.to_string();
-        let _ = thread::Builder::new()
-            .name("lockstep-dial".into())
-            .spawn(move || {
-                let Some(stream) = dial(&addr, ctx.me.bind_ip) else {
-                    return;
-                };
-                run_connection(stream, ctx, Side::Dialed, None);
-            });
+        let threads = ctx.threads.clone();
+        threads.spawn("lockstep-dial", move || {
+            let Some(stream) = dial(&addr, ctx.me.bind_ip) else {
+                return;
+            };
+            run_connection(stream, ctx, Side::Dialed, None);
+        });
     }
 
     /// Closes every connection and the listener.
@@ -280,6 +276,12 @@ impl Transport {
         }
         if let Some(h) = self.listener.take() {
             let _ = h.join();
+        }
+        // Every socket is shut: readers fail, writers find their queue
+        // closed, a dialer stops after its connect attempt.
+        let left = self.ctx.threads.wait_all(SHUTDOWN_WAIT);
+        if left > 0 {
+            warn!("{left} group connection threads still run after {SHUTDOWN_WAIT:?}");
         }
     }
 }
@@ -303,6 +305,7 @@ struct Ctx {
     next_conn: Arc<AtomicU64>,
     security: Arc<PeerSecurity>,
     admit: Admission,
+    threads: Threads,
 }
 
 /// Which end of a connection this node is: the dialer speaks first.

@@ -1,5 +1,6 @@
 //! The transport between real sockets on loopback.
 
+use super::table::Table;
 use super::*;
 use crate::secure::PeerSecurity;
 use lockstep_core::wire::lanes::Lane;
@@ -323,4 +324,71 @@ fn garbage_instead_of_a_hello_is_dropped() {
     assert_eq!(buf, b"", "the transport said something to a stranger");
     assert!(a.refused("127.0.0.1"), "the refusal was not logged");
     assert_eq!(peer_up(&rx_a), None);
+}
+
+#[test]
+fn connections_beyond_the_accept_rate_are_closed_and_later_ones_get_in() {
+    let (a, rx_a) = start("c", 1);
+    let addr = a.local_addr().unwrap();
+    let tries = 2 * MAX_ACCEPTS_PER_HOST_PER_SEC as usize;
+    let t0 = Instant::now();
+    for _ in 0..tries {
+        // Connect, say something that is not ours, go: each costs the
+        // node a thread until it is refused.
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let _ = s.write_all(b"GET / HTTP/1.1\r\n\r\n");
+        let _ = s.read_to_end(&mut Vec::new());
+    }
+    let refused = a.ctx.table.lock().unwrap().rate_refused;
+    if t0.elapsed() < Duration::from_secs(1) {
+        assert!(
+            refused > 0,
+            "{tries} connections in under a second, none refused"
+        );
+    }
+    // The next second a real peer gets in.
+    thread::sleep(Duration::from_millis(1100));
+    let (b, rx_b) = start("c", 2);
+    b.dial(&addr.to_string());
+    assert_eq!(peer_up(&rx_a), Some(2));
+    assert_eq!(peer_up(&rx_b), Some(1));
+}
+
+#[test]
+fn the_refusal_log_and_the_accept_rate_remember_a_bounded_number_of_peers() {
+    let mut t = Table::default();
+    let now = Instant::now();
+    let every = Duration::from_secs(30);
+    for port in 0..10_000u32 {
+        assert!(t.refusal_due(&format!("10.0.0.1:{port}"), now, every));
+    }
+    assert!(
+        t.refusals_logged.len() <= 4096,
+        "{}",
+        t.refusals_logged.len()
+    );
+    assert!(!t.refusal_due("10.0.0.1:9999", now, every), "logged twice");
+    for i in 0..10_000u32 {
+        let host = std::net::IpAddr::from(i.to_be_bytes());
+        assert!(t.accept_allowed(host, now + Duration::from_secs(u64::from(i) / 2048)));
+    }
+    assert!(t.accept_len() <= 4096, "{}", t.accept_len());
+}
+
+#[test]
+fn shutdown_returns_once_every_connection_thread_has_ended() {
+    let (mut a, rx_a) = start("c", 1);
+    let (b, rx_b) = start("c", 2);
+    b.dial(&a.local_addr().unwrap().to_string());
+    assert_eq!(peer_up(&rx_a), Some(2));
+    assert_eq!(peer_up(&rx_b), Some(1));
+    assert!(
+        a.ctx.threads.wait_all(Duration::ZERO) >= 2,
+        "reader and writer"
+    );
+    let t0 = Instant::now();
+    a.shutdown();
+    assert_eq!(a.ctx.threads.wait_all(Duration::ZERO), 0);
+    assert!(t0.elapsed() < SHUTDOWN_WAIT, "it waited for the deadline");
 }

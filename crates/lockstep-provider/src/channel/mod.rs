@@ -228,13 +228,14 @@ struct Worker {
 /// are a million and more allocations, a second of this thread under load
 /// that every node would spend right after a big apply. (If no thread can
 /// be started, `spawn` drops the closure, and so frees them, here.)
-fn free_elsewhere(reaped: Vec<std::sync::Arc<lockstep_core::group::Writeset>>) {
+fn free_elsewhere(
+    threads: &lockstep_net::threads::Threads,
+    reaped: Vec<std::sync::Arc<lockstep_core::group::Writeset>>,
+) {
     if reaped.is_empty() {
         return;
     }
-    let _ = std::thread::Builder::new()
-        .name("lockstep-free".into())
-        .spawn(move || drop(reaped));
+    threads.spawn("lockstep-free", move || drop(reaped));
 }
 
 /// The group thread died of a panic (a bug). Nothing would order or
@@ -294,7 +295,10 @@ impl Worker {
             let outputs = self.group.poll();
             let polled = round.elapsed();
             self.process(outputs);
-            free_elsewhere(self.group.sequencer_mut().take_reaped());
+            free_elsewhere(
+                &self.shared.detached,
+                self.group.sequencer_mut().take_reaped(),
+            );
             if round.elapsed() >= SLOW_ROUND {
                 // Heartbeats wait while this thread works: a round this
                 // long is what a big writeset costs the group.

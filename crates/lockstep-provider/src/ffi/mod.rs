@@ -35,6 +35,17 @@ pub unsafe extern "C" fn wsrep_loader(h: *mut Wsrep) -> c_int {
     })
 }
 
+/// Ends the server process at once, as Galera does when a joiner can never
+/// receive its state: `why` is logged, then `_exit(1)`. No unwinding, no
+/// atexit handlers, no shutdown of a server that never finished starting
+/// (its data directory is about to be replaced by a state transfer anyway).
+pub(crate) fn terminate_process(why: &str) -> ! {
+    crate::log::error!("{why}");
+    // SAFETY: `_exit` takes no pointers and does not return; it is the
+    // async-signal-safe way out that skips the process's exit handlers.
+    unsafe { libc::_exit(1) }
+}
+
 /// The server's allowlist service; kept for when peers connect (the group
 /// channel asks it before accepting an address).
 struct Allowlist(Option<AllowlistService>);

@@ -1,0 +1,80 @@
+//! Detached threads, counted so that their owner can wait for them at
+//! shutdown: the provider library may be unloaded after `free`, and no
+//! thread may still run its code then. The transport counts its dialers,
+//! connections and writers; the provider its IST senders and the threads
+//! that free big writesets.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Default)]
+pub struct Threads(Arc<(Mutex<usize>, Condvar)>);
+
+/// Counts its thread out when dropped, panics included.
+struct Running(Threads);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let (count, ended) = &*(self.0).0;
+        let mut n = count.lock().unwrap_or_else(|p| p.into_inner());
+        *n -= 1;
+        ended.notify_all();
+    }
+}
+
+impl Threads {
+    /// Starts `f` on a counted thread; `false` if no thread could start.
+    pub fn spawn(&self, name: &str, f: impl FnOnce() + Send + 'static) -> bool {
+        *self.0 .0.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        let running = Running(self.clone());
+        thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                let _running = running;
+                f()
+            })
+            .is_ok()
+        // (On failure the closure, and `running` with it, is dropped.)
+    }
+
+    /// Waits up to `deadline` for every counted thread to end; how many
+    /// still run.
+    pub fn wait_all(&self, deadline: Duration) -> usize {
+        let (count, ended) = &*self.0;
+        let until = Instant::now() + deadline;
+        let mut n = count.lock().unwrap_or_else(|p| p.into_inner());
+        while *n > 0 {
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            n = ended
+                .wait_timeout(n, until - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        *n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_for_counted_threads_and_gives_up_at_the_deadline() {
+        let t = Threads::default();
+        assert!(t.spawn("short", || thread::sleep(Duration::from_millis(50))));
+        assert_eq!(t.wait_all(Duration::from_secs(5)), 0);
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        assert!(t.spawn("held", move || {
+            let _ = rx.recv();
+        }));
+        assert_eq!(t.wait_all(Duration::from_millis(50)), 1, "a held thread");
+        drop(tx);
+        assert_eq!(t.wait_all(Duration::from_secs(5)), 0);
+        assert!(t.spawn("panics", || panic!("counted out anyway")));
+        assert_eq!(t.wait_all(Duration::from_secs(5)), 0);
+    }
+}
