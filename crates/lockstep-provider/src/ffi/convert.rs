@@ -11,6 +11,11 @@ use wsrep_abi::{Buf, Key};
 pub const MAX_KEY_PARTS: usize = 16;
 /// One key part larger than this is not a key MariaDB makes.
 pub const MAX_KEY_PART_BYTES: usize = 64 * 1024;
+/// One buffer larger than this is not one MariaDB makes (a writeset is at
+/// most `repl.max_ws_size`, 2 GiB): a bogus length, read as nothing.
+pub const MAX_BUF_BYTES: usize = 4 << 30;
+/// Buffers in one `append_data` or TOI call, at most.
+pub const MAX_BUFS: usize = 1 << 16;
 
 /// # Safety
 /// `p` is NULL or a NUL-terminated string valid for the call.
@@ -22,35 +27,58 @@ pub unsafe fn string(p: *const c_char) -> String {
     unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
 
+/// The bytes of a buffer; empty for NULL, and for a length beyond
+/// [`MAX_BUF_BYTES`] (see [`checked_bytes`] to tell that apart).
+///
 /// # Safety
 /// `b` is NULL or points at a `Buf` whose `ptr` is valid for `len` bytes.
 pub unsafe fn bytes<'a>(b: *const Buf) -> &'a [u8] {
+    // SAFETY: per the caller.
+    unsafe { checked_bytes(b) }.unwrap_or_default()
+}
+
+/// The bytes of a buffer, or `Err` for a length no buffer of MariaDB's has.
+///
+/// # Safety
+/// As [`bytes`].
+pub unsafe fn checked_bytes<'a>(b: *const Buf) -> Result<&'a [u8], String> {
     if b.is_null() {
-        return &[];
+        return Ok(&[]);
     }
     // SAFETY: per the caller, `b` points at a valid Buf.
     let buf = unsafe { &*b };
     if buf.ptr.is_null() || buf.len == 0 {
-        return &[];
+        return Ok(&[]);
     }
-    // SAFETY: per the caller, `ptr` is valid for `len` bytes.
-    unsafe { std::slice::from_raw_parts(buf.ptr.cast::<u8>(), buf.len) }
+    if buf.len > MAX_BUF_BYTES {
+        return Err(format!("a buffer of {} bytes", buf.len));
+    }
+    // SAFETY: per the caller, `ptr` is valid for `len` bytes, and `len`
+    // is far below isize::MAX.
+    Ok(unsafe { std::slice::from_raw_parts(buf.ptr.cast::<u8>(), buf.len) })
 }
 
-/// Concatenation of `count` buffers.
+/// Concatenation of `count` buffers; `Err` for a NULL array with a count,
+/// too many buffers, or a bogus length.
 ///
 /// # Safety
 /// `bufs` is NULL or points at `count` valid `Buf`s.
-pub unsafe fn concat(bufs: *const Buf, count: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    if bufs.is_null() {
-        return out;
+pub unsafe fn concat(bufs: *const Buf, count: usize) -> Result<Vec<u8>, String> {
+    if count == 0 {
+        return Ok(Vec::new());
     }
+    if bufs.is_null() {
+        return Err(format!("a NULL array of {count} buffers"));
+    }
+    if count > MAX_BUFS {
+        return Err(format!("{count} buffers in one call"));
+    }
+    let mut out = Vec::new();
     for i in 0..count {
         // SAFETY: `i < count`, each element a valid Buf per the caller.
-        out.extend_from_slice(unsafe { bytes(bufs.add(i)) });
+        out.extend_from_slice(unsafe { checked_bytes(bufs.add(i)) }?);
     }
-    out
+    Ok(out)
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -80,4 +108,39 @@ pub unsafe fn key_parts(key: *const Key) -> Result<Vec<Vec<u8>>, BadKey> {
         parts.push(part.to_vec());
     }
     Ok(parts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn buf(bytes: &[u8]) -> Buf {
+        Buf {
+            ptr: bytes.as_ptr().cast(),
+            len: bytes.len(),
+        }
+    }
+
+    #[test]
+    fn buffers_concatenate_and_bogus_arrays_or_lengths_are_refused() {
+        let (a, b) = (b"lock".to_vec(), b"step".to_vec());
+        let bufs = [buf(&a), buf(&b)];
+        // SAFETY: two valid buffers.
+        assert_eq!(unsafe { concat(bufs.as_ptr(), 2) }.unwrap(), b"lockstep");
+        // SAFETY: NULL with a count, never read.
+        let null = unsafe { concat(std::ptr::null(), 3) };
+        assert!(null.unwrap_err().contains("NULL array"));
+        // SAFETY: the count is refused before any element is read.
+        let many = unsafe { concat(bufs.as_ptr(), MAX_BUFS + 1) };
+        assert!(many.is_err());
+        // A length no buffer of MariaDB's has: refused without reading.
+        let bogus = [Buf {
+            ptr: a.as_ptr().cast(),
+            len: MAX_BUF_BYTES + 1,
+        }];
+        // SAFETY: the length is refused before the pointer is used.
+        assert!(unsafe { concat(bogus.as_ptr(), 1) }.is_err());
+        // SAFETY: as above.
+        assert_eq!(unsafe { bytes(bogus.as_ptr()) }, b"");
+    }
 }

@@ -1,5 +1,16 @@
 //! The `wsrep_t` function table. Each function: catch panics, convert the
 //! arguments, call the safe `Provider` method, write results back.
+//!
+//! # Safety (every `extern "C"` function here)
+//! They are reached only through the table `wsrep_loader` fills, and the
+//! server calls them as the wsrep API v26 contract says
+//! (`shared/docs/wsrep-provider-contract.md`): `w` is the `wsrep_t` the
+//! loader filled, whose `ctx` is NULL or the `Box<Provider>` `init`
+//! leaked until `free`; every pointer argument is NULL or valid for the
+//! call, for the length or count passed with it; a `ws_handle` belongs to
+//! the calling thread's transaction, and its `opaque` is NULL, the remote
+//! marker, or the `Box<Handle>` an `append_*` call leaked. Each `unsafe`
+//! block below relies on exactly that and says which part.
 
 use super::convert::{self, bytes, string};
 use super::guard::guard;
@@ -112,7 +123,8 @@ macro_rules! with_provider {
 /// # Safety
 /// `handle` is NULL or the server's live ws handle.
 unsafe fn handle_object<'a>(handle: *const WsHandle) -> Option<&'a mut Handle> {
-    if handle.is_null() || is_remote(handle) {
+    // SAFETY: NULL or live per the caller.
+    if handle.is_null() || unsafe { is_remote(handle) } {
         return None;
     }
     // SAFETY: valid handle per the caller; opaque is NULL or a Box<Handle>
@@ -132,7 +144,8 @@ unsafe fn handle_object<'a>(handle: *const WsHandle) -> Option<&'a mut Handle> {
 /// object is alive (only `append_*`, `certify` and `release` take one, and
 /// the server never calls them inside a replay).
 unsafe fn handle_shared<'a>(handle: *const WsHandle) -> Option<&'a Handle> {
-    if handle.is_null() || is_remote(handle) {
+    // SAFETY: NULL or live per the caller.
+    if handle.is_null() || unsafe { is_remote(handle) } {
         return None;
     }
     // SAFETY: valid handle per the caller; opaque is NULL or a Box<Handle>
@@ -140,10 +153,13 @@ unsafe fn handle_shared<'a>(handle: *const WsHandle) -> Option<&'a Handle> {
     unsafe { (*handle).opaque.cast::<Handle>().cast_const().as_ref() }
 }
 
-/// Whether `handle` (non-NULL, live) is a remote writeset's, whose
-/// `opaque` is the marker rather than one of our boxes.
-fn is_remote(handle: *const WsHandle) -> bool {
-    // SAFETY: callers pass the server's live, non-NULL handle.
+/// Whether `handle` is a remote writeset's, whose `opaque` is the marker
+/// rather than one of our boxes.
+///
+/// # Safety
+/// `handle` is NULL or the server's live ws handle.
+unsafe fn is_remote(handle: *const WsHandle) -> bool {
+    // SAFETY: non-NULL here, and live per the caller.
     !handle.is_null() && unsafe { (*handle).opaque } == crate::trx::remote_marker()
 }
 
@@ -162,7 +178,8 @@ unsafe fn with_order_handle(
     }
     // SAFETY: non-NULL and live per the caller.
     let trx_id = unsafe { (*handle).trx_id };
-    if is_remote(handle) {
+    // SAFETY: as above.
+    if unsafe { is_remote(handle) } {
         let remote = Handle::Remote(crate::trx::RemoteHandle {
             seqno: meta.gtid.seqno,
         });
@@ -434,7 +451,8 @@ unsafe extern "C" fn rollback(w: *mut Wsrep, trx: u64, _data: *const Buf) -> Sta
 /// `handle` is the server's valid, mutable, non-NULL handle of this
 /// transaction.
 unsafe fn trx_for_append<'a>(p: &Provider, handle: *mut WsHandle) -> Option<&'a mut LocalTrx> {
-    if is_remote(handle) {
+    // SAFETY: valid per the caller.
+    if unsafe { is_remote(handle) } {
         error!("refusing to append to a replicated writeset's handle");
         return None;
     }
@@ -511,7 +529,13 @@ unsafe extern "C" fn append_data(
         let Some(trx) = trx else {
             return status::CONN_FAIL;
         };
-        p.append_data(trx, &bytes)
+        match bytes {
+            Ok(bytes) => p.append_data(trx, &bytes),
+            Err(e) => {
+                error!("append_data: refusing {e}");
+                status::CONN_FAIL
+            }
+        }
     })
 }
 
@@ -579,7 +603,13 @@ unsafe extern "C" fn to_execute_start(
         }
         // SAFETY: `count` valid buffers; meta valid for the call.
         let (data, meta) = unsafe { (convert::concat(action, count), &mut *meta) };
-        p.to_execute_start(conn_id, parsed, data, flags, meta)
+        match data {
+            Ok(data) => p.to_execute_start(conn_id, parsed, data, flags, meta),
+            Err(e) => {
+                error!("to_execute_start: refusing {e}");
+                status::CONN_FAIL
+            }
+        }
     })
 }
 
