@@ -115,6 +115,7 @@ mod tests {
             key: f.key,
             ca: Some(f.ca),
             cipher: None,
+            password_file: None,
         };
         let tls = PeerSecurity::tls(files, false).unwrap();
         std::thread::scope(|s| {

@@ -20,6 +20,7 @@ fn files(f: &NodeFiles) -> TlsFiles {
         key: f.key.clone(),
         ca: Some(f.ca.clone()),
         cipher: None,
+        password_file: None,
     }
 }
 
@@ -152,6 +153,7 @@ fn a_shared_self_signed_certificate_works_without_a_ca_option() {
         key: dir.path().join("ca-key.pem"),
         ca: None,
         cipher: None,
+        password_file: None,
     };
     let ctx = TlsContext::load(&f).unwrap();
     let (s, c) = pair(&ctx, &ctx);
@@ -327,6 +329,7 @@ fn a_v1_certificate_is_refused_with_a_message_that_says_so() {
         key: dir.join("galera.1.key"),
         ca: Some(dir.join("galera.root.crt")),
         cipher: None,
+        password_file: None,
     })
     .unwrap_err();
     assert!(
@@ -335,4 +338,55 @@ fn a_v1_certificate_is_refused_with_a_message_that_says_so() {
             && e.contains("v3"),
         "{e}"
     );
+}
+
+/// A key encrypted by OpenSSL (`openssl pkcs8 -topk8 -v2 aes-256-cbc`, as
+/// a DBA protects a Galera key) opens with `socket.ssl_password_file` and
+/// the node talks TLS with it; without the file, or with a wrong
+/// passphrase, loading fails and says which option to look at.
+#[test]
+fn an_encrypted_key_opens_with_the_password_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Authority::generate("cluster CA").unwrap();
+    let plain = ca
+        .issue_into(&dir.path().join("a"), "a", &["127.0.0.1".into()])
+        .unwrap();
+    let password = dir.path().join("password.txt");
+    std::fs::write(&password, "s3cret passphrase\n").unwrap();
+    let encrypted = dir.path().join("a-key.enc.pem");
+    let made = std::process::Command::new("openssl")
+        .args(["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in"])
+        .arg(&plain.key)
+        .arg("-out")
+        .arg(&encrypted)
+        .arg("-passout")
+        .arg(format!("file:{}", password.display()))
+        .status()
+        .expect("openssl is installed with MariaDB");
+    assert!(made.success(), "openssl pkcs8 failed");
+    assert!(std::fs::read_to_string(&encrypted)
+        .unwrap()
+        .contains("BEGIN ENCRYPTED PRIVATE KEY"));
+
+    let with_key = |password_file: Option<&Path>| TlsFiles {
+        key: encrypted.clone(),
+        password_file: password_file.map(Path::to_path_buf),
+        ..files(&plain)
+    };
+    let opened = TlsContext::load(&with_key(Some(&password))).unwrap();
+    let peer = node(dir.path(), &ca, "b");
+    let (s, c) = pair(&opened, &peer);
+    assert!(
+        s.is_ok() && c.is_ok(),
+        "handshake: {:?} {:?}",
+        s.err(),
+        c.err()
+    );
+
+    let e = TlsContext::load(&with_key(None)).unwrap_err();
+    assert!(e.contains("socket.ssl_password_file"), "{e}");
+    let wrong = dir.path().join("wrong.txt");
+    std::fs::write(&wrong, "not it\n").unwrap();
+    let e = TlsContext::load(&with_key(Some(&wrong))).unwrap_err();
+    assert!(e.contains("cannot decrypt"), "{e}");
 }

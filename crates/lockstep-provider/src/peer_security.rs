@@ -53,6 +53,7 @@ pub fn from_options(o: &Options) -> Result<PeerSecurity, String> {
             key: PathBuf::from(key),
             ca: set("socket.ssl_ca").map(PathBuf::from),
             cipher: set("socket.ssl_cipher"),
+            password_file: set("socket.ssl_password_file").map(PathBuf::from),
         },
         dynamic,
     )

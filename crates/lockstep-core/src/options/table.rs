@@ -262,7 +262,7 @@ pub const TABLE: &[Spec] = &[
     o("socket.ssl_cipher",             Unset,                        Str,      Static).honoured(),
     o("socket.ssl_compression",        Unset,                        Bool,     Static),
     o("socket.ssl_key",                Unset,                        Str,      Static).honoured(),
-    o("socket.ssl_password_file",      Unset,                        Str,      Static),
+    o("socket.ssl_password_file",      Unset,                        Str,      Static).honoured(),
     o("socket.ssl_reload",             Unset,                        Str,      Trigger).honoured(),
 ];
 

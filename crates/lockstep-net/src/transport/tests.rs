@@ -97,6 +97,7 @@ fn tls_nodes(dir: &std::path::Path, names: &[&str], dynamic: bool) -> Vec<PeerSe
                 key: f.key,
                 ca: Some(f.ca),
                 cipher: None,
+                password_file: None,
             };
             PeerSecurity::tls(files, dynamic).unwrap()
         })
@@ -383,9 +384,10 @@ fn shutdown_returns_once_every_connection_thread_has_ended() {
     b.dial(&a.local_addr().unwrap().to_string());
     assert_eq!(peer_up(&rx_a), Some(2));
     assert_eq!(peer_up(&rx_b), Some(1));
+    // Its reader at least (the writer starts right after the hello).
     assert!(
-        a.ctx.threads.wait_all(Duration::ZERO) >= 2,
-        "reader and writer"
+        a.ctx.threads.wait_all(Duration::ZERO) >= 1,
+        "no connection thread counted"
     );
     let t0 = Instant::now();
     a.shutdown();
