@@ -62,8 +62,20 @@ fn restart_at(cluster: &mut Cluster, positions: &[String]) {
 /// Three nodes named `name` with provider `options`, a database `c`, and
 /// the acknowledged-writes load running with `rows` acknowledged.
 fn three_loaded(name: &str, provider: Provider, options: &str, rows: u64) -> (Cluster, AckedLoad) {
+    three_loaded_tls(name, provider, options, rows, false)
+}
+
+/// [`three_loaded`] with peer TLS on or off.
+fn three_loaded_tls(
+    name: &str,
+    provider: Provider,
+    options: &str,
+    rows: u64,
+    tls: bool,
+) -> (Cluster, AckedLoad) {
     let cluster = Cluster::builder(3)
         .provider(provider)
+        .tls(tls)
         .cluster_name(name)
         .provider_options(options)
         .start()
@@ -173,11 +185,24 @@ fn two_nodes_one_killed_come_back_primary_when_it_restarts() {
 /// SST copies data.
 #[test]
 fn a_node_behind_at_the_crash_catches_up_by_ist_from_a_writeset_cache() {
-    let (mut cluster, load) = three_loaded(
-        "crash_cache_ist",
+    behind_at_the_crash("crash_cache_ist", false);
+}
+
+/// The same on a cluster with peer TLS (issue 13): kill -9 of every node,
+/// the re-formed group over TLS, and the IST stream from the donor's cache
+/// over TLS too.
+#[test]
+fn with_tls_a_node_behind_at_the_crash_catches_up_by_ist_over_tls() {
+    behind_at_the_crash("crash_cache_ist_tls", true);
+}
+
+fn behind_at_the_crash(name: &str, tls: bool) {
+    let (mut cluster, load) = three_loaded_tls(
+        name,
         Provider::lockstep_default(),
         "evs.suspect_timeout=PT3S; gcache.recover=yes",
         200,
+        tls,
     );
 
     // node3 dies first; the other two go on without it for a while.
@@ -245,6 +270,15 @@ fn a_node_behind_at_the_crash_catches_up_by_ist_from_a_writeset_cache() {
         .verify_acked(&table, &reports)
         .or_logs(&cluster, "acknowledged rows after the crash");
     eprintln!("{checked} acknowledged rows on every node; nodes identical");
+    if tls {
+        for node in cluster.nodes() {
+            check(
+                &cluster,
+                log_count(node, "peer connections: TLS, mutual") >= 2,
+                || format!("{} did not start both times with TLS", node.name()),
+            );
+        }
+    }
 }
 
 /// Weighted quorum (`pc.weight`, Galera's way to keep a two-node cluster
