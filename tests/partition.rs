@@ -21,8 +21,13 @@ const PROGRESS: u64 = 150;
 const SUSPECT: Duration = Duration::from_secs(3);
 
 fn start(name: &str) -> Cluster {
+    start_tls(name, false)
+}
+
+fn start_tls(name: &str, tls: bool) -> Cluster {
     Cluster::builder(3)
         .provider(Provider::from_env())
+        .tls(tls)
         .cluster_name(name)
         .provider_options("evs.suspect_timeout=PT3S")
         .start()
@@ -39,7 +44,18 @@ fn isolate(cluster: &Cluster, node: &Node, on: bool) {
 
 #[test]
 fn a_node_cut_off_longer_than_the_suspect_timeout_rejoins_by_itself() {
-    let cluster = start("partition_rejoin");
+    cut_off_and_rejoin("partition_rejoin", false);
+}
+
+/// The same with peer TLS (issue 13): the majority removes the cut-off
+/// node, and when the cut heals its new TLS connections take it back in.
+#[test]
+fn with_tls_a_node_cut_off_longer_than_the_suspect_timeout_rejoins_by_itself() {
+    cut_off_and_rejoin("partition_rejoin_tls", true);
+}
+
+fn cut_off_and_rejoin(name: &str, tls: bool) {
+    let cluster = start_tls(name, tls);
     cluster
         .node(0)
         .sql("CREATE DATABASE p")
