@@ -4,7 +4,8 @@
 set -euo pipefail
 
 PKGS=(mariadb-server mariadb-client mariadb-backup mariadb-test galera-4
-      sysbench rsync socat lsof iproute2 procps fonts-dejavu-core)
+      sysbench rsync socat lsof iproute2 procps fonts-dejavu-core
+      openssl)  # the encrypted-key test makes its key with the openssl command
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -30,7 +31,7 @@ fi
 fail() { echo "setup: FAILED: $*" >&2; exit 1; }
 GALERA_LIB=/usr/lib/galera/libgalera_smm.so
 PATH=$PATH:/usr/sbin
-for bin in mariadbd mariadb mariadb-install-db mariabackup sysbench rsync socat lsof; do
+for bin in mariadbd mariadb mariadb-install-db mariabackup sysbench rsync socat lsof openssl; do
   command -v "$bin" >/dev/null || fail "$bin not found after installing ${PKGS[*]}"
 done
 [[ -f $GALERA_LIB ]] || fail "$GALERA_LIB (package galera-4) missing: the Galera reference tests need it"
