@@ -121,13 +121,17 @@ pub fn provider_options(data: &[u8]) {
 }
 
 /// The Raft message inside a `PeerMsg::Raft` (protobuf, raft-rs's own
-/// decoder): decodes or fails, and what decodes encodes again.
+/// decoder): decodes or fails, and what decodes encodes and decodes again
+/// to the same fields. Not to the same bytes or an `==` message: rust-
+/// protobuf keeps unknown fields in a hash map (their order changes from
+/// one encoding to the next) and remembers an empty sub-message that was
+/// sent; its text form shows the known fields only.
 pub fn raft_message(data: &[u8]) {
     use protobuf::Message as _;
     if let Ok(m) = raft::eraftpb::Message::parse_from_bytes(data) {
         let again = m.write_to_bytes().expect("a parsed message encodes");
         let back = raft::eraftpb::Message::parse_from_bytes(&again).expect("and parses again");
-        assert_eq!(back, m);
+        assert_eq!(format!("{back:?}"), format!("{m:?}"));
     }
 }
 
