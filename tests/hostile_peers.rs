@@ -231,6 +231,24 @@ fn create_table(cluster: &Cluster) {
     unharmed(cluster, 0);
 }
 
+/// Every stream from `from`, then a hundred idle connections held while
+/// the members write; afterwards the cluster is unharmed and some node
+/// logged `refusal`.
+fn withstands(cluster: &Cluster, hosts: &[&str], from: IpAddr, tls: bool, refusal: &str) {
+    create_table(cluster);
+    let t0 = Instant::now();
+    assault(cluster, cluster.name(), hosts, from, tls);
+    eprintln!("assault took {:.1} s", t0.elapsed().as_secs_f64());
+    unharmed(cluster, 1);
+    let idle = hold_idle(cluster, hosts, from);
+    unharmed(cluster, 2);
+    drop(idle);
+    let refusals: usize = cluster.nodes().iter().map(|n| log_count(n, refusal)).sum();
+    check(cluster, refusals > 0, || {
+        format!("no node logged '{refusal}'")
+    });
+}
+
 #[test]
 fn streams_without_a_certificate_leave_a_tls_cluster_unharmed() {
     let cluster = Cluster::builder(3)
@@ -238,44 +256,22 @@ fn streams_without_a_certificate_leave_a_tls_cluster_unharmed() {
         .tls(true)
         .start()
         .unwrap_or_else(|e| panic!("starting: {e}"));
-    create_table(&cluster);
     let local: IpAddr = "127.0.0.1".parse().unwrap();
-    assault(&cluster, "hostile_tls", &["127.0.0.1"; 3], local, true);
-    unharmed(&cluster, 1);
-    let idle = hold_idle(&cluster, &["127.0.0.1"; 3], local);
-    unharmed(&cluster, 2);
-    drop(idle);
-    let refusals: usize = cluster
-        .nodes()
-        .iter()
-        .map(|n| log_count(n, "refusing group connection"))
-        .sum();
-    check(&cluster, refusals > 0, || {
-        "no node logged a refused connection".into()
-    });
+    withstands(
+        &cluster,
+        &["127.0.0.1"; 3],
+        local,
+        true,
+        "refusing group connection",
+    );
 }
 
 #[test]
 fn streams_from_an_unlisted_address_leave_an_allowlisted_cluster_unharmed() {
     let cluster = start_allowlisted("hostile_allow", 3);
-    create_table(&cluster);
-    let t0 = Instant::now();
-    let stranger: IpAddr = "127.0.0.9".parse().unwrap();
     let hosts = ["127.0.0.1", "127.0.0.2", "127.0.0.3"];
-    assault(&cluster, "hostile_allow", &hosts, stranger, false);
-    eprintln!("assault took {:.1} s", t0.elapsed().as_secs_f64());
-    unharmed(&cluster, 1);
-    let idle = hold_idle(&cluster, &hosts, stranger);
-    unharmed(&cluster, 2);
-    drop(idle);
-    let refusals: usize = cluster
-        .nodes()
-        .iter()
-        .map(|n| log_count(n, "Connection not allowed"))
-        .sum();
-    check(&cluster, refusals > 0, || {
-        "no node logged a refused address".into()
-    });
+    let stranger: IpAddr = "127.0.0.9".parse().unwrap();
+    withstands(&cluster, &hosts, stranger, false, "Connection not allowed");
 }
 
 /// The same streams against a cluster with neither TLS nor an allowlist:

@@ -53,3 +53,23 @@ impl std::fmt::Display for Refused {
         f.write_str(&self.why)
     }
 }
+
+/// Test certificates: a node's `PeerSecurity` with a certificate `ca`
+/// issues into `dir`.
+#[cfg(test)]
+pub(crate) fn test_security(
+    ca: &pki::Authority,
+    dir: &std::path::Path,
+    name: &str,
+    dynamic: bool,
+) -> secure::PeerSecurity {
+    let f = ca.issue_into(dir, name, &[]).unwrap();
+    let files = tls::TlsFiles {
+        cert: f.cert,
+        key: f.key,
+        ca: Some(f.ca),
+        cipher: None,
+        password_file: None,
+    };
+    secure::PeerSecurity::tls(files, dynamic).unwrap()
+}

@@ -109,15 +109,7 @@ mod tests {
         let plain = PeerSecurity::plain();
         let dir = tempfile::tempdir().unwrap();
         let ca = crate::pki::Authority::generate("test CA").unwrap();
-        let f = ca.issue_into(dir.path(), "donor", &[]).unwrap();
-        let files = crate::tls::TlsFiles {
-            cert: f.cert,
-            key: f.key,
-            ca: Some(f.ca),
-            cipher: None,
-            password_file: None,
-        };
-        let tls = PeerSecurity::tls(files, false).unwrap();
+        let tls = crate::test_security(&ca, dir.path(), "donor", false);
         std::thread::scope(|s| {
             let donors = s.spawn(|| {
                 // A TLS donor to a plain joiner: no stream.

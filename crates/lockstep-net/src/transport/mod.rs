@@ -263,17 +263,13 @@ impl Transport {
     /// Closes every connection and the listener.
     pub fn shutdown(&mut self) {
         self.ctx.stop.store(true, Ordering::Relaxed);
-        {
-            let mut t = self.ctx.table.lock().unwrap_or_else(|p| p.into_inner());
-            for s in t.open.values() {
-                let _ = s.shutdown(Shutdown::Both);
-            }
-            for c in t.by_peer.values().flatten() {
-                c.out.close();
-            }
-            t.by_peer.clear();
-            t.open.clear();
-        }
+        self.close_all();
+        self.ctx
+            .table
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .open
+            .clear();
         if let Some(h) = self.listener.take() {
             let _ = h.join();
         }

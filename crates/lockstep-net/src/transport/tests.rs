@@ -90,17 +90,7 @@ fn tls_nodes(dir: &std::path::Path, names: &[&str], dynamic: bool) -> Vec<PeerSe
     let ca = crate::pki::Authority::generate("test CA").unwrap();
     names
         .iter()
-        .map(|n| {
-            let f = ca.issue_into(dir, n, &[]).unwrap();
-            let files = crate::tls::TlsFiles {
-                cert: f.cert,
-                key: f.key,
-                ca: Some(f.ca),
-                cipher: None,
-                password_file: None,
-            };
-            PeerSecurity::tls(files, dynamic).unwrap()
-        })
+        .map(|n| crate::test_security(&ca, dir, n, dynamic))
         .collect()
 }
 
