@@ -9,7 +9,7 @@
 //! `fuzzing` feature.
 
 use crate::address::ClusterAddress;
-use crate::group::action::{decode_batch, encode_batch};
+use crate::group::action::{decode_batch, decode_batch_shared, encode_batch};
 use crate::group::{MemberInfo, Sequencer};
 use crate::options::Options;
 use crate::saved_state::SavedState;
@@ -82,9 +82,14 @@ pub fn lanes_inbox(data: &[u8]) {
 
 /// Raft log entries (batches of actions) and member descriptions.
 pub fn log_entry(data: &[u8]) {
-    if let Ok(batch) = decode_batch(data) {
-        assert_eq!(encode_batch(&batch), data);
+    let copied = decode_batch(data);
+    if let Ok(batch) = &copied {
+        assert_eq!(encode_batch(batch), data);
     }
+    // The group thread's decoding, which shares the entry's bytes, says
+    // the same.
+    let shared = decode_batch_shared(&bytes::Bytes::copy_from_slice(data));
+    assert_eq!(shared, copied);
     if let Ok(m) = MemberInfo::decode(data) {
         assert_eq!(m.encode(), data);
     }

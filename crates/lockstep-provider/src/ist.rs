@@ -225,7 +225,7 @@ pub(crate) mod tests {
             last_seen: seqno - 1,
             flags: 3,
             keys: vec![],
-            data: vec![seqno as u8; data],
+            data: vec![seqno as u8; data].into(),
         });
         let outcome = CertOutcome::Pass {
             depends_on: seqno - 1,

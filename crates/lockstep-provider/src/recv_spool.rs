@@ -321,7 +321,7 @@ mod tests {
                 }
                 _ => panic!("writeset {seqno} missing"),
             };
-            assert_eq!((ws.seqno, ws.ws.data[0]), (seqno, seqno as u8));
+            assert_eq!((ws.seqno, ws.ws.data.contiguous()[0]), (seqno, seqno as u8));
         }
         assert!(matches!(g.pop_event(), Some(Event::Synced)));
         assert_eq!(g.events_memory, 0);

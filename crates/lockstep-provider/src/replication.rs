@@ -14,7 +14,9 @@ use crate::state::{Conn, Inner, Resolution};
 use crate::trx::{is_open_fragment, is_streaming, Handle, LocalTrx, TrxRecord, TrxState};
 use lockstep_core::certification::{CertOutcome, Key, KeyType};
 use lockstep_core::group::node::FRAGMENT_BYTES;
+use lockstep_core::group::payload::Payload;
 use lockstep_core::group::{Action, EncodedBody, Writeset};
+use std::borrow::Cow;
 use std::sync::MutexGuard;
 use std::time::Instant;
 
@@ -222,8 +224,8 @@ impl Provider {
                 None => std::mem::take(&mut trx.keys),
             },
             data: match body {
-                Some(_) => Vec::new(),
-                None => trx.data.clone(),
+                Some(_) => Payload::default(),
+                None => trx.data.clone().into(),
             },
         };
         let (mut g, ordered) = self.order(g, ws, body);
@@ -455,7 +457,7 @@ impl Provider {
             last_seen: g.last_committed(),
             flags: flags::ROLLBACK | flags::PA_UNSAFE,
             keys: Vec::new(),
-            data: Vec::new(),
+            data: Vec::new().into(),
         };
         let Some(id) = g.propose(Action::Writeset(ws), false) else {
             return status::CONN_FAIL;
@@ -597,7 +599,7 @@ impl Provider {
             last_seen: g.last_committed(),
             flags: toi.flags,
             keys: toi.keys,
-            data: toi.data,
+            data: toi.data.into(),
         };
         let size = ws.size() as i64;
         let (mut g, ordered) = self.order(g, ws, None);
@@ -745,10 +747,16 @@ impl Provider {
         });
         if deliver {
             let wsflags = (r.ws.flags & flags::MASK) | if passed { 0 } else { flags::ROLLBACK };
-            let data: &[u8] = if passed { &r.ws.data } else { &[] };
+            // A big writeset's data comes in the parts the log ordered:
+            // joined here, on this applier's thread, not the group's.
+            let data = if passed {
+                r.ws.data.contiguous()
+            } else {
+                Cow::Borrowed(&[][..])
+            };
             let (ok, exit) =
                 self.server
-                    .apply_remote(ctx, r.ws.trx_id, seqno, wsflags, data, &meta);
+                    .apply_remote(ctx, r.ws.trx_id, seqno, wsflags, &data, &meta);
             self.done_applying();
             if !ok {
                 let g = self.lock();

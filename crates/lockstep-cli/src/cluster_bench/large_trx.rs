@@ -17,6 +17,7 @@ use lockstep_testkit::{Cluster, ClusterSpec, Provider, Sysbench, SysbenchReport}
 
 use super::plot::{self, Series};
 use super::progress;
+use super::run::lockstep_only;
 
 /// How long the nodes may take to apply the big writeset after the run.
 const CATCH_UP: Duration = Duration::from_secs(600);
@@ -32,6 +33,8 @@ pub struct LargeTrxPlan {
     /// When the `UPDATE` starts, after the point updates.
     pub delay: Duration,
     pub slave_threads: u32,
+    /// Extra provider options for Lockstep's cluster only.
+    pub lockstep_options: String,
 }
 
 impl Default for LargeTrxPlan {
@@ -41,6 +44,7 @@ impl Default for LargeTrxPlan {
             time: Duration::from_secs(30),
             delay: Duration::from_secs(5),
             slave_threads: 4,
+            lockstep_options: String::new(),
         }
     }
 }
@@ -130,6 +134,7 @@ fn run_one(plan: &LargeTrxPlan, provider: &Provider) -> LargeTrxRun {
         .provider(provider.clone())
         .cluster_name("lockstep-bench-large")
         .slave_threads(plan.slave_threads)
+        .provider_options(lockstep_only(provider, &plan.lockstep_options))
         .sql_timeout(CATCH_UP)
         .start()
     {

@@ -27,6 +27,8 @@ pub struct Plan {
     pub raw_dir: PathBuf,
     /// Peer TLS in every cluster.
     pub tls: bool,
+    /// Extra provider options for Lockstep's clusters only.
+    pub lockstep_options: String,
 }
 
 impl Plan {
@@ -35,6 +37,15 @@ impl Plan {
             .tables(self.tables)
             .table_size(self.table_size)
             .threads(w.threads)
+    }
+}
+
+/// `options` when `provider` is Lockstep, else nothing: the options are
+/// Lockstep's own, and Galera's runs keep their defaults.
+pub fn lockstep_only<'a>(provider: &Provider, options: &'a str) -> &'a str {
+    match provider {
+        Provider::Lockstep(_) => options,
+        _ => "",
     }
 }
 
@@ -62,7 +73,8 @@ pub fn run_provider(plan: &Plan, provider: &Provider, slot: Slot) -> ProviderRun
         .provider(provider.clone())
         .cluster_name("lockstep-bench")
         .slave_threads(plan.slave_threads)
-        .tls(plan.tls);
+        .tls(plan.tls)
+        .provider_options(lockstep_only(provider, &plan.lockstep_options));
     let mut cluster = match spec.start() {
         Ok(c) => c,
         Err(e) => {

@@ -62,6 +62,10 @@ pub struct Args {
     /// CA made per cluster), Lockstep and Galera alike.
     #[arg(long)]
     tls: bool,
+    /// Extra wsrep_provider_options for Lockstep's clusters only (Galera's
+    /// keep their defaults), e.g. `lockstep.commit_bypass=64M`.
+    #[arg(long, default_value = "", value_name = "OPTS")]
+    lockstep_options: String,
     /// large_trx: rows the big UPDATE changes.
     #[arg(long, default_value_t = 1_000_000, value_name = "ROWS")]
     large_rows: u64,
@@ -119,6 +123,7 @@ fn run_large_trx(args: &Args, providers: &[Provider], out: &std::path::Path) -> 
         rows: args.large_rows.max(1),
         time: Duration::from_secs(args.large_time.max(10)),
         slave_threads: args.slave_threads.max(1),
+        lockstep_options: args.lockstep_options.clone(),
         ..LargeTrxPlan::default()
     };
     let runs = large_trx::run(&plan, providers, out);
@@ -160,6 +165,7 @@ fn bench(args: &Args) -> Result<Bench, CliError> {
             workloads,
             raw_dir: out.join("raw"),
             tls: args.tls,
+            lockstep_options: args.lockstep_options.clone(),
         },
         providers,
         rounds: args.rounds,

@@ -6,6 +6,9 @@
 
 use crate::certification::{Key, KeyType};
 use crate::wire::codec::{DecodeError, Reader, Writer};
+use bytes::Bytes;
+
+use super::payload::Payload;
 
 /// Version byte at the start of every batch and member description.
 /// 2: members carry a quorum weight (`Action::Weight`, snapshots).
@@ -74,7 +77,7 @@ pub struct Writeset {
     pub flags: u32,
     pub keys: Vec<Key>,
     /// Concatenated data buffers (binlog events).
-    pub data: Vec<u8>,
+    pub data: Payload,
 }
 
 impl Writeset {
@@ -183,7 +186,9 @@ pub enum Action {
         of: u64,
         index: u32,
         count: u32,
-        bytes: Vec<u8>,
+        /// Shared with the log entry it was decoded from
+        /// ([`decode_batch_shared`]), so reassembly copies nothing.
+        bytes: Bytes,
     },
 }
 
@@ -301,17 +306,15 @@ pub fn encode_action(a: &Action) -> Vec<u8> {
 pub fn decode_action(bytes: &[u8]) -> Result<Action, DecodeError> {
     let mut r = Reader::new(bytes);
     check_version(&mut r)?;
-    let a = read_action(&mut r)?;
+    let a = read_action(&mut r, None)?;
     r.end()?;
     Ok(a)
 }
 
-/// [`decode_action`] of a buffer it may consume (a reassembled big
-/// writeset, `Sequencer::fragment`): a writeset's data is taken out of
-/// `bytes` in place instead of copied, which saves the group thread one
-/// fresh allocation of the writeset's size and its page faults (for a
-/// 300 MB writeset, a good part of the round that processes it).
-pub fn decode_action_owned(mut bytes: Vec<u8>) -> Result<Action, DecodeError> {
+/// [`decode_action`] of a buffer it may consume (a fragmented action
+/// that decoding ahead could not take apart, `reassembly`): a writeset's
+/// data is a slice of `bytes` instead of a copy.
+pub fn decode_action_owned(bytes: Vec<u8>) -> Result<Action, DecodeError> {
     let (ws, data_at, data_len) = {
         let mut r = Reader::new(&bytes);
         check_version(&mut r)?;
@@ -326,13 +329,25 @@ pub fn decode_action_owned(mut bytes: Vec<u8>) -> Result<Action, DecodeError> {
         r.end()?;
         (ws, at, len)
     };
-    bytes.truncate(data_at + data_len);
-    bytes.drain(..data_at);
-    Ok(Action::Writeset(Writeset { data: bytes, ..ws }))
+    let data = Bytes::from(bytes).slice(data_at..data_at + data_len);
+    Ok(Action::Writeset(Writeset {
+        data: Payload::from_chunks([data]),
+        ..ws
+    }))
 }
 
 /// Decodes a log entry written by [`encode_batch`].
 pub fn decode_batch(bytes: &[u8]) -> Result<Vec<Proposal>, DecodeError> {
+    read_batch(bytes, None)
+}
+
+/// [`decode_batch`] of a log entry's shared bytes: fragments point into
+/// `bytes` instead of copying out of it.
+pub fn decode_batch_shared(bytes: &Bytes) -> Result<Vec<Proposal>, DecodeError> {
+    read_batch(bytes, Some(bytes))
+}
+
+fn read_batch(bytes: &[u8], shared: Option<&Bytes>) -> Result<Vec<Proposal>, DecodeError> {
     let mut r = Reader::new(bytes);
     check_version(&mut r)?;
     let n = r.count("batch.len", MIN_PROPOSAL)?;
@@ -340,7 +355,7 @@ pub fn decode_batch(bytes: &[u8]) -> Result<Vec<Proposal>, DecodeError> {
     for _ in 0..n {
         let origin = r.u64("proposal.origin")?;
         let id = r.u64("proposal.id")?;
-        let action = read_action(&mut r)?;
+        let action = read_action(&mut r, shared)?;
         out.push(Proposal { origin, id, action });
     }
     r.end()?;
@@ -440,7 +455,8 @@ fn write_action(w: &mut Writer, a: &Action) {
     }
 }
 
-fn read_action(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
+/// `shared`: the buffer `r` reads, when fragments may point into it.
+fn read_action(r: &mut Reader<'_>, shared: Option<&Bytes>) -> Result<Action, DecodeError> {
     let tag = r.u8("action.tag")?;
     Ok(match tag {
         T_GENESIS => Action::Genesis {
@@ -521,7 +537,10 @@ fn read_action(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
             of: r.u64("fragment.of")?,
             index: r.u32("fragment.index")?,
             count: r.u32("fragment.count")?,
-            bytes: r.bytes("fragment.bytes")?.to_vec(),
+            bytes: match (r.bytes("fragment.bytes")?, shared) {
+                (b, Some(whole)) => whole.slice_ref(b),
+                (b, None) => Bytes::copy_from_slice(b),
+            },
         },
         other => {
             return Err(DecodeError::Invalid {
@@ -538,7 +557,7 @@ pub(crate) fn write_writeset(w: &mut Writer, ws: &Writeset) {
     for k in &ws.keys {
         write_key(w, k);
     }
-    w.bytes(&ws.data);
+    w.bytes_in_pieces(ws.data.len(), ws.data.chunks());
 }
 
 /// A writeset's fields before its keys, announcing `key_count` keys
@@ -550,7 +569,7 @@ pub(super) fn write_writeset_head(w: &mut Writer, ws: &Writeset, key_count: u32)
 
 pub(crate) fn read_writeset(r: &mut Reader<'_>) -> Result<Writeset, DecodeError> {
     let mut ws = read_writeset_header(r)?;
-    ws.data = r.bytes("ws.data")?.to_vec();
+    ws.data = Payload::from(r.bytes("ws.data")?);
     Ok(ws)
 }
 
@@ -574,7 +593,7 @@ pub(super) fn read_writeset_fields(r: &mut Reader<'_>) -> Result<Writeset, Decod
         last_seen: r.i64("ws.last_seen")?,
         flags: r.u32("ws.flags")?,
         keys: Vec::new(),
-        data: Vec::new(),
+        data: Payload::default(),
     })
 }
 
@@ -604,7 +623,7 @@ pub(crate) mod tests {
                 parts: vec![b"db".to_vec(), b"t".to_vec(), vec![0, 1]],
                 kind: KeyType::Update,
             }],
-            data: vec![1, 2, 3],
+            data: vec![1, 2, 3].into(),
         };
         let actions = vec![
             Action::Genesis {
@@ -672,7 +691,7 @@ pub(crate) mod tests {
                 of: 1 << 63,
                 index: 1,
                 count: 3,
-                bytes: vec![1, 2, 3],
+                bytes: vec![1, 2, 3].into(),
             },
         ];
         actions

@@ -98,6 +98,7 @@ impl Parts {
 #[cfg(test)]
 mod tests {
     use super::super::action::{decode_action, encode_action, Action};
+    use super::super::payload::Payload;
     use super::*;
     use crate::certification::KeyType;
     use proptest::prelude::*;
@@ -117,10 +118,10 @@ mod tests {
     }
 
     fn split(ws: &Writeset, step: usize) -> Vec<Vec<u8>> {
-        let body = EncodedBody::encode(&ws.keys, &ws.data, step);
+        let body = EncodedBody::encode(&ws.keys, &ws.data.contiguous(), step);
         let head = Writeset {
             keys: Vec::new(),
-            data: Vec::new(),
+            data: Payload::default(),
             ..ws.clone()
         };
         body.with_head(&head)

@@ -19,6 +19,7 @@ pub mod fragments;
 mod log_store;
 mod member_state;
 pub mod node;
+pub mod payload;
 mod reassembly;
 pub mod recovery;
 pub mod sequencer;

@@ -22,10 +22,11 @@
 //! - The leader's duties: add joiners as learners, promote synced
 //!   learners to voters, and evict members silent past the suspect timeout.
 
-use super::action::{decode_batch, encode_batch, Action, MemberInfo, Proposal, Writeset};
+use super::action::{decode_batch_shared, encode_batch, Action, MemberInfo, Proposal, Writeset};
 use super::fragments::EncodedBody;
 use super::log_store::LogStore;
 use super::member_state::MemberState;
+use super::payload::Payload;
 use super::sequencer::{Delivery, GroupView, Membership, Sequencer};
 use protobuf::Message as _;
 use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, Message, Snapshot};
@@ -441,10 +442,11 @@ impl Group {
         let big = matches!(&action, Action::Writeset(ws) if ws.size() > self.cfg.fragment_bytes);
         match action {
             Action::Writeset(ws) if big => {
-                let body = EncodedBody::encode(&ws.keys, &ws.data, self.cfg.fragment_bytes);
+                let body =
+                    EncodedBody::encode(&ws.keys, &ws.data.contiguous(), self.cfg.fragment_bytes);
                 let head = Writeset {
                     keys: Vec::new(),
-                    data: Vec::new(),
+                    data: Payload::default(),
                     ..ws
                 };
                 self.propose_fragments(id, body.with_head(&head));
@@ -469,7 +471,7 @@ impl Group {
                     of: id,
                     index: index as u32,
                     count,
-                    bytes,
+                    bytes: bytes.into(),
                 },
             });
         }
@@ -1178,7 +1180,7 @@ impl Group {
             let mut deliveries = Vec::new();
             let result = match entry.get_entry_type() {
                 EntryType::EntryNormal if entry.data.is_empty() => Ok(()),
-                EntryType::EntryNormal => match decode_batch(&entry.data) {
+                EntryType::EntryNormal => match decode_batch_shared(&entry.data) {
                     Ok(batch) => self
                         .seq
                         .entry(batch, &mut deliveries)

@@ -1,48 +1,111 @@
 //! One fragmented action being received (ADR 0009).
 //!
-//! Parts are appended to one buffer as they are ordered, so that the log
-//! position of the last part does not have to copy the whole action
-//! together: for a 300 MB writeset that copy (and the page faults of a
-//! fresh 300 MB allocation) was a good part of the group thread's longest
-//! round, the one every small writeset ordered after it waits for. A part
-//! that comes ahead of its turn (a re-proposed earlier part was ordered
-//! later) waits aside until the parts before it are there.
+//! Parts are kept as they were ordered, shared with the log entries that
+//! carried them ([`Bytes`]): the writeset's data is handed on as those
+//! parts ([`Payload`]), never joined on the group thread. Joining them here
+//! (one fresh 300 MB buffer for a 1M-row writeset, on every node) was half
+//! of the group thread's time while such a writeset streamed, most of it
+//! page faults, in the rounds every small writeset ordered meanwhile waits
+//! for. Only the header and keys, which certification needs, are decoded
+//! as the parts arrive. A part that comes ahead of its turn (a re-proposed
+//! earlier part was ordered later) waits aside until the parts before it
+//! are there.
 
 use std::collections::BTreeMap;
 
+use bytes::Bytes;
+
 use super::action::{check_version, read_key, read_writeset_fields, Action, Writeset, T_WRITESET};
+use super::payload::Payload;
 use crate::wire::codec::{DecodeError, Reader};
 
 /// A fragmented writeset's header and keys, decoded while its parts
-/// arrive (they come first in its encoding), so the round of its last
-/// part only decodes the data length and takes the data in place. A cache
-/// of what the joined bytes say: rebuilt the same way from a snapshot's
-/// parts, and when it cannot be used the whole is decoded at the end.
+/// arrive (they come first in its encoding), and where its data lies. A
+/// cache of what the joined bytes say: rebuilt the same way from a
+/// snapshot's parts, and when it cannot be used the whole is decoded at
+/// the end.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 struct KeysAhead {
     /// Header fields (keys gathered into it), once its bytes are there.
     head: Option<Writeset>,
     /// Keys the header announces.
     count: usize,
-    /// Where the next undecoded byte of `joined` is.
+    /// The received bytes from `at` on, not decoded yet: what is left of
+    /// a part when a key (or the header) goes on in the next one. Only the
+    /// header and keys pass through here, never the data.
+    carry: Vec<u8>,
+    /// Offset in the action of `carry`'s first byte.
     at: usize,
+    /// Offset and length of the data, once its length prefix is read.
+    data: Option<(usize, usize)>,
     /// Not a writeset, or malformed: decode it all at the end.
     off: bool,
 }
 
-/// What a partial action reserves at most ahead of the bytes it has.
-const RESERVE_AHEAD: usize = 64 << 20;
+impl KeysAhead {
+    /// Takes the next in-order part: decodes the header, as many whole
+    /// keys as there are, then the data's length.
+    fn feed(&mut self, part: &[u8]) {
+        if self.off || self.data.is_some() {
+            return;
+        }
+        let mut carry = std::mem::take(&mut self.carry);
+        carry.extend_from_slice(part);
+        let mut r = Reader::new(&carry);
+        let outcome = self.decode(&mut r, carry.len());
+        let used = carry.len() - r.remaining();
+        match outcome {
+            Ok(()) | Err(DecodeError::Truncated { .. }) => {
+                carry.drain(..used);
+                self.at += used;
+            }
+            Err(_) => self.off = true,
+        }
+        if self.data.is_none() && !self.off {
+            self.carry = carry;
+        }
+    }
+
+    /// Decodes what `r` holds (the `carry` of `len` bytes); stops cleanly
+    /// (`Truncated`) at the first item cut short, having consumed only
+    /// whole items.
+    fn decode(&mut self, r: &mut Reader<'_>, len: usize) -> Result<(), DecodeError> {
+        if self.head.is_none() {
+            let mut h = r.clone();
+            check_version(&mut h)?;
+            if h.u8("action.tag")? != T_WRITESET {
+                return Err(DecodeError::Invalid {
+                    field: "action.tag",
+                    value: 0,
+                });
+            }
+            let ws = read_writeset_fields(&mut h)?;
+            self.count = h.u32("ws.keys")? as usize;
+            self.head = Some(ws);
+            *r = h;
+        }
+        let ws = self.head.as_mut().expect("decoded above");
+        while ws.keys.len() < self.count {
+            let mut k = r.clone();
+            ws.keys.push(read_key(&mut k)?);
+            *r = k;
+        }
+        let mut d = r.clone();
+        let data_len = d.u32("ws.data")? as usize;
+        *r = d;
+        self.data = Some((self.at + len - r.remaining(), data_len));
+        Ok(())
+    }
+}
 
 /// The parts of one fragmented action received so far.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Partial {
     count: u32,
-    /// Parts `0..lens.len()` concatenated.
-    joined: Vec<u8>,
-    /// Length of each part in `joined` (a snapshot lists them as they came).
-    lens: Vec<usize>,
+    /// Parts `0..parts.len()`, in order.
+    parts: Vec<Bytes>,
     /// Parts received before all those below them.
-    ahead: BTreeMap<u32, Vec<u8>>,
+    ahead: BTreeMap<u32, Bytes>,
     bytes: usize,
     keys: KeysAhead,
 }
@@ -51,8 +114,7 @@ impl Partial {
     pub fn new(count: u32) -> Partial {
         Partial {
             count,
-            joined: Vec::new(),
-            lens: Vec::new(),
+            parts: Vec::new(),
             ahead: BTreeMap::new(),
             bytes: 0,
             keys: KeysAhead::default(),
@@ -70,10 +132,8 @@ impl Partial {
     }
 
     /// Adds part `index` (`< count`); a part already received is ignored.
-    /// `room`: how many more bytes this action may still grow by, which
-    /// caps what is reserved ahead.
-    pub fn insert(&mut self, index: u32, part: Vec<u8>, room: usize) {
-        let next = self.lens.len() as u32;
+    pub fn insert(&mut self, index: u32, part: Bytes) {
+        let next = self.parts.len() as u32;
         if index < next || self.ahead.contains_key(&index) || index >= self.count {
             return;
         }
@@ -82,141 +142,91 @@ impl Partial {
             self.ahead.insert(index, part);
             return;
         }
-        // Parts after the first are all of the size this one has, but for
-        // the last: reserve for them at once instead of doubling the
-        // buffer (and copying it) as it grows.
-        // The count is the sender's word, though: ahead of what arrived,
-        // reserve at most 64 MiB or 8 times what arrived, so a made-up
-        // count (found by the fuzzer: 2^32 parts of a few bytes) cannot
-        // make this node allocate gigabytes it never receives.
-        let rest = (self.count - index) as usize;
-        let arrived = self.joined.len() + part.len();
-        let ahead = RESERVE_AHEAD.max(arrived.saturating_mul(8));
-        let want = part.len().saturating_mul(rest).min(room).min(ahead);
-        // Only when this part does not fit: growing then by all that is
-        // wanted keeps the copies few (64 MiB once for a 257 MB action).
-        if self.joined.capacity() - self.joined.len() < part.len() {
-            self.joined.reserve_exact(want.max(part.len()));
-        }
         self.append(part);
-        while let Some(part) = self.ahead.remove(&(self.lens.len() as u32)) {
+        while let Some(part) = self.ahead.remove(&(self.parts.len() as u32)) {
             self.append(part);
         }
-        self.decode_ahead();
     }
 
-    /// Decodes the header and as many whole keys as `joined` holds.
-    fn decode_ahead(&mut self) {
-        let k = &mut self.keys;
-        if k.off {
-            return;
-        }
-        if k.head.is_none() {
-            let mut r = Reader::new(&self.joined);
-            let head = (|| {
-                check_version(&mut r)?;
-                if r.u8("action.tag")? != T_WRITESET {
-                    return Err(DecodeError::Invalid {
-                        field: "action.tag",
-                        value: 0,
-                    });
-                }
-                let ws = read_writeset_fields(&mut r)?;
-                Ok((ws, r.u32("ws.keys")? as usize))
-            })();
-            match head {
-                Ok((ws, count)) => {
-                    k.head = Some(ws);
-                    k.count = count;
-                    k.at = self.joined.len() - r.remaining();
-                }
-                Err(DecodeError::Truncated { .. }) => return,
-                Err(_) => {
-                    k.off = true;
-                    return;
-                }
-            }
-        }
-        let Some(ws) = k.head.as_mut() else { return };
-        let mut r = Reader::new(&self.joined[k.at..]);
-        while ws.keys.len() < k.count {
-            let before = r.remaining();
-            match read_key(&mut r) {
-                Ok(key) => {
-                    ws.keys.push(key);
-                    k.at += before - r.remaining();
-                }
-                Err(DecodeError::Truncated { .. }) => return,
-                Err(_) => {
-                    k.off = true;
-                    return;
-                }
-            }
-        }
+    fn append(&mut self, part: Bytes) {
+        self.keys.feed(&part);
+        self.parts.push(part);
     }
 
     /// The whole action, once complete: a writeset from the keys decoded
-    /// ahead and its data taken out of the joined bytes in place; anything
-    /// else decoded whole (`decode_action_owned`).
+    /// ahead and its data as slices of the parts; anything else (or a
+    /// writeset the decoding ahead gave up on) joined and decoded whole
+    /// (`decode_action_owned`).
     pub fn into_action(self) -> Option<Result<Action, DecodeError>> {
         if !self.is_complete() {
             return None;
         }
         let k = self.keys;
-        let mut joined = self.joined;
-        let ahead = match k.head {
-            Some(ws) if !k.off && ws.keys.len() == k.count => Some(ws),
+        let ws = match (k.head, k.data) {
+            (Some(ws), Some(data)) if !k.off && ws.keys.len() == k.count => Some((ws, data)),
             _ => None,
         };
-        let Some(ws) = ahead else {
-            return Some(super::action::decode_action_owned(joined));
+        let Some((ws, (data_at, len))) = ws else {
+            return Some(super::action::decode_action_owned(join(&self.parts)));
         };
-        let (data_at, len) = {
-            let mut r = Reader::new(&joined[k.at..]);
-            let data = match r.bytes("ws.data") {
-                Ok(d) => d.len(),
-                Err(e) => return Some(Err(e)),
-            };
-            if let Err(e) = r.end() {
-                return Some(Err(e));
-            }
-            (k.at + 4, data)
-        };
-        joined.truncate(data_at + len);
-        joined.drain(..data_at);
-        Some(Ok(Action::Writeset(Writeset { data: joined, ..ws })))
-    }
-
-    fn append(&mut self, part: Vec<u8>) {
-        self.joined.extend_from_slice(&part);
-        self.lens.push(part.len());
+        if data_at + len != self.bytes {
+            // Short or trailing bytes: the error decoding the whole gives.
+            return Some(super::action::decode_action_owned(join(&self.parts)));
+        }
+        Some(Ok(Action::Writeset(Writeset {
+            data: slice(&self.parts, data_at, len),
+            ..ws
+        })))
     }
 
     pub fn is_complete(&self) -> bool {
-        self.lens.len() == self.count as usize
+        self.parts.len() == self.count as usize
     }
 
     /// The whole action's bytes, once complete (`None` before).
     #[cfg(test)]
     pub fn into_bytes(self) -> Option<Vec<u8>> {
-        self.is_complete().then_some(self.joined)
+        self.is_complete().then(|| join(&self.parts))
     }
 
     /// The parts received, by index (for snapshots).
     pub fn parts(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
-        let mut at = 0;
-        let joined = self.lens.iter().enumerate().map(move |(i, &len)| {
-            let part = &self.joined[at..at + len];
-            at += len;
-            (i as u32, part)
-        });
-        joined.chain(self.ahead.iter().map(|(&i, p)| (i, p.as_slice())))
+        let in_order = self
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (i as u32, &p[..]));
+        in_order.chain(self.ahead.iter().map(|(&i, p)| (i, &p[..])))
     }
 
     /// Number of parts received.
     pub fn received(&self) -> usize {
-        self.lens.len() + self.ahead.len()
+        self.parts.len() + self.ahead.len()
     }
+}
+
+fn join(parts: &[Bytes]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(parts.iter().map(Bytes::len).sum());
+    for p in parts {
+        v.extend_from_slice(p);
+    }
+    v
+}
+
+/// Bytes `at..at + len` of the parts joined, as slices of them.
+fn slice(parts: &[Bytes], at: usize, len: usize) -> Payload {
+    let (mut from, to) = (at, at + len);
+    let mut start = 0;
+    let mut chunks = Vec::new();
+    for p in parts {
+        let end = start + p.len();
+        if end > from && start < to {
+            chunks.push(p.slice(from - start..to.min(end) - start));
+            from = to.min(end);
+        }
+        start = end;
+    }
+    Payload::from_chunks(chunks)
 }
 
 #[cfg(test)]
@@ -224,27 +234,26 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    fn b(v: &[u8]) -> Bytes {
+        Bytes::copy_from_slice(v)
+    }
+
     #[test]
-    fn a_made_up_part_count_reserves_little_ahead_of_what_arrived() {
-        let mut p = Partial::new(u32::MAX);
-        p.insert(0, vec![1; 3], usize::MAX);
-        assert!(
-            p.joined.capacity() <= RESERVE_AHEAD,
-            "{}",
-            p.joined.capacity()
-        );
-        // A real big action still gets its room in two steps: 64 MiB at
-        // its first part, the rest when those are full.
-        let part = vec![0u8; 1 << 20];
-        let mut p = Partial::new(256);
-        let mut grew = 0;
-        for i in 0..256 {
-            let before = p.joined.capacity();
-            p.insert(i, part.clone(), usize::MAX);
-            grew += usize::from(p.joined.capacity() != before);
+    fn a_writesets_data_is_slices_of_its_parts() {
+        let bytes = super::super::action::encode_action(&sample_writeset(40, 5000));
+        let mut p = Partial::new(bytes.chunks(700).count() as u32);
+        for (i, part) in bytes.chunks(700).enumerate() {
+            p.insert(i as u32, b(part));
         }
-        assert_eq!(grew, 2);
-        assert_eq!(p.joined.capacity(), 256 << 20);
+        assert!(p.keys.carry.is_empty(), "the data is not carried");
+        let Some(Ok(Action::Writeset(ws))) = p.into_action() else {
+            panic!("a writeset");
+        };
+        assert_eq!(
+            Some(Action::Writeset(ws.clone())),
+            Some(sample_writeset(40, 5000))
+        );
+        assert!(ws.data.chunk_count() >= 5000 / 700, "{:?}", ws.data);
     }
 
     proptest! {
@@ -262,7 +271,7 @@ mod tests {
             let mut p = Partial::new(count);
             // Some parts in a made-up order (with repeats), then all.
             for i in order.iter().map(|i| i % parts.len()).chain(0..parts.len()) {
-                p.insert(i as u32, parts[i].clone(), usize::MAX);
+                p.insert(i as u32, b(&parts[i]));
                 let listed: Vec<(u32, Vec<u8>)> =
                     p.parts().map(|(i, b)| (i, b.to_vec())).collect();
                 prop_assert_eq!(listed.len(), p.received());
@@ -287,7 +296,7 @@ mod tests {
             keys: (0..keys)
                 .map(|i| Key::new([b"db".to_vec(), vec![i as u8; i % 5]], KeyType::Update))
                 .collect(),
-            data: (0..data).map(|i| (i * 7) as u8).collect(),
+            data: (0..data).map(|i| (i * 7) as u8).collect::<Vec<u8>>().into(),
         })
     }
 
@@ -324,7 +333,7 @@ mod tests {
                 (0..parts.len()).collect()
             };
             for i in order {
-                p.insert(i as u32, parts[i].clone(), usize::MAX);
+                p.insert(i as u32, b(&parts[i]));
             }
             let want = super::super::action::decode_action_owned(bytes);
             prop_assert_eq!(p.into_action(), Some(want));
@@ -340,21 +349,19 @@ mod tests {
         };
         let bytes = super::super::action::encode_action(&a);
         let mut p = Partial::new(2);
-        p.insert(0, bytes[..3].to_vec(), usize::MAX);
+        p.insert(0, b(&bytes[..3]));
         assert_eq!(p.clone().into_action(), None, "incomplete");
-        p.insert(1, bytes[3..].to_vec(), usize::MAX);
+        p.insert(1, b(&bytes[3..]));
         assert_eq!(p.into_action(), Some(Ok(a)));
     }
 
     #[test]
-    fn incomplete_actions_give_no_bytes_and_reserve_within_room() {
+    fn incomplete_actions_give_no_bytes() {
         let mut p = Partial::new(3);
-        p.insert(1, vec![1; 100], 250);
-        assert_eq!(p.joined.capacity(), 0, "nothing reserved for a part ahead");
-        p.insert(0, vec![0; 100], 250);
-        assert!(p.joined.capacity() <= 250);
+        p.insert(1, b(&[1; 100]));
+        p.insert(0, b(&[0; 100]));
         assert_eq!(p.received(), 2);
-        p.insert(7, vec![7; 10], 250);
+        p.insert(7, b(&[7; 10]));
         assert_eq!(p.received(), 2, "an index beyond the count is ignored");
         assert_eq!(p.into_bytes(), None);
     }

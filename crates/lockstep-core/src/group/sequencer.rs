@@ -9,6 +9,7 @@ use super::action::{Action, CacheIst, MemberInfo, Proposal, Writeset};
 use super::member_state::MemberState;
 use super::vote::{VoteEvent, Votes};
 use crate::certification::{CertError, CertOutcome, CertRequest, Certifier, Seqno};
+use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use wsrep_abi::flags;
@@ -408,7 +409,7 @@ impl Sequencer {
         &mut self,
         origin: u64,
         (of, index, count): (u64, u32, u32),
-        bytes: Vec<u8>,
+        bytes: Bytes,
         out: &mut Vec<Delivery>,
     ) -> Result<(), SequencerError> {
         let drop_it = |s: &mut Sequencer, out: &mut Vec<Delivery>| {
@@ -437,7 +438,7 @@ impl Sequencer {
             drop_it(self, out);
             return Ok(());
         }
-        entry.insert(index, bytes, MAX_PARTIAL_BYTES - total);
+        entry.insert(index, bytes);
         if !entry.is_complete() {
             return Ok(());
         }

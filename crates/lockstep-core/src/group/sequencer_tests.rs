@@ -22,7 +22,7 @@ fn writeset_of(id: u64, last_seen: i64, keys: Vec<Key>) -> Writeset {
         last_seen,
         flags: flags::TRX_START | flags::TRX_END,
         keys,
-        data: vec![1; 16],
+        data: vec![1; 16].into(),
     }
 }
 

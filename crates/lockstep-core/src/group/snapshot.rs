@@ -9,9 +9,11 @@
 
 use super::action::{read_key, read_member, write_key, write_member, Writeset, ACTION_VERSION};
 use super::member_state::MemberState;
+use super::payload::Payload;
 use super::sequencer::{Member, Partial, Sequencer};
 use crate::certification::{CertRequest, Certifier};
 use crate::wire::codec::{DecodeError, Reader, Writer};
+use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use wsrep_abi::flags;
@@ -209,7 +211,7 @@ impl Sequencer {
                 last_seen: ws_last_seen,
                 flags: wsflags,
                 keys,
-                data: Vec::new(),
+                data: Payload::default(),
             };
             window.push_back((seqno, Arc::new(ws), passed));
         }
@@ -223,8 +225,8 @@ impl Sequencer {
             let mut p = Partial::new(count);
             for _ in 0..k {
                 let index = r.u32("partial.index")?;
-                let part = r.bytes("partial.bytes")?.to_vec();
-                p.insert(index, part, super::sequencer::MAX_PARTIAL_BYTES);
+                let part = Bytes::copy_from_slice(r.bytes("partial.bytes")?);
+                p.insert(index, part);
             }
             partial.insert((origin, of), p);
         }
@@ -311,7 +313,7 @@ mod tests {
                                 parts: vec![b"db".to_vec(), b"t".to_vec(), row.into_bytes()],
                                 kind,
                             }],
-                            data: vec![1, 2, 3],
+                            data: vec![1, 2, 3].into(),
                         })
                     }
                 };
@@ -340,7 +342,7 @@ mod tests {
                     of,
                     index: k as u32,
                     count,
-                    bytes: part.to_vec(),
+                    bytes: Bytes::copy_from_slice(part),
                 },
             })
             .collect()
@@ -412,7 +414,7 @@ mod tests {
                 of: 9,
                 index: 4,
                 count: 2,
-                bytes: vec![0],
+                bytes: vec![0].into(),
             },
         };
         s.entry(vec![bad], &mut out).unwrap();

@@ -384,7 +384,7 @@ mod tests {
                 parts: vec![b"db".to_vec(), b"t".to_vec(), vec![0, 1]],
                 kind: KeyType::Update,
             }],
-            data,
+            data: data.into(),
         })
     }
 

@@ -1473,7 +1473,7 @@ impl Sim {
             last_seen: g.sequencer().last_seqno(),
             flags,
             keys,
-            data: node.trx.to_le_bytes().to_vec(),
+            data: node.trx.to_le_bytes().to_vec().into(),
         }
     }
 
