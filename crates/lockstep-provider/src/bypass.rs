@@ -34,6 +34,24 @@ pub const SETTLE: Duration = Duration::from_secs(3);
 pub const BEHIND_LARGE_EVENTS: usize = 65_536;
 pub const BEHIND_LARGE_BYTES: u64 = 64 << 20;
 
+/// Once the large writeset has committed, the backlog its apply left may
+/// drain for at most this long before flow control counts all of it again
+/// (the allowance shrinks to nothing over this time).
+pub const BACKLOG_DRAIN: Duration = Duration::from_secs(10);
+
+/// What flow control leaves out while the backlog of a large apply drains
+/// (`Bypass::counted`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backlog {
+    /// Events exempt when the large writeset committed.
+    initial: u64,
+    /// Events exempt now: never more than the queue has held since, so
+    /// the lag can shrink but not grow back.
+    allowance: u64,
+    /// When the large writeset left commit order (first seen).
+    since: Option<Instant>,
+}
+
 /// The bypass bookkeeping, in `Inner`.
 #[derive(Default)]
 pub struct Bypass {
@@ -61,9 +79,9 @@ pub struct Bypass {
     /// Bound: the local transactions in flight (one per client thread);
     /// entries leave with commit order (`forget_upto`).
     pub related: BTreeMap<i64, Vec<i64>>,
-    /// The highest seqno seen queued behind a large writeset, until commit
-    /// order passes it: the backlog its apply left (`counted`).
-    pub backlog_upto: Option<i64>,
+    /// The backlog a large writeset's apply left, while it drains
+    /// (`counted`).
+    pub backlog: Option<Backlog>,
 }
 
 impl Bypass {
@@ -80,38 +98,60 @@ impl Bypass {
         self.large.range(level + 1..).next().copied()
     }
 
-    /// Of `queued` (seqno, bytes) events, how many flow control counts:
-    /// those behind the large writeset that holds commit order are left
-    /// out, up to [`BEHIND_LARGE_EVENTS`] and [`BEHIND_LARGE_BYTES`]; and
-    /// once it has committed, so is that backlog while it drains (counting
-    /// it then stopped every writer of the cluster for a second or two
-    /// right after the apply). Writesets ordered after the backlog count.
+    /// Of `queued` (seqno, bytes) events, how many flow control counts at
+    /// `now`: those behind the large writeset that holds commit order are
+    /// left out, up to [`BEHIND_LARGE_EVENTS`] and [`BEHIND_LARGE_BYTES`].
+    ///
+    /// Once it has committed, that many events stay out while the backlog
+    /// drains: the allowance follows the queue down (the lag may shrink,
+    /// never grow back) and falls to nothing over [`BACKLOG_DRAIN`]. So a
+    /// node that applies faster than the cluster writes catches up without
+    /// stopping anyone; one that does not is throttled to its pace, with
+    /// the lag bounded by what the big apply left. Counting the backlog at
+    /// once stopped every writer for a second or two after the apply; so
+    /// did exempting only the writesets that had queued behind it, since
+    /// those ordered after them then counted against `gcs.fc_limit` until
+    /// the whole backlog was applied.
     pub fn counted(
         &mut self,
         level: i64,
         queued: impl Iterator<Item = (Option<i64>, usize)>,
+        now: Instant,
     ) -> u64 {
         let large = self.holding(level);
-        if self.backlog_upto.is_some_and(|b| b <= level) {
-            self.backlog_upto = None;
-        }
-        let (mut total, mut behind, mut bytes) = (0u64, 0usize, 0u64);
+        let (mut total, mut behind, mut bytes) = (0u64, 0u64, 0u64);
         for (seqno, size) in queued {
             total += 1;
-            let exempt = match (seqno, large) {
-                (Some(s), Some(l)) if s > l => {
-                    self.backlog_upto = Some(self.backlog_upto.map_or(s, |b| b.max(s)));
-                    true
-                }
-                (Some(s), _) => self.backlog_upto.is_some_and(|b| s <= b),
-                _ => false,
-            };
-            if exempt && behind < BEHIND_LARGE_EVENTS && bytes + size as u64 <= BEHIND_LARGE_BYTES {
+            let exempt = matches!((seqno, large), (Some(s), Some(l)) if s > l);
+            if exempt
+                && behind < BEHIND_LARGE_EVENTS as u64
+                && bytes + size as u64 <= BEHIND_LARGE_BYTES
+            {
                 behind += 1;
                 bytes += size as u64;
             }
         }
-        total - behind as u64
+        if large.is_some() {
+            self.backlog = (behind > 0).then_some(Backlog {
+                initial: behind,
+                allowance: behind,
+                since: None,
+            });
+            return total - behind;
+        }
+        let Some(b) = self.backlog.as_mut() else {
+            return total;
+        };
+        let since = *b.since.get_or_insert(now);
+        let left = BACKLOG_DRAIN.saturating_sub(now.saturating_duration_since(since));
+        let decayed =
+            (b.initial as u128 * left.as_millis() / BACKLOG_DRAIN.as_millis().max(1)) as u64;
+        b.allowance = b.allowance.min(total).min(decayed);
+        let allowance = b.allowance;
+        if allowance == 0 {
+            self.backlog = None;
+        }
+        total - allowance
     }
 
     /// Whether a local transaction at `seqno` whose dependencies end at
@@ -289,38 +329,58 @@ mod tests {
 
     #[test]
     fn flow_control_leaves_out_what_waits_behind_a_large_writeset_up_to_a_bound() {
+        let now = Instant::now();
         let mut b = Bypass::default();
         let queued = |n: i64| (20..20 + n).map(|s| (Some(s), 100usize));
-        assert_eq!(b.counted(10, queued(50)), 50, "nothing large: all count");
+        assert_eq!(
+            b.counted(10, queued(50), now),
+            50,
+            "nothing large: all count"
+        );
         b.large.insert(15);
-        assert_eq!(b.counted(10, queued(50)), 0, "all behind 15");
+        assert_eq!(b.counted(10, queued(50), now), 0, "all behind 15");
         // (A made-up change of the large writeset: a fresh bookkeeping.)
         let mut b = Bypass {
             large: BTreeSet::from([30]),
             ..Bypass::default()
         };
-        assert_eq!(b.counted(10, queued(50)), 11, "20..=30 count, 31.. do not");
+        assert_eq!(
+            b.counted(10, queued(50), now),
+            11,
+            "20..=30 count, 31.. do not"
+        );
         let many = (31..31 + BEHIND_LARGE_EVENTS as i64 + 7).map(|s| (Some(s), 10usize));
-        assert_eq!(b.counted(10, many), 7, "past the bound they count again");
+        assert_eq!(
+            b.counted(10, many, now),
+            7,
+            "past the bound they count again"
+        );
         let big = (31..41).map(|s| (Some(s), (BEHIND_LARGE_BYTES / 4) as usize));
-        assert_eq!(b.counted(10, big), 6, "4 fit in the byte bound");
+        assert_eq!(b.counted(10, big, now), 6, "4 fit in the byte bound");
     }
 
     #[test]
-    fn the_backlog_a_large_writeset_left_drains_without_flow_control() {
+    fn the_backlog_a_large_writeset_left_may_shrink_but_not_grow_back() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
         let mut b = Bypass::default();
         let queued = |from: i64, to: i64| (from..=to).map(|s| (Some(s), 100usize));
         b.large.insert(30);
-        assert_eq!(b.counted(29, queued(31, 40)), 0, "behind 30");
+        assert_eq!(b.counted(29, queued(31, 1030), at(0)), 0, "1000 behind 30");
         b.large.clear();
-        assert_eq!(
-            b.counted(30, queued(31, 50)),
-            10,
-            "30 committed: 31..=40 were behind it and drain exempt; 41.. count"
-        );
-        assert_eq!(b.counted(35, queued(36, 50)), 10, "still draining");
-        assert_eq!(b.counted(40, queued(41, 50)), 10, "drained: all count");
-        assert_eq!(b.backlog_upto, None);
+        // 30 committed: as many events stay out while the backlog drains,
+        // whichever they are; new ones take the places of applied ones.
+        assert_eq!(b.counted(30, queued(31, 1030), at(0)), 0);
+        assert_eq!(b.counted(400, queued(401, 1200), at(1000)), 0, "800 queued");
+        // The allowance followed the queue down to 800: growing back to 1000
+        // counts the 200 above it.
+        assert_eq!(b.counted(600, queued(601, 1600), at(2000)), 200);
+        // Over BACKLOG_DRAIN it falls to nothing: at 9/10 of it, 100 of the
+        // initial 1000 may stay out.
+        assert_eq!(b.counted(700, queued(701, 1600), at(9000)), 800);
+        assert_eq!(b.counted(700, queued(701, 1600), at(10_000)), 900);
+        assert_eq!(b.backlog, None, "drained: the bookkeeping goes");
+        assert_eq!(b.counted(700, queued(701, 1600), at(10_001)), 900);
     }
 
     #[test]

@@ -38,6 +38,9 @@ pub struct Provider {
     pub server: Server,
     pub options: Mutex<Options>,
     tunables: RwLock<Tunables>,
+    /// Whether the server writes a binary log (`None`: unknown), which
+    /// decides the default of `lockstep.commit_bypass`.
+    server_binlog: Option<bool>,
     pub store: Mutex<Box<dyn StateStore>>,
     pub shared: Arc<Shared>,
     /// The group channel while connected to a multi-node cluster.
@@ -126,7 +129,9 @@ impl Provider {
                  socket.ssl_cert, socket.ssl_key and socket.ssl_ca (`lockstep cert` makes them)"
             );
         }
-        let tunables = Tunables::from_options(&options);
+        let server_binlog = crate::ffi::server_writes_binlog();
+        let tunables = Tunables::from_options(&options, server_binlog);
+        log_commit_bypass(&options, server_binlog, tunables.commit_bypass);
         let mut inner = Inner::new(saved.uuid, position);
         inner.bypass.marker_dir = Some(cfg.data_dir.clone());
         inner.fc_limits = tunables.fc;
@@ -139,6 +144,7 @@ impl Provider {
             proto_ver: cfg.proto_ver,
             server: cfg.server,
             tunables: RwLock::new(tunables),
+            server_binlog,
             options: Mutex::new(options),
             store: Mutex::new(store),
             shared: Arc::new(Shared {
@@ -236,7 +242,9 @@ impl Provider {
         }
         let mut options = self.options.lock().unwrap_or_else(|p| p.into_inner());
         let result = options.apply_runtime(conf);
-        let tunables = result.is_ok().then(|| Tunables::from_options(&options));
+        let tunables = result
+            .is_ok()
+            .then(|| Tunables::from_options(&options, self.server_binlog));
         // The provider lock only after the options lock is released: the
         // two are never held together.
         drop(options);
@@ -387,7 +395,9 @@ pub struct Tunables {
 impl Tunables {
     /// The typed values of `options`; the defaults stand in for a value
     /// that does not parse (the option table validates values on set).
-    fn from_options(options: &Options) -> Tunables {
+    /// `server_binlog`: whether the server writes a binary log (`None`:
+    /// unknown), for the default of `lockstep.commit_bypass`.
+    fn from_options(options: &Options, server_binlog: Option<bool>) -> Tunables {
         Tunables {
             max_ws_size: options
                 .size("repl.max_ws_size")
@@ -405,8 +415,38 @@ impl Tunables {
                 .size("gcs.recv_q_hard_limit")
                 .ok()
                 .filter(|v| *v < i64::MAX as u64),
-            commit_bypass: options.size("lockstep.commit_bypass").unwrap_or(0),
+            commit_bypass: commit_bypass(options, server_binlog),
         }
+    }
+}
+
+/// `lockstep.commit_bypass` in effect (ADR 0011). Set explicitly, it is
+/// what it says. By default it is on (64M) only where the server is known
+/// to write no binary log: a binlog records commits in commit order, and
+/// with `wsrep_gtid_mode` its GTIDs must name the same transactions on
+/// every node, which a local transaction committing ahead would break.
+fn commit_bypass(options: &Options, server_binlog: Option<bool>) -> u64 {
+    let value = options.size("lockstep.commit_bypass").unwrap_or(0);
+    if options.is_explicit("lockstep.commit_bypass") || server_binlog == Some(false) {
+        value
+    } else {
+        0
+    }
+}
+
+fn log_commit_bypass(options: &Options, server_binlog: Option<bool>, bytes: u64) {
+    if options.is_explicit("lockstep.commit_bypass") {
+        return;
+    }
+    match (server_binlog, bytes) {
+        (Some(false), b) if b > 0 => info!(
+            "commit bypass on for writesets of {} MiB or more (lockstep.commit_bypass):              local transactions that do not depend on such a writeset commit before its apply              ends; set lockstep.commit_bypass=0 for strict commit order",
+            b >> 20
+        ),
+        (Some(true), _) => info!(
+            "commit bypass off: this server writes a binary log, which must follow the commit              order (set lockstep.commit_bypass to override)"
+        ),
+        _ => {}
     }
 }
 
@@ -477,9 +517,29 @@ mod tests {
     #[test]
     fn galeras_default_hard_limit_means_none() {
         let mut o = Options::new("127.0.0.1:16001", "/data");
-        assert_eq!(Tunables::from_options(&o).recv_q_hard_limit, None);
+        assert_eq!(Tunables::from_options(&o, None).recv_q_hard_limit, None);
         o.apply_initial("gcs.recv_q_hard_limit=1M").unwrap();
-        assert_eq!(Tunables::from_options(&o).recv_q_hard_limit, Some(1 << 20));
+        assert_eq!(
+            Tunables::from_options(&o, None).recv_q_hard_limit,
+            Some(1 << 20)
+        );
+    }
+
+    #[test]
+    fn the_commit_bypass_is_on_by_default_only_without_a_binlog() {
+        let mut o = Options::new("127.0.0.1:16001", "/data");
+        let bypass = |o: &Options, binlog| Tunables::from_options(o, binlog).commit_bypass;
+        assert_eq!(bypass(&o, Some(false)), 64 << 20);
+        assert_eq!(bypass(&o, Some(true)), 0, "the binlog follows commit order");
+        assert_eq!(bypass(&o, None), 0, "unknown server: the cautious side");
+        o.apply_initial("lockstep.commit_bypass=8M").unwrap();
+        assert_eq!(
+            bypass(&o, Some(true)),
+            8 << 20,
+            "set explicitly, it is what it says"
+        );
+        o.apply_runtime("lockstep.commit_bypass=0").unwrap();
+        assert_eq!(bypass(&o, Some(false)), 0);
     }
 
     #[test]

@@ -228,7 +228,7 @@ pub const TABLE: &[Spec] = &[
     o("ist.keep_keys",                 Unset,                        Bool,     Dynamic),   // hidden
     o("ist.recv_addr",                 Unset,                        Str,      Static).honoured(),    // provider derives it when unset
     o("ist.recv_bind",                 Unset,                        Str,      Static).honoured(),
-    o("lockstep.commit_bypass",        Fixed("0"),                 Size,     Dynamic).honoured(),
+    o("lockstep.commit_bypass",        Fixed("64M"),               Size,     Dynamic).honoured(),   // provider: 0 where the server writes a binlog
     o("lockstep.raft_tick",            Fixed("PT0.05S"),              Duration, Static).honoured(),
     o("lockstep.secret",               Unset,                        Str,      Static).not_printed(),
     o("pc.announce_timeout",           Fixed("PT3S"),                Duration, Static),

@@ -664,6 +664,7 @@ impl Worker {
         let queue = inner.bypass.counted(
             inner.commit.level(),
             inner.events.iter().map(|e| (e.seqno(), e.bytes())),
+            Instant::now(),
         );
         if let Some(limit) = g.recv_q_hard_limit {
             let bytes: u64 = g.events.iter().map(|e| e.bytes() as u64).sum();

@@ -5,7 +5,10 @@
 mod convert;
 mod entry;
 pub(crate) mod guard;
+mod server_vars;
 mod stats;
+
+pub(crate) use server_vars::server_writes_binlog;
 
 use std::ffi::c_int;
 use std::sync::Mutex;
