@@ -133,7 +133,17 @@ pub fn provider_options(data: &[u8]) {
 /// sent; its text form shows the known fields only.
 pub fn raft_message(data: &[u8]) {
     use protobuf::Message as _;
-    if let Ok(m) = raft::eraftpb::Message::parse_from_bytes(data) {
+    // The group thread parses from shared bytes (entry data sliced, not
+    // copied): it must take and refuse exactly what a copying parse does.
+    let shared = raft::eraftpb::Message::parse_from_carllerche_bytes(
+        &bytes::Bytes::copy_from_slice(data),
+    );
+    let copied = raft::eraftpb::Message::parse_from_bytes(data);
+    assert_eq!(
+        shared.as_ref().map(|m| format!("{m:?}")).ok(),
+        copied.as_ref().map(|m| format!("{m:?}")).ok()
+    );
+    if let Ok(m) = copied {
         let again = m.write_to_bytes().expect("a parsed message encodes");
         let back = raft::eraftpb::Message::parse_from_bytes(&again).expect("and parses again");
         assert_eq!(format!("{back:?}"), format!("{m:?}"));

@@ -96,6 +96,20 @@ pub fn encode(
 
 /// Decodes `bytes` as exactly one frame, reusing its allocation for the
 /// payload (a reassembled message may be hundreds of megabytes).
+/// Checks a whole frame header (magic, version, reserved bits, the bound
+/// on its payload); returns its kind and payload length.
+pub fn check_header(
+    head: &[u8; HEADER_LEN],
+    max_payload: usize,
+) -> Result<(u8, usize), FrameError> {
+    let mut d = FrameDecoder::new(max_payload);
+    d.push(head);
+    // A header alone is not a frame yet: `Ok(None)` once it passed.
+    d.parse()?;
+    let len = u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize;
+    Ok((head[5], len))
+}
+
 pub fn decode_one(mut bytes: Vec<u8>, max_payload: usize) -> Result<Frame, FrameError> {
     let mut head = FrameDecoder::new(max_payload);
     head.push(&bytes[..bytes.len().min(HEADER_LEN)]);
@@ -135,7 +149,11 @@ pub fn decode_one(mut bytes: Vec<u8>, max_payload: usize) -> Result<Frame, Frame
 #[derive(Debug)]
 pub struct FrameDecoder {
     max_payload: usize,
+    /// Bytes received; those before `start` are taken already. They are
+    /// dropped when new bytes come (not after each frame, which moved the
+    /// rest of a large read once per frame in it).
     buf: Vec<u8>,
+    start: usize,
     failed: bool,
 }
 
@@ -144,12 +162,15 @@ impl FrameDecoder {
         FrameDecoder {
             max_payload,
             buf: Vec::new(),
+            start: 0,
             failed: false,
         }
     }
 
     pub fn push(&mut self, bytes: &[u8]) {
         if !self.failed {
+            self.buf.drain(..self.start);
+            self.start = 0;
             self.buf.extend_from_slice(bytes);
         }
     }
@@ -162,7 +183,7 @@ impl FrameDecoder {
 
     /// Bytes received but not yet returned as frames.
     pub fn buffered(&self) -> usize {
-        self.buf.len()
+        self.buf.len() - self.start
     }
 
     /// The next complete frame, `None` if more bytes are needed.
@@ -174,6 +195,7 @@ impl FrameDecoder {
             Err(e) => {
                 self.failed = true;
                 self.buf = Vec::new();
+                self.start = 0;
                 Err(e)
             }
             ok => ok,
@@ -181,26 +203,26 @@ impl FrameDecoder {
     }
 
     fn parse(&mut self) -> Result<Option<Frame>, FrameError> {
+        let buf = &self.buf[self.start..];
         // Validate what we have of the header as early as possible, so a
         // stranger is refused after 4 bytes rather than after 16 MiB.
-        let have = self.buf.len().min(4);
-        if self.buf[..have] != MAGIC[..have] {
+        let have = buf.len().min(4);
+        if buf[..have] != MAGIC[..have] {
             let mut m = [0u8; 4];
-            m[..have].copy_from_slice(&self.buf[..have]);
+            m[..have].copy_from_slice(&buf[..have]);
             return Err(FrameError::BadMagic(m));
         }
-        if self.buf.len() < HEADER_LEN {
+        if buf.len() < HEADER_LEN {
             return Ok(None);
         }
-        if self.buf[4] != VERSION {
-            return Err(FrameError::UnsupportedVersion(self.buf[4]));
+        if buf[4] != VERSION {
+            return Err(FrameError::UnsupportedVersion(buf[4]));
         }
-        let reserved = u16::from_le_bytes([self.buf[6], self.buf[7]]);
+        let reserved = u16::from_le_bytes([buf[6], buf[7]]);
         if reserved != 0 {
             return Err(FrameError::ReservedBits(reserved));
         }
-        let len =
-            u32::from_le_bytes([self.buf[8], self.buf[9], self.buf[10], self.buf[11]]) as usize;
+        let len = u32::from_le_bytes([buf[8], buf[9], buf[10], buf[11]]) as usize;
         if len > self.max_payload {
             return Err(FrameError::TooLarge {
                 len,
@@ -208,17 +230,17 @@ impl FrameDecoder {
             });
         }
         let total = HEADER_LEN + len + TRAILER_LEN;
-        if self.buf.len() < total {
+        if buf.len() < total {
             return Ok(None);
         }
         let body_end = HEADER_LEN + len;
         let sent = u32::from_le_bytes([
-            self.buf[body_end],
-            self.buf[body_end + 1],
-            self.buf[body_end + 2],
-            self.buf[body_end + 3],
+            buf[body_end],
+            buf[body_end + 1],
+            buf[body_end + 2],
+            buf[body_end + 3],
         ]);
-        let actual = crc32fast::hash(&self.buf[..body_end]);
+        let actual = crc32fast::hash(&buf[..body_end]);
         if sent != actual {
             return Err(FrameError::Checksum {
                 expected: sent,
@@ -226,10 +248,10 @@ impl FrameDecoder {
             });
         }
         let frame = Frame {
-            kind: self.buf[5],
-            payload: self.buf[HEADER_LEN..body_end].to_vec(),
+            kind: buf[5],
+            payload: buf[HEADER_LEN..body_end].to_vec(),
         };
-        self.buf.drain(..total);
+        self.start += total;
         Ok(Some(frame))
     }
 }

@@ -276,11 +276,37 @@ impl std::error::Error for InboxError {}
 
 /// The receiving side of one connection: passes whole frames through and
 /// reassembles chunked ones.
+///
+/// A chunked message is taken apart as its bytes arrive: its header says
+/// how long its payload is, the payload is copied once into a buffer of
+/// that size, and the checksum is computed on the way. (Joining the chunks
+/// first and then cutting the header off copied every byte three times,
+/// into buffers that grew by doubling: for a 300 MB writeset streaming to
+/// a follower, most of its reader thread's time.)
 #[derive(Debug)]
 pub struct Inbox {
-    buf: Vec<u8>,
+    /// The inner frame's header, until all of it is here.
+    head: Vec<u8>,
+    /// The message after its header, once that is read.
+    body: Option<Body>,
+    /// Bytes of the chunked message received so far (header, payload and
+    /// trailer), held to `max`.
+    received: usize,
     max: usize,
 }
+
+#[derive(Debug)]
+struct Body {
+    kind: u8,
+    len: usize,
+    payload: Vec<u8>,
+    crc: crc32fast::Hasher,
+    trailer: Vec<u8>,
+}
+
+/// What a header may make the inbox reserve before the bytes arrive: the
+/// length is the sender's word.
+const RESERVE_AHEAD: usize = 4 << 20;
 
 impl Default for Inbox {
     fn default() -> Self {
@@ -291,39 +317,110 @@ impl Default for Inbox {
 impl Inbox {
     pub fn new(max: usize) -> Inbox {
         Inbox {
-            buf: Vec::new(),
+            head: Vec::new(),
+            body: None,
+            received: 0,
             max,
         }
     }
 
     /// Bytes of a chunked message received so far.
     pub fn partial_bytes(&self) -> usize {
-        self.buf.len()
+        self.received
     }
 
     /// Takes one frame off the wire; returns a whole message when there
     /// is one.
     pub fn accept(&mut self, f: Frame) -> Result<Option<Frame>, InboxError> {
-        match f.kind {
-            K_PART | K_END => {
-                if self.buf.len() + f.payload.len() > self.max {
-                    let n = self.buf.len() + f.payload.len();
-                    self.buf = Vec::new();
-                    return Err(InboxError::TooLarge(n));
-                }
-                self.buf.extend_from_slice(&f.payload);
-                if f.kind == K_PART {
-                    return Ok(None);
-                }
-                let whole = std::mem::take(&mut self.buf);
-                let inner = frame::decode_one(whole, self.max).map_err(InboxError::BadMessage)?;
-                if matches!(inner.kind, K_PART | K_END) {
-                    return Err(InboxError::Malformed("a chunk inside a chunked message"));
-                }
-                Ok(Some(inner))
-            }
-            _ => Ok(Some(f)),
+        if !matches!(f.kind, K_PART | K_END) {
+            return Ok(Some(f));
         }
+        let n = self.received + f.payload.len();
+        if n > self.max {
+            self.reset();
+            return Err(InboxError::TooLarge(n));
+        }
+        self.received = n;
+        let outcome = match self.take(&f.payload) {
+            Ok(()) if f.kind == K_PART => return Ok(None),
+            Ok(()) => self.finish(),
+            Err(e) => Err(e),
+        };
+        self.reset();
+        outcome.map(Some)
+    }
+
+    fn reset(&mut self) {
+        self.head = Vec::new();
+        self.body = None;
+        self.received = 0;
+    }
+
+    /// The next bytes of the inner frame: header, payload, trailer.
+    fn take(&mut self, mut bytes: &[u8]) -> Result<(), InboxError> {
+        while !bytes.is_empty() {
+            let Some(b) = self.body.as_mut() else {
+                let n = (HEADER_LEN - self.head.len()).min(bytes.len());
+                self.head.extend_from_slice(&bytes[..n]);
+                bytes = &bytes[n..];
+                if let Ok(head) = <&[u8; HEADER_LEN]>::try_from(self.head.as_slice()) {
+                    self.body = Some(Body::open(head, self.max)?);
+                }
+                continue;
+            };
+            let n = if b.payload.len() < b.len {
+                let n = (b.len - b.payload.len()).min(bytes.len());
+                b.crc.update(&bytes[..n]);
+                b.payload.extend_from_slice(&bytes[..n]);
+                n
+            } else if b.trailer.len() < TRAILER_LEN {
+                let n = (TRAILER_LEN - b.trailer.len()).min(bytes.len());
+                b.trailer.extend_from_slice(&bytes[..n]);
+                n
+            } else {
+                return Err(InboxError::BadMessage(FrameError::Truncated(self.received)));
+            };
+            bytes = &bytes[n..];
+        }
+        Ok(())
+    }
+
+    /// The message, at its `End` chunk: whole, and its checksum right.
+    fn finish(&mut self) -> Result<Frame, InboxError> {
+        let b = match self.body.take() {
+            Some(b) if b.payload.len() == b.len && b.trailer.len() == TRAILER_LEN => b,
+            _ => return Err(InboxError::BadMessage(FrameError::Truncated(self.received))),
+        };
+        let sent = u32::from_le_bytes([b.trailer[0], b.trailer[1], b.trailer[2], b.trailer[3]]);
+        let actual = b.crc.finalize();
+        if sent != actual {
+            return Err(InboxError::BadMessage(FrameError::Checksum {
+                expected: sent,
+                actual,
+            }));
+        }
+        Ok(Frame {
+            kind: b.kind,
+            payload: b.payload,
+        })
+    }
+}
+
+impl Body {
+    fn open(head: &[u8; HEADER_LEN], max: usize) -> Result<Body, InboxError> {
+        let (kind, len) = frame::check_header(head, max).map_err(InboxError::BadMessage)?;
+        if matches!(kind, K_PART | K_END) {
+            return Err(InboxError::Malformed("a chunk inside a chunked message"));
+        }
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(head);
+        Ok(Body {
+            kind,
+            len,
+            payload: Vec::with_capacity(len.min(RESERVE_AHEAD)),
+            crc,
+            trailer: Vec::with_capacity(TRAILER_LEN),
+        })
     }
 }
 
@@ -413,12 +510,59 @@ mod tests {
     #[test]
     fn a_reassembled_message_is_bounded_and_checked() {
         let mut inbox = Inbox::new(100);
-        let part = Frame {
+        let message = framed(4, 90, 0);
+        let part = |m: &[u8], r: std::ops::Range<usize>| Frame {
+            kind: K_PART,
+            payload: m[r].to_vec(),
+        };
+        assert!(inbox.accept(part(&message, 0..80)).unwrap().is_none());
+        assert_eq!(
+            inbox.accept(part(&message, 80..106)),
+            Err(InboxError::TooLarge(106))
+        );
+        // A header announcing more than the bound is refused at once.
+        let huge = framed(4, 150, 0);
+        assert!(matches!(
+            Inbox::new(100).accept(part(&huge, 0..20)),
+            Err(InboxError::BadMessage(FrameError::TooLarge {
+                len: 150,
+                max: 100
+            }))
+        ));
+        let message = framed(4, 150, 0);
+        // A header that is not one is refused when it is whole, not at
+        // the end of the message.
+        let mut inbox = Inbox::default();
+        let zeros = Frame {
             kind: K_PART,
             payload: vec![0; 80],
         };
-        assert!(inbox.accept(part.clone()).unwrap().is_none());
-        assert_eq!(inbox.accept(part), Err(InboxError::TooLarge(160)));
+        assert!(matches!(
+            inbox.accept(zeros),
+            Err(InboxError::BadMessage(FrameError::BadMagic(_)))
+        ));
+        assert_eq!(inbox.partial_bytes(), 0, "and forgotten");
+        // A flipped byte fails the checksum; a short message is truncated.
+        let mut bad = framed(4, 150, 7);
+        bad[40] ^= 1;
+        let end = |payload: Vec<u8>| Frame {
+            kind: K_END,
+            payload,
+        };
+        assert!(matches!(
+            Inbox::default().accept(end(bad)),
+            Err(InboxError::BadMessage(FrameError::Checksum { .. }))
+        ));
+        assert!(matches!(
+            Inbox::default().accept(end(message[..100].to_vec())),
+            Err(InboxError::BadMessage(FrameError::Truncated(100)))
+        ));
+        let mut long = message.clone();
+        long.push(0);
+        assert!(matches!(
+            Inbox::default().accept(end(long)),
+            Err(InboxError::BadMessage(FrameError::Truncated(_)))
+        ));
         // Garbage that is not a frame.
         let mut inbox = Inbox::default();
         let end = Frame {
