@@ -135,9 +135,8 @@ pub fn raft_message(data: &[u8]) {
     use protobuf::Message as _;
     // The group thread parses from shared bytes (entry data sliced, not
     // copied): it must take and refuse exactly what a copying parse does.
-    let shared = raft::eraftpb::Message::parse_from_carllerche_bytes(
-        &bytes::Bytes::copy_from_slice(data),
-    );
+    let shared =
+        raft::eraftpb::Message::parse_from_carllerche_bytes(&bytes::Bytes::copy_from_slice(data));
     let copied = raft::eraftpb::Message::parse_from_bytes(data);
     assert_eq!(
         shared.as_ref().map(|m| format!("{m:?}")).ok(),

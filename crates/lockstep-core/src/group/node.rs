@@ -132,7 +132,7 @@ impl Default for GroupConfig {
             compact_bytes: 128 << 20,
             max_catch_up_ticks: 2,
             fragment_bytes: FRAGMENT_BYTES,
-            fragment_window: 512 << 10,
+            fragment_window: 256 << 10,
         }
     }
 }
