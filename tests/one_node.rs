@@ -268,3 +268,33 @@ fn a_missing_data_directory_stops_the_server_with_an_explanation() {
     );
     assert!(log.contains("does not exist"), "{log}");
 }
+
+/// Lines of `node`'s error log that contain `what`.
+fn log_lines(node: &Node, what: &str) -> usize {
+    std::fs::read_to_string(node.error_log_path())
+        .map(|t| t.lines().filter(|l| l.contains(what)).count())
+        .unwrap_or(0)
+}
+
+/// `lockstep.commit_bypass` (ADR 0011) is on by default only where the
+/// server writes no binary log, which the provider reads from the server
+/// itself: a binlog must follow the commit order.
+#[test]
+fn the_commit_bypass_is_on_by_default_only_without_a_binlog() {
+    let mut plain = one_node("one_node_no_binlog");
+    let on = "commit bypass on for writesets of 64 MiB or more";
+    let off = "commit bypass off: this server writes a binary log";
+    let n = plain.node(0);
+    assert_eq!((log_lines(n, on), log_lines(n, off)), (1, 0), "without log_bin");
+    plain.stop_all().unwrap();
+    let mut binlog = Cluster::builder(1)
+        .provider(lockstep())
+        .cluster_name("one_node_binlog")
+        .extra_mysqld("log_bin=binlog")
+        .start()
+        .unwrap_or_else(|e| panic!("starting one Lockstep node with log_bin: {e}"));
+    let n = binlog.node(0);
+    assert_eq!(n.var("log_bin").unwrap().as_deref(), Some("ON"));
+    assert_eq!((log_lines(n, on), log_lines(n, off)), (0, 1), "with log_bin");
+    binlog.stop_all().unwrap();
+}
