@@ -285,7 +285,11 @@ fn the_commit_bypass_is_on_by_default_only_without_a_binlog() {
     let on = "commit bypass on for writesets of 64 MiB or more";
     let off = "commit bypass off: this server writes a binary log";
     let n = plain.node(0);
-    assert_eq!((log_lines(n, on), log_lines(n, off)), (1, 0), "without log_bin");
+    assert_eq!(
+        (log_lines(n, on), log_lines(n, off)),
+        (1, 0),
+        "without log_bin"
+    );
     plain.stop_all().unwrap();
     let mut binlog = Cluster::builder(1)
         .provider(lockstep())
@@ -295,6 +299,10 @@ fn the_commit_bypass_is_on_by_default_only_without_a_binlog() {
         .unwrap_or_else(|e| panic!("starting one Lockstep node with log_bin: {e}"));
     let n = binlog.node(0);
     assert_eq!(n.var("log_bin").unwrap().as_deref(), Some("ON"));
-    assert_eq!((log_lines(n, on), log_lines(n, off)), (0, 1), "with log_bin");
+    assert_eq!(
+        (log_lines(n, on), log_lines(n, off)),
+        (0, 1),
+        "with log_bin"
+    );
     binlog.stop_all().unwrap();
 }
