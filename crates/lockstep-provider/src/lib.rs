@@ -2,7 +2,9 @@
 //! `wsrep_provider=/path/liblockstep.so`, in place of Galera.
 //!
 //! Layout: `ffi` is the C boundary (the only place that touches server
-//! memory); `provider`, `session`, `replication`, `control` and `stats`
+//! memory); `os` reads what the server exports about its settings and
+//! advises the kernel on big buffers (with `ffi`, the only modules with
+//! `unsafe`); `provider`, `session`, `replication`, `control` and `stats`
 //! implement the contract in safe Rust on top of `lockstep_core`'s pure
 //! state machines; `server` wraps the server's callbacks; `grastate` keeps
 //! the saved position on disk.
@@ -18,6 +20,7 @@ mod identity;
 mod ist;
 mod ist_transfer;
 mod log;
+mod os;
 mod peer_security;
 mod provider;
 mod recv_spool;

@@ -129,7 +129,7 @@ impl Provider {
                  socket.ssl_cert, socket.ssl_key and socket.ssl_ca (`lockstep cert` makes them)"
             );
         }
-        let server_binlog = crate::ffi::server_writes_binlog();
+        let server_binlog = crate::os::server_writes_binlog();
         let tunables = Tunables::from_options(&options, server_binlog);
         log_commit_bypass(&options, server_binlog, tunables.commit_bypass);
         let mut inner = Inner::new(saved.uuid, position);

@@ -750,7 +750,7 @@ impl Provider {
             // A big writeset's data comes in the parts the log ordered:
             // joined here, on this applier's thread, not the group's.
             let data = if passed {
-                crate::ffi::contiguous(&r.ws.data)
+                crate::os::contiguous(&r.ws.data)
             } else {
                 Cow::Borrowed(&[][..])
             };

@@ -84,7 +84,9 @@ impl KeysAhead {
             self.head = Some(ws);
             *r = h;
         }
-        let ws = self.head.as_mut().expect("decoded above");
+        let Some(ws) = self.head.as_mut() else {
+            return Ok(());
+        };
         while ws.keys.len() < self.count {
             let mut k = r.clone();
             ws.keys.push(read_key(&mut k)?);

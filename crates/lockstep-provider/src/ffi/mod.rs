@@ -5,12 +5,7 @@
 mod convert;
 mod entry;
 pub(crate) mod guard;
-mod memory;
-mod server_vars;
 mod stats;
-
-pub(crate) use memory::contiguous;
-pub(crate) use server_vars::server_writes_binlog;
 
 use std::ffi::c_int;
 use std::sync::Mutex;
