@@ -85,7 +85,7 @@ impl Provider {
         // origin id is not in the view (wsrep-lib
         // `close_orphaned_sr_transactions`); the others roll back theirs
         // when the old id leaves. pc.recovery votes with the saved id.
-        let member_id = random_uuid();
+        let member_id = time_ordered_uuid(std::time::SystemTime::now());
         let mut setup = self.channel_setup(cluster_name, seeds.clone(), member_id, founding);
         setup.recovery = recovery.map(|(vote, mut addrs)| {
             addrs.extend(seeds.iter().cloned());
@@ -913,6 +913,23 @@ fn random_bytes() -> [u8; 16] {
 pub fn random_uuid() -> Uuid {
     let mut bytes = random_bytes();
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    Uuid::from_bytes(bytes)
+}
+
+/// A member id that sorts in start order (a version 7 UUID: milliseconds
+/// since the epoch first, then random bits), as Galera's time-based ones
+/// do. Views list members in UUID order and the server derives
+/// `wsrep_local_index` and `auto_increment_offset` from it, so with random
+/// ids a node restarted into the same cluster could change places (and
+/// offsets) at random; MariaDB's suites expect the start order.
+pub fn time_ordered_uuid(now: std::time::SystemTime) -> Uuid {
+    let ms = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let mut bytes = random_bytes();
+    bytes[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
+    bytes[6] = (bytes[6] & 0x0f) | 0x70;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     Uuid::from_bytes(bytes)
 }

@@ -717,3 +717,20 @@ fn a_panic_in_the_group_thread_makes_the_node_leave_with_the_final_view() {
     let (rc, _) = certify(&n.p, 99, &mut h);
     assert_ne!(rc, status::OK, "a node without a group thread took a write");
 }
+
+#[test]
+fn member_ids_sort_in_start_order() {
+    use crate::session::time_ordered_uuid;
+    let t = std::time::UNIX_EPOCH + Duration::from_millis(1_764_000_000_000);
+    let ids: Vec<_> = (0..50)
+        .map(|i| time_ordered_uuid(t + Duration::from_millis(i)))
+        .collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    let (a, b) = (time_ordered_uuid(t), time_ordered_uuid(t));
+    assert_ne!(a, b, "random below the millisecond");
+    assert_eq!(
+        (a.data[6] >> 4, a.data[8] >> 6),
+        (7, 0b10),
+        "version 7, RFC 4122 variant"
+    );
+}
