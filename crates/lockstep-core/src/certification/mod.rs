@@ -249,6 +249,11 @@ struct Probe {
     kind: KeyType,
 }
 
+/// Probes the scratch keeps room for between writesets: a writeset of a
+/// million keys makes room for millions, which are given back at the next
+/// writeset instead of being held for the life of the certifier.
+const KEEP_PROBES: usize = 1 << 16;
+
 /// Buffers reused across calls so the hot path does not allocate.
 #[derive(Default)]
 struct Scratch {
@@ -274,6 +279,11 @@ impl Scratch {
     /// removes the bulk of the duplicates (rows of one table) cheaply.
     fn expand(&mut self, keys: &[Key], is_toi: bool, index: &KeyIndex) {
         self.probes.clear();
+        if self.probes.capacity() > KEEP_PROBES {
+            self.probes.shrink_to(KEEP_PROBES);
+            self.entered.clear();
+            self.entered.shrink_to(KEEP_PROBES);
+        }
         self.prev_ends.clear();
         let zero_hash = index.hash(&[]);
         let zero_slot = index.find(zero_hash, &[]);

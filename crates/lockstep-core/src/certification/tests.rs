@@ -740,3 +740,22 @@ fn related_lists_every_dependency_after_last_seen() {
     cert(&mut c, 6, 5, NODE_A, &[row("d", "t", "3", U)], TOI);
     assert_eq!(c.last_related(), None, "a TOI comes after everything");
 }
+
+#[test]
+fn a_big_writesets_scratch_room_is_given_back_at_the_next_one() {
+    let mut c = Certifier::new(0);
+    let ids: Vec<String> = (0..100_000).map(|i| i.to_string()).collect();
+    let big: Vec<Key> = ids.iter().map(|id| row("db", "t", id, U)).collect();
+    assert!(matches!(
+        cert(&mut c, 1, 0, NODE_A, &big, PLAIN),
+        CertOutcome::Pass { .. }
+    ));
+    assert!(c.scratch.probes.capacity() >= 100_000);
+    let small = [row("db", "u", "1", U)];
+    assert!(matches!(
+        cert(&mut c, 2, 1, NODE_B, &small, PLAIN),
+        CertOutcome::Pass { .. }
+    ));
+    assert!(c.scratch.probes.capacity() <= KEEP_PROBES);
+    assert!(c.scratch.entered.capacity() <= KEEP_PROBES);
+}
