@@ -440,11 +440,14 @@ fn log_commit_bypass(options: &Options, server_binlog: Option<bool>, bytes: u64)
     }
     match (server_binlog, bytes) {
         (Some(false), b) if b > 0 => info!(
-            "commit bypass on for writesets of {} MiB or more (lockstep.commit_bypass):              local transactions that do not depend on such a writeset commit before its apply              ends; set lockstep.commit_bypass=0 for strict commit order",
+            "commit bypass on for writesets of {} MiB or more (lockstep.commit_bypass): \
+             local transactions that do not depend on such a writeset commit before its apply \
+             ends; set lockstep.commit_bypass=0 for strict commit order",
             b >> 20
         ),
         (Some(true), _) => info!(
-            "commit bypass off: this server writes a binary log, which must follow the commit              order (set lockstep.commit_bypass to override)"
+            "commit bypass off: this server writes a binary log, which must follow the commit \
+             order (set lockstep.commit_bypass to override)"
         ),
         _ => {}
     }

@@ -50,13 +50,18 @@ impl Payload {
         match self.chunks.as_slice() {
             [] => Cow::Borrowed(&[]),
             [one] => Cow::Borrowed(&one[..]),
-            many => {
+            _ => {
                 let mut v = Vec::with_capacity(self.len);
-                for c in many {
-                    v.extend_from_slice(c);
-                }
+                self.append_to(&mut v);
                 Cow::Owned(v)
             }
+        }
+    }
+
+    /// Appends the bytes to `v` (for a caller that prepares the buffer).
+    pub fn append_to(&self, v: &mut Vec<u8>) {
+        for c in &self.chunks {
+            v.extend_from_slice(c);
         }
     }
 

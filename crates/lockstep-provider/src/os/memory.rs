@@ -20,9 +20,7 @@ pub(crate) fn contiguous(data: &Payload) -> std::borrow::Cow<'_, [u8]> {
     }
     let mut v: Vec<u8> = Vec::with_capacity(data.len());
     advise_huge(&v);
-    for c in data.chunks() {
-        v.extend_from_slice(c);
-    }
+    data.append_to(&mut v);
     std::borrow::Cow::Owned(v)
 }
 
