@@ -6,7 +6,7 @@ CARGO ?= cargo
 TESTS ?=
 PROVIDER ?= lockstep
 
-.PHONY: setup build demo test lint unit integration mtr mtr-suite bench bench-cert rejoin-bench soak hot-spots options-doc fuzz clean
+.PHONY: setup build demo test lint unit integration mtr mtr-suite compat bench bench-cert rejoin-bench soak hot-spots options-doc fuzz clean
 
 setup:
 	@scripts/setup.sh
@@ -34,6 +34,12 @@ mtr: build
 # A whole suite: make mtr-suite SUITE=wsrep [PROVIDER=galera]
 mtr-suite: build
 	@scripts/mtr.sh --suite $(SUITE) $(PROVIDER)
+
+# MariaDB's galera, galera_3nodes, galera_sr and wsrep suites in full with
+# Galera and with Lockstep, and a side-by-side report in compat-out/report.md
+# (about 2 h for both; one provider alone: make compat PROVIDERS=lockstep).
+compat: build
+	@scripts/compat.sh $(PROVIDERS)
 
 # sysbench workloads on a 3-node cluster with Lockstep and with Galera, 2
 # rounds in alternating order (~7 min); report with plots in

@@ -4,10 +4,17 @@
 use crate::event::Event;
 use crate::log::{info, warn};
 use crate::provider::Provider;
-use crate::state::{Conn, Resolution};
-use lockstep_core::group::Action;
+use crate::read_asks::Join;
+use crate::shared::Wake;
+use crate::state::{Conn, Inner, Resolution};
+use lockstep_core::wire::peer::PeerMsg;
+use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 use wsrep_abi::{status, Gtid, Status};
+
+/// A follower's direct ask of the leader (`ask_leader`) unanswered this
+/// long is given up (a lost message, a leader gone) for Raft's ReadIndex.
+const ASK_WAIT: Duration = Duration::from_millis(100);
 
 /// `tout` may be INT_MAX seconds (contract P25): cap instead of overflowing.
 const MAX_WAIT: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -41,23 +48,12 @@ impl Provider {
                 if !g.accepts_writes() {
                     return (status::TRX_FAIL, Gtid::UNDEFINED);
                 }
-                // Everything ordered cluster-wide before this read: a fence
-                // through the total order tells which seqno that is.
-                // The fence carries its own proposal id, which is how its
-                // delivery finds this waiter.
-                let (raft_id, next) = (g.raft_id(), g.next_proposal);
-                let Some(id) = g.propose(Action::Barrier { raft_id, id: next }, true) else {
-                    return (status::TRX_FAIL, Gtid::UNDEFINED);
-                };
-                let (mut ng, _) = self.wait_until(g, Some(deadline), |s| {
-                    s.waiting.get(&id) != Some(&Resolution::Pending)
-                });
-                match ng.waiting.remove(&id) {
-                    Some(Resolution::Fence { seqno }) => {
+                match self.causal_fence(g, deadline) {
+                    (ng, Some(seqno)) => {
                         g = ng;
                         seqno
                     }
-                    _ => return (status::TRX_FAIL, Gtid::UNDEFINED),
+                    (_, None) => return (status::TRX_FAIL, Gtid::UNDEFINED),
                 }
             }
         };
@@ -75,6 +71,78 @@ impl Provider {
             seqno: g.last_committed(),
         };
         (status::OK, at)
+    }
+
+    /// The seqno a causal read must wait for: everything committed
+    /// cluster-wide before now is ordered at or below it (ADR 0016). The
+    /// leader's commit index tells; the cheapest way to learn it first:
+    /// - on the leader under its lease, here and now;
+    /// - on a follower, by asking the leader directly (one round trip
+    ///   between the connection threads), then applying up to it;
+    /// - otherwise through Raft's ReadIndex on the group thread.
+    fn causal_fence<'a>(
+        &'a self,
+        g: MutexGuard<'a, Inner>,
+        deadline: Instant,
+    ) -> (MutexGuard<'a, Inner>, Option<i64>) {
+        if let Some(seqno) = g.lease_fence(Instant::now()) {
+            return (g, Some(seqno));
+        }
+        let (g, index) = self.ask_leader(g, deadline);
+        if let Some(index) = index {
+            let (g, reached) = self.wait_until(g, Some(deadline), |s| {
+                s.applied_index >= index || s.conn == Conn::Closed
+            });
+            let seqno = (reached && g.applied_index >= index).then_some(g.last_ordered);
+            return (g, seqno);
+        }
+        let mut g = g;
+        let Some(id) = g.read_fence() else {
+            return (g, None);
+        };
+        let (mut g, _) = self.wait_until(g, Some(deadline), |s| {
+            s.waiting.get(&id) != Some(&Resolution::Pending)
+        });
+        match g.waiting.remove(&id) {
+            Some(Resolution::Fence { seqno }) => (g, Some(seqno)),
+            _ => (g, None),
+        }
+    }
+
+    /// Asks the leader for its commit index (`PeerMsg::ReadAsk`), from a
+    /// follower; `None` when there is no leader to ask, it holds no lease,
+    /// or no answer came within `ASK_WAIT`.
+    fn ask_leader<'a>(
+        &'a self,
+        mut g: MutexGuard<'a, Inner>,
+        deadline: Instant,
+    ) -> (MutexGuard<'a, Inner>, Option<u64>) {
+        let leader = g.raft_leader;
+        let peers = match &g.peers {
+            Some(p) if leader != 0 && leader != g.raft_id() => p.clone(),
+            _ => return (g, None),
+        };
+        let id = g.next_proposal;
+        g.next_proposal += 1;
+        g.waiting.insert(id, Resolution::Pending);
+        let now = Instant::now();
+        if let Join::Send { n } = g.read_asks.join(id, leader, now, ASK_WAIT) {
+            drop(g);
+            // Sent without the state lock: the connection's queue has its
+            // own. Unsent, the reads of this ask give up after ASK_WAIT.
+            let _ = PeerMsg::ReadAsk { n }
+                .to_frame()
+                .is_ok_and(|frame| peers.send_control(leader, frame));
+            g = self.lock();
+        }
+        let wait = deadline.min(now + ASK_WAIT);
+        let (mut g, _) = self.wait_on(Wake::Resolved, g, Some(wait), |s| {
+            s.waiting.get(&id) != Some(&Resolution::Pending)
+        });
+        match g.waiting.remove(&id) {
+            Some(Resolution::ReadIndex { index }) => (g, Some(index)),
+            _ => (g, None),
+        }
     }
 
     /// Stops ordering, drains, and returns the position (or -1).

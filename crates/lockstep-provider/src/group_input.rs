@@ -14,6 +14,9 @@ pub enum Input {
     PeerUp { raft_id: u64, peer_addr: String },
     /// Order this action (proposal id chosen by the caller).
     Propose { id: u64, action: Action },
+    /// A causal read: resolve proposal `id` with a fence
+    /// (`Group::read_fence`; no log entry).
+    ReadFence { id: u64 },
     /// Order an action already cut into fragment parts
     /// (`Group::propose_fragments`).
     ProposeFragments { id: u64, parts: Vec<Vec<u8>> },

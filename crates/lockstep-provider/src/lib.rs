@@ -23,6 +23,7 @@ mod log;
 mod os;
 mod peer_security;
 mod provider;
+mod read_asks;
 mod recv_spool;
 mod remote_ws;
 mod replication;

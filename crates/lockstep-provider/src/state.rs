@@ -23,6 +23,7 @@ use lockstep_core::writeset_cache::{event_digest, membership_digest, CachedEvent
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
+use std::time::Instant;
 use wsrep_abi::Gtid;
 use wsrep_abi::Uuid;
 
@@ -34,6 +35,17 @@ pub enum Conn {
     Open,
     /// `disconnect` was called; the final view is on its way.
     Closing,
+}
+
+/// The leader's lease as the group thread publishes it
+/// (`Group::read_lease`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadLease {
+    /// No other leader can exist before this.
+    pub until: Instant,
+    /// The commit index when published: no message with a higher one has
+    /// left this node.
+    pub committed: u64,
 }
 
 /// What a local proposal turned into.
@@ -50,6 +62,13 @@ pub enum Resolution {
     Fence {
         seqno: i64,
     },
+    /// A causal read asked the leader directly (`PeerMsg::ReadAsk`): its
+    /// commit index, which this node must apply before reading.
+    ReadIndex {
+        index: u64,
+    },
+    /// The leader asked holds no lease: ask through Raft instead.
+    NoLease,
     /// Not ordered (the node left the group first).
     Dropped,
 }
@@ -169,6 +188,20 @@ pub struct Inner {
     pub view: Option<View>,
     /// Highest seqno handed out in the total order.
     pub last_ordered: i64,
+    /// The leader's lease for causal reads, published by the group thread
+    /// before it sends anything (ADR 0016), and the Raft index whose
+    /// deliveries are in this state (`last_ordered` included).
+    pub read_lease: Option<ReadLease>,
+    pub applied_index: u64,
+    /// The Raft leader as the group thread last saw it (0: none), and how
+    /// to reach it from a client thread: causal reads ask it directly.
+    pub raft_leader: u64,
+    pub peers: Option<lockstep_net::transport::PeerSender>,
+    /// A follower asked this node for its commit index since the group
+    /// thread last looked (it then keeps its lease renewed).
+    pub read_asked: bool,
+    /// This node's asks of the leader for causal reads (batched).
+    pub read_asks: crate::read_asks::ReadAsks,
     /// Seqnos fully finished: `last_committed` (contract §6.6).
     pub finished: Watermark,
     /// Seqnos that left commit order.
@@ -325,6 +358,12 @@ impl Inner {
             spool: None,
             recv_queue: QueueStats::default(),
             send_queue: 0,
+            read_lease: None,
+            applied_index: 0,
+            raft_leader: 0,
+            peers: None,
+            read_asked: false,
+            read_asks: Default::default(),
             send_queue_stats: QueueStats::default(),
             recv_q_hard_limit: None,
             apply_stats: GateStats::default(),
@@ -670,6 +709,28 @@ impl Inner {
     /// waiter registered when `wait` is set), or `None` outside a group.
     pub fn propose(&mut self, action: Action, wait: bool) -> Option<u64> {
         self.send_proposal(wait, |id| crate::group_input::Input::Propose { id, action })
+    }
+
+    /// A causal read's fence from the leader's lease, without the group
+    /// thread: while the lease holds and everything committed when it was
+    /// published is delivered here, `last_ordered` covers every commit
+    /// acknowledged anywhere before now.
+    pub fn lease_fence(&self, now: Instant) -> Option<i64> {
+        let committed = self.lease_index(now)?;
+        (self.applied_index >= committed).then_some(self.last_ordered)
+    }
+
+    /// The leader's commit index while its lease holds: what it answers a
+    /// follower's `ReadAsk`.
+    pub fn lease_index(&self, now: Instant) -> Option<u64> {
+        let lease = self.read_lease?;
+        (now < lease.until).then_some(lease.committed)
+    }
+
+    /// A causal read's fence, resolved like a proposal (`Resolution::Fence`)
+    /// but without a log entry (ADR 0016).
+    pub fn read_fence(&mut self) -> Option<u64> {
+        self.send_proposal(true, |id| crate::group_input::Input::ReadFence { id })
     }
 
     /// [`Inner::propose`] of an action already cut into fragment parts.

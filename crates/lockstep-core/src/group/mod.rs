@@ -20,6 +20,7 @@ mod log_store;
 mod member_state;
 pub mod node;
 pub mod payload;
+pub mod read_fence;
 mod reassembly;
 pub mod recovery;
 pub mod sequencer;

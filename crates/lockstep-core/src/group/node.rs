@@ -27,16 +27,22 @@ use super::fragments::EncodedBody;
 use super::log_store::LogStore;
 use super::member_state::MemberState;
 use super::payload::Payload;
+use super::read_fence::{lease_ms, ReadFences};
 use super::sequencer::{Delivery, GroupView, Membership, Sequencer};
 use protobuf::Message as _;
 use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, Message, Snapshot};
 use raft::storage::MemStorage;
-use raft::{Config, ProgressState, RawNode, SnapshotStatus, StateRole};
+use raft::{Config, ProgressState, RawNode, ReadOnlyOption, SnapshotStatus, StateRole};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// A snapshot that would copy more than this (`Sequencer::snapshot_weight`)
 /// waits until the log is twice its budget.
 const SNAPSHOT_WEIGHT_DEFER: usize = 16 << 20;
+
+/// A causal read's ReadIndex request unanswered after this many ticks is
+/// asked again (the leader drops it until it has committed an entry of its
+/// term, and raft-rs forgets it when the leader is unknown).
+const READ_RETRY_TICKS: u64 = 4;
 
 /// Default `GroupConfig::fragment_bytes`: the part size of a big
 /// writeset, also what the provider cuts on its replicating thread.
@@ -165,6 +171,13 @@ pub enum Output {
     NotMember {
         to: u64,
     },
+    /// Causal reads (`Group::read_fence`) whose fence is known: every
+    /// event committed cluster-wide before they were asked is ordered at
+    /// or below `seqno` here.
+    Fence {
+        reads: Vec<u64>,
+        seqno: i64,
+    },
     /// The log cannot be processed: stop this node.
     Fatal(String),
 }
@@ -218,6 +231,10 @@ pub struct Group {
     retired: bool,
     /// Raft messages dropped because their sender is not a member.
     strangers_ignored: u64,
+    /// Causal reads waiting for their fence, and the leader's lease.
+    fences: ReadFences,
+    /// The latest time given to `set_clock`.
+    lease_clock: u64,
     out: Vec<Output>,
 }
 
@@ -258,7 +275,6 @@ impl Group {
         Ok(Group {
             me,
             next_tick: now + cfg.tick_ms,
-            cfg,
             raw,
             seq: Sequencer::new(),
             now,
@@ -284,6 +300,12 @@ impl Group {
             failed: false,
             retired: false,
             strangers_ignored: 0,
+            fences: ReadFences::new(
+                lease_ms(cfg.election_ticks, cfg.tick_ms),
+                cfg.tick_ms * READ_RETRY_TICKS,
+            ),
+            cfg,
+            lease_clock: now,
             out: Vec::new(),
         })
     }
@@ -507,9 +529,110 @@ impl Group {
             return;
         }
         self.last_heard.insert(msg.from, self.now);
+        match msg.get_msg_type() {
+            raft::eraftpb::MessageType::MsgReadIndex if self.is_leader() => {
+                self.fences.saw_read(self.now);
+            }
+            // raft-rs takes any answer; only the leader's can be right
+            // (a wrong index would hold the reads until they time out).
+            raft::eraftpb::MessageType::MsgReadIndexResp if msg.from != self.raw.raft.leader_id => {
+                return;
+            }
+            _ => {}
+        }
+        self.set_read_mode();
         // Errors are messages for another term or from unknown peers;
         // Raft's own rules make dropping them safe.
         let _ = self.raw.step(msg);
+    }
+
+    /// A causal read: `Output::Fence` names it once this node has ordered
+    /// every event committed cluster-wide before now (`read_fence`).
+    pub fn read_fence(&mut self, id: u64) {
+        self.fences.read(id, self.now);
+    }
+
+    /// While this node leads under a valid lease: until when (ms) it
+    /// holds, and the commit index. A reader on this node may then take
+    /// its fence from the local state without asking the group thread
+    /// (once everything up to that index is applied), provided this pair
+    /// is published before any message that could carry a higher commit
+    /// index leaves (ADR 0016).
+    pub fn read_lease(&self) -> Option<(u64, u64)> {
+        // A new leader's commit index covers every earlier commit only
+        // once it has committed an entry of its own term.
+        if !self.is_leader()
+            || self.raw.raft.lead_transferee.is_some()
+            || !self.raw.raft.commit_to_current_term()
+        {
+            return None;
+        }
+        let now = self.now.max(self.lease_clock);
+        let until = self.fences.lease_until(now, self.raw.raft.term)?;
+        Some((until, self.raw.raft.raft_log.committed))
+    }
+
+    /// A follower's causal read was answered from the lease outside this
+    /// driver (the provider's connection threads): keep the lease renewed.
+    pub fn saw_read(&mut self) {
+        self.fences.saw_read(self.now);
+    }
+
+    /// Causal reads waiting for their fence.
+    pub fn reads_waiting(&self) -> usize {
+        self.fences.waiting()
+    }
+
+    /// The time now, for the lease only: a leader judges its lease when it
+    /// steps a follower's read, and the time of the last `tick` may be a
+    /// whole busy round old by then. (Only the lease: the rest of the
+    /// driver keeps the time of its last tick.)
+    pub fn set_clock(&mut self, now: u64) {
+        self.lease_clock = self.lease_clock.max(now);
+    }
+
+    /// How the leader answers a ReadIndex request right now: from its
+    /// commit index while its lease holds (not while it hands leadership
+    /// over: the new leader does not wait for the lease to end), after a
+    /// heartbeat round otherwise.
+    fn set_read_mode(&mut self) {
+        let now = self.now.max(self.lease_clock);
+        let lease = self.is_leader()
+            && self.raw.raft.lead_transferee.is_none()
+            && self.fences.lease_valid(now, self.raw.raft.term);
+        self.raw.raft.read_only.option = if lease {
+            ReadOnlyOption::LeaseBased
+        } else {
+            ReadOnlyOption::Safe
+        };
+    }
+
+    /// Sends the lease round when one is due, and one ReadIndex request
+    /// for the causal reads asked since the last poll.
+    fn flush_reads(&mut self) {
+        if self.raw.raft.leader_id == raft::INVALID_ID {
+            return; // raft-rs would drop them; asked once a leader is known
+        }
+        let (leader, term) = (self.is_leader(), self.raw.raft.term);
+        if let Some(ctx) = self.fences.lease_round(self.now, leader, term) {
+            self.raw.raft.read_only.option = ReadOnlyOption::Safe;
+            self.raw.read_index(ctx);
+        }
+        if let Some(ctx) = self.fences.to_ask(self.now, term) {
+            self.set_read_mode();
+            self.raw.read_index(ctx);
+        }
+    }
+
+    /// Fences for the reads whose index this node has applied.
+    fn release_fences(&mut self) {
+        let reads = self.fences.applied(self.raw.raft.raft_log.applied);
+        if !reads.is_empty() {
+            self.out.push(Output::Fence {
+                reads,
+                seqno: self.seq.last_seqno(),
+            });
+        }
     }
 
     /// Whether a follower should ignore `msg`: it comes from a peer outside
@@ -846,6 +969,7 @@ impl Group {
     pub fn poll(&mut self) -> Vec<Output> {
         if !self.failed && !self.retired {
             self.flush_proposals();
+            self.flush_reads();
             while !self.failed && !self.retired && self.raw.has_ready() {
                 self.handle_ready();
             }
@@ -979,6 +1103,10 @@ impl Group {
     fn handle_ready(&mut self) {
         let mut ready = self.raw.ready();
         self.send_all(ready.take_messages());
+        let term = self.raw.raft.term;
+        for rs in ready.take_read_states() {
+            self.fences.answered(&rs.request_ctx, rs.index, term);
+        }
         let store = self.raw.raft.raft_log.store.clone();
         if !ready.snapshot().is_empty() {
             let snap = ready.snapshot().clone();
@@ -1009,6 +1137,7 @@ impl Group {
         self.send_all(light.take_messages());
         self.apply(light.take_committed_entries());
         self.raw.advance_apply();
+        self.release_fences();
     }
 
     /// A snapshot from the leader: only a node that has not been a member

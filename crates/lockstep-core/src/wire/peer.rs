@@ -22,7 +22,8 @@ use wsrep_abi::Uuid;
 /// out (the same log purges differently, so versions must not mix).
 /// 5: writesets of more than 131 072 keys enter their rows at table
 /// level (`certification::coarse`): the same log certifies differently.
-pub const PROTOCOL_VERSION: u32 = 5;
+/// 6: causal reads ask the leader directly (`ReadAsk`, `ReadAnswer`).
+pub const PROTOCOL_VERSION: u32 = 6;
 /// Bound on one message on the group channel: the largest Raft message
 /// (one writeset up to `repl.max_ws_size` travels in one log entry). On
 /// the wire it travels in chunks (`wire::lanes`).
@@ -35,6 +36,9 @@ const K_JOIN: u8 = 4;
 const K_FAREWELL: u8 = 5;
 const K_NOT_MEMBER: u8 = 6;
 const K_RECOVERY: u8 = 7;
+// 8 and 9 are the lanes' chunk kinds (`lanes::K_PART`, `lanes::K_END`).
+const K_READ_ASK: u8 = 10;
+const K_READ_ANSWER: u8 = 11;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PeerMsg {
@@ -58,6 +62,12 @@ pub enum PeerMsg {
     NotMember,
     /// A restarting node's `pc.recovery` vote (no primary component runs).
     Recovery(Vote),
+    /// A causal read on a follower asks the leader for its commit index
+    /// (ADR 0016); `n` names the read on the asking node.
+    ReadAsk { n: u64 },
+    /// The leader's answer: its commit index, taken under its lease, or
+    /// `None` when it holds no lease (the reader then asks through Raft).
+    ReadAnswer { n: u64, index: Option<u64> },
 }
 
 impl PeerMsg {
@@ -96,6 +106,17 @@ impl PeerMsg {
             PeerMsg::Join(info) => (K_JOIN, info.encode()),
             PeerMsg::Farewell => (K_FAREWELL, Vec::new()),
             PeerMsg::NotMember => (K_NOT_MEMBER, Vec::new()),
+            PeerMsg::ReadAsk { n } => {
+                let mut w = Writer::new();
+                w.u64(*n);
+                (K_READ_ASK, w.finish())
+            }
+            PeerMsg::ReadAnswer { n, index } => {
+                // Raft indexes start at 1: 0 stands for "no lease".
+                let mut w = Writer::new();
+                w.u64(*n).u64(index.unwrap_or(0));
+                (K_READ_ANSWER, w.finish())
+            }
             PeerMsg::Recovery(v) => {
                 let mut w = Writer::new();
                 w.uuid(&v.member.data).uuid(&v.history.data);
@@ -136,6 +157,19 @@ impl PeerMsg {
             K_JOIN => Ok(PeerMsg::Join(MemberInfo::decode(&f.payload)?)),
             K_FAREWELL if f.payload.is_empty() => Ok(PeerMsg::Farewell),
             K_NOT_MEMBER if f.payload.is_empty() => Ok(PeerMsg::NotMember),
+            K_READ_ASK => {
+                let mut r = Reader::new(&f.payload);
+                let n = r.u64("read_ask.n")?;
+                r.end()?;
+                Ok(PeerMsg::ReadAsk { n })
+            }
+            K_READ_ANSWER => {
+                let mut r = Reader::new(&f.payload);
+                let n = r.u64("read_answer.n")?;
+                let index = Some(r.u64("read_answer.index")?).filter(|i| *i > 0);
+                r.end()?;
+                Ok(PeerMsg::ReadAnswer { n, index })
+            }
             K_RECOVERY => {
                 let mut r = Reader::new(&f.payload);
                 let member = Uuid::from_bytes(r.uuid("recovery.member")?);
@@ -196,6 +230,12 @@ mod tests {
         let mut d = FrameDecoder::new(MAX_PEER_MESSAGE);
         d.push(&bytes);
         let f = d.next_frame().unwrap().unwrap();
+        // The lanes take their chunk kinds for themselves: a message of
+        // such a kind would be swallowed as a chunk.
+        assert!(
+            ![super::super::lanes::K_PART, super::super::lanes::K_END].contains(&f.kind),
+            "{m:?} uses a lane chunk kind"
+        );
         assert_eq!(PeerMsg::from_frame(f).unwrap(), m);
     }
 
@@ -213,6 +253,12 @@ mod tests {
         round_trip(PeerMsg::Raft(vec![1, 2, 3]));
         round_trip(PeerMsg::Farewell);
         round_trip(PeerMsg::NotMember);
+        round_trip(PeerMsg::ReadAsk { n: 1 << 63 });
+        round_trip(PeerMsg::ReadAnswer {
+            n: 5,
+            index: Some(77),
+        });
+        round_trip(PeerMsg::ReadAnswer { n: 5, index: None });
         round_trip(PeerMsg::Recovery(Vote {
             member: Uuid::from_bytes([1; 16]),
             history: Uuid::from_bytes([2; 16]),

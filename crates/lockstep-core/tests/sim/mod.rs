@@ -130,6 +130,8 @@ pub struct SimConfig {
     pub toi: f64,
     pub pa_unsafe: f64,
     pub barrier: f64,
+    /// Chance per client turn of a causal read (`Group::read_fence`).
+    pub causal_read: f64,
     /// How often members report `Committed`, in ms.
     pub report_every: u64,
     /// Report at most the lowest last seen seqno of the node's own
@@ -191,6 +193,9 @@ impl SimConfig {
             toi: 0.02,
             pa_unsafe: 0.02,
             barrier: 0.02,
+            // Off unless a test turns it on: an extra random draw per
+            // client turn would change every seed's run.
+            causal_read: 0.0,
             report_every: 50,
             clamp_reports: true,
             sst_ms: (10, 300),
@@ -249,6 +254,10 @@ pub struct Node {
     /// Writesets delivered to this node, and how many of them passed.
     pub certified: u64,
     pub passed: u64,
+    /// Causal reads asked (`Group::read_fence`) and not answered yet:
+    /// read id → the highest seqno acknowledged anywhere when asked.
+    pub reads: BTreeMap<u64, i64>,
+    pub next_read: u64,
 }
 
 impl Node {
@@ -278,6 +287,8 @@ impl Node {
             restored: false,
             certified: 0,
             passed: 0,
+            reads: BTreeMap::new(),
+            next_read: 1,
         }
     }
 
@@ -443,6 +454,8 @@ pub struct Stats {
     pub leader_changes: u64,
     pub joins: u64,
     pub purged: u64,
+    /// Causal reads answered with their fence.
+    pub fences: u64,
 }
 
 impl Stats {
@@ -467,6 +480,7 @@ impl Stats {
         self.leader_changes += o.leader_changes;
         self.joins += o.joins;
         self.purged += o.purged;
+        self.fences += o.fences;
     }
 }
 
@@ -478,6 +492,9 @@ pub struct Sim {
     pub cfg: SimConfig,
     pub rng: Rng,
     pub now: u64,
+    /// The highest seqno whose origin has delivered it (its client has
+    /// the answer): the floor of every causal read asked after.
+    pub acked: i64,
     queue: BinaryHeap<Event>,
     next_seq: u64,
     pub nodes: Vec<Node>,
@@ -524,6 +541,7 @@ impl Sim {
             cfg,
             rng,
             now: 0,
+            acked: i64::MIN,
             queue: BinaryHeap::new(),
             next_seq: 0,
             nodes: Vec::new(),
@@ -812,6 +830,7 @@ impl Sim {
                         ) {
                             node.last_leader_contact = now;
                         }
+                        g.set_clock(now);
                         g.step(m);
                     }
                     Payload::Join(info) => g.handle_join(info),
@@ -974,6 +993,21 @@ impl Sim {
                 self.send(slot, to, Payload::Farewell(from));
             }
             Output::NotMember { to } => self.send(slot, to, Payload::NotMember),
+            Output::Fence { reads, seqno } => {
+                for r in reads {
+                    let Some(floor) = self.nodes[slot].reads.remove(&r) else {
+                        continue;
+                    };
+                    self.stats.fences += 1;
+                    if seqno < floor {
+                        let id = self.nodes[slot].id;
+                        self.fail(format!(
+                            "stale causal read on node {id} (slot {slot}): fence at seqno \
+                             {seqno}, but seqno {floor} was acknowledged before the read"
+                        ));
+                    }
+                }
+            }
             Output::Fatal(why) => {
                 let id = self.nodes[slot].id;
                 self.fail(format!("node {id} (slot {slot}) reported Fatal: {why}"));
@@ -1300,6 +1334,11 @@ impl Sim {
                 if *origin == me =>
             {
                 self.nodes[slot].inflight.remove(proposal);
+                // The client has its answer: every causal read asked from
+                // now on, anywhere, must see this seqno.
+                if let Some(s) = seqno_of(d) {
+                    self.acked = self.acked.max(s);
+                }
             }
             Delivery::View(v) => {
                 let included = v.members.iter().any(|m| m.raft_id == me);
@@ -1411,6 +1450,16 @@ impl Sim {
             return;
         }
         if self.nodes[slot].inflight.len() >= self.cfg.max_inflight {
+            return;
+        }
+        if self.cfg.causal_read > 0.0 && self.rng.chance(self.cfg.causal_read) {
+            let floor = self.acked;
+            let node = &mut self.nodes[slot];
+            let r = node.next_read;
+            node.next_read += 1;
+            node.reads.insert(r, floor);
+            node.group.as_mut().expect("running").read_fence(r);
+            self.poll(slot);
             return;
         }
         if self.rng.chance(self.cfg.barrier) {

@@ -6,9 +6,10 @@ use super::queue::{Queue, LOG_BIG};
 use super::table::{
     Conn, OpeningSlot, MAX_ACCEPTS_PER_HOST_PER_SEC, MAX_OPENING, MAX_OPENING_PER_HOST,
 };
-use super::{Ctx, Inbound, Side, CONNECT_TIMEOUT, HELLO_MAX_FRAME, HELLO_TIMEOUT};
+use super::{Ctx, Handled, Inbound, Out, Side, CONNECT_TIMEOUT, HELLO_MAX_FRAME, HELLO_TIMEOUT};
 use crate::secure::{Reader, Writer};
 use lockstep_core::wire::frame::FrameDecoder;
+use lockstep_core::wire::lanes::Lane;
 use lockstep_core::wire::lanes::{Inbox, MAX_WIRE_FRAME};
 use lockstep_core::wire::peer::{check_hello, PeerMsg, PROTOCOL_VERSION};
 use log::{info, warn};
@@ -343,6 +344,18 @@ fn serve_connection(
             warn!("peer {peer} refused the group connection: {reason}");
             break;
         }
+        let msg = match ctx.quick.get() {
+            Some(quick) => match quick(raft_id, msg) {
+                Handled::Pass(msg) => msg,
+                Handled::Done(reply) => {
+                    if let Some(frame) = reply {
+                        out.push(Lane::Control, Out::Frame(frame));
+                    }
+                    continue;
+                }
+            },
+            None => msg,
+        };
         if !ctx.budget.take(input_bytes(&msg), &ctx.stop) {
             break;
         }

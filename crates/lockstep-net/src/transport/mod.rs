@@ -78,6 +78,42 @@ pub enum Inbound {
 /// connection then ends).
 pub type Sink = Arc<dyn Fn(Inbound) -> bool + Send + Sync>;
 
+/// What a [`Quick`] handler did with a message.
+pub enum Handled {
+    /// Done on the reading thread; the optional frame goes back to the
+    /// sender on the control lane.
+    Done(Option<Vec<u8>>),
+    /// Not for it: on to the [`Sink`].
+    Pass(PeerMsg),
+}
+
+/// A handler that runs on the connection's reading thread before the
+/// sink, for small messages that must not wait for the group thread
+/// (causal-read asks and answers, ADR 0016). It must not block.
+pub type Quick = Arc<dyn Fn(u64, PeerMsg) -> Handled + Send + Sync>;
+
+/// Sends frames to peers from any thread (the group thread's
+/// [`Transport::send`] without dialing).
+#[derive(Clone)]
+pub struct PeerSender {
+    table: Arc<Mutex<Table>>,
+}
+
+impl PeerSender {
+    /// Queues `frame` for `to` on the control lane; `false` when there is
+    /// no connection to it (nothing is dialed: the caller falls back).
+    pub fn send_control(&self, to: u64, frame: Vec<u8>) -> bool {
+        let t = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        match t.by_peer.get(&to).and_then(|conns| conns.first()) {
+            Some(c) => {
+                c.out.push(Lane::Control, Out::Frame(frame));
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 /// A refused peer is logged again after this long.
 const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(30);
 
@@ -122,6 +158,7 @@ impl Transport {
                 me,
                 table: Arc::default(),
                 sink,
+                quick: Arc::default(),
                 budget: InputBudget::default(),
                 stop: Arc::default(),
                 isolated: Arc::default(),
@@ -155,6 +192,19 @@ impl Transport {
 
     fn context(&self) -> Ctx {
         self.ctx.clone()
+    }
+
+    /// Installs the reading threads' [`Quick`] handler (once; later calls
+    /// are ignored).
+    pub fn set_quick(&self, quick: Quick) {
+        let _ = self.ctx.quick.set(quick);
+    }
+
+    /// A handle that sends from other threads.
+    pub fn sender(&self) -> PeerSender {
+        PeerSender {
+            table: self.ctx.table.clone(),
+        }
     }
 
     /// `gmcast.isolate=1`: cut this node off from every peer (as a network
@@ -293,6 +343,8 @@ struct Ctx {
     me: Identity,
     table: Arc<Mutex<Table>>,
     sink: Sink,
+    /// Set once, after start (`Transport::set_quick`).
+    quick: Arc<std::sync::OnceLock<Quick>>,
     budget: InputBudget,
     stop: Arc<AtomicBool>,
     /// `gmcast.isolate`: while set, every connection is closed, nothing is

@@ -7,11 +7,13 @@
 //! under the provider's one lock (`deliver`).
 
 mod deliver;
+mod read_ask;
 mod recovery;
 
 use crate::group_input::Input;
 use crate::log::{error, info, warn};
 use crate::shared::Shared;
+use crate::state::Resolution;
 use lockstep_core::group::node::weight_majority;
 use lockstep_core::group::{Action, Delivery, Group, GroupConfig, MemberInfo, Output};
 use lockstep_core::wire::lanes::Lane;
@@ -123,6 +125,7 @@ impl GroupChannel {
             inbound_sink(tx.clone()),
         )?;
         transport.set_isolated(setup.isolated);
+        transport.set_quick(read_ask::quick(shared.clone()));
         for s in &setup.seeds {
             transport.dial(s);
         }
@@ -151,6 +154,7 @@ impl GroupChannel {
             rejoin_asked: false,
             addrs: HashMap::new(),
             started: Instant::now(),
+            lease_published: (None, 0),
             last_report: Instant::now(),
             reported: -1,
             reported_applied: 0,
@@ -222,6 +226,8 @@ struct Worker {
     weight_told: Option<Instant>,
     /// When a non-primary learner last poked the members (`poke_members`).
     last_poke: Option<Instant>,
+    /// The read lease and Raft leader last published to the shared state.
+    lease_published: (Option<crate::state::ReadLease>, u64),
 }
 
 /// Frees big purged writesets on a short-lived thread: a million keys
@@ -265,6 +271,9 @@ impl Worker {
             let mut g = self.shared.lock();
             g.fc_req.reset();
             g.fc.clear(crate::state::mono_ns());
+            g.peers = Some(self.transport.sender());
+            g.raft_leader = 0;
+            g.read_lease = None;
         }
         loop {
             let first = match rx.recv_timeout(POLL) {
@@ -273,6 +282,8 @@ impl Worker {
                 Err(RecvTimeoutError::Disconnected) => break,
             };
             let round = Instant::now();
+            self.group
+                .set_clock(self.started.elapsed().as_millis() as u64);
             let mut stop = false;
             for input in first.into_iter().chain(rx.try_iter()) {
                 stop |= self.handle(input);
@@ -286,7 +297,14 @@ impl Worker {
             self.flow_control();
             // Each loop, not only on deliveries: an applier may finish an
             // asked-about seqno while nothing else is ordered.
-            self.shared.lock().answer_votes();
+            let asked = {
+                let mut g = self.shared.lock();
+                g.answer_votes();
+                std::mem::take(&mut g.read_asked)
+            };
+            if asked {
+                self.group.saw_read();
+            }
             self.check_join_timeout();
             self.drive_recovery();
             self.check_quorum();
@@ -316,6 +334,27 @@ impl Worker {
             }
         }
         self.transport.shutdown();
+    }
+
+    /// Publishes the lease for causal reads on this node (ADR 0016), before
+    /// the messages of this round go out: none of them may carry a commit
+    /// index above the published one.
+    fn publish_lease(&mut self) {
+        let lease = self
+            .group
+            .read_lease()
+            .map(|(until, committed)| crate::state::ReadLease {
+                until: self.started + Duration::from_millis(until),
+                committed,
+            });
+        let leader = self.group.leader();
+        if (lease, leader) == self.lease_published {
+            return;
+        }
+        self.lease_published = (lease, leader);
+        let mut g = self.shared.lock();
+        g.read_lease = lease;
+        g.raft_leader = leader;
     }
 
     /// A message from a connected peer (its bytes already given back to
@@ -349,7 +388,11 @@ impl Worker {
                     r.heard(vote);
                 }
             }
-            PeerMsg::Hello { .. } | PeerMsg::Refuse { .. } => {}
+            // Handled on the connection threads (`read_ask`).
+            PeerMsg::Hello { .. }
+            | PeerMsg::Refuse { .. }
+            | PeerMsg::ReadAsk { .. }
+            | PeerMsg::ReadAnswer { .. } => {}
         }
     }
 
@@ -366,6 +409,7 @@ impl Worker {
                 self.addrs.insert(raft_id, peer_addr);
             }
             Input::Propose { id, action } => self.group.propose_with_id(id, action),
+            Input::ReadFence { id } => self.group.read_fence(id),
             Input::ProposeFragments { id, parts } => self.group.propose_fragments(id, parts),
             Input::Isolate(on) => self.isolate(on),
             Input::SuspectTimeout(d) => {
@@ -731,7 +775,9 @@ impl Worker {
     }
 
     fn process(&mut self, outputs: Vec<Output>) {
+        self.publish_lease();
         let mut deliveries = Vec::new();
+        let mut fences = Vec::new();
         for o in outputs {
             match o {
                 Output::Send { to, msg } => {
@@ -757,6 +803,7 @@ impl Worker {
                     }
                 }
                 Output::Deliver(d) => deliveries.push(d),
+                Output::Fence { reads, seqno } => fences.push((reads, seqno)),
                 // Starting from a snapshot: its last view, taken like any
                 // view (without this node: history from before it joined;
                 // with it: it stands for the view that added this node).
@@ -792,7 +839,31 @@ impl Worker {
                 }
             }
         }
+        if !fences.is_empty() {
+            // A fence is a target seqno: its reader then waits until that
+            // is committed here, so it may be told before the deliveries
+            // that order it are taken.
+            let mut g = self.shared.lock();
+            for (reads, seqno) in fences {
+                for id in reads {
+                    if let Some(w) = g.waiting.get_mut(&id) {
+                        *w = Resolution::Fence { seqno };
+                    }
+                }
+            }
+            drop(g);
+            self.shared.notify();
+        }
         if deliveries.is_empty() {
+            // Entries without deliveries (a new term's empty one) still
+            // move the index a lease read waits for.
+            let applied = self.group.applied_index();
+            let mut g = self.shared.lock();
+            if g.applied_index != applied {
+                g.applied_index = applied;
+                drop(g);
+                self.shared.notify();
+            }
             return;
         }
         let me = self.group.me().raft_id;
@@ -820,6 +891,7 @@ impl Worker {
             .sum();
         g.flush_cache();
         g.send_queue = self.group.in_flight();
+        g.applied_index = self.group.applied_index();
         let sent = g.send_queue;
         g.send_queue_stats.sample(sent);
         drop(g);

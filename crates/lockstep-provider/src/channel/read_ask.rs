@@ -1,0 +1,52 @@
+//! Causal reads between a follower and the leader, on the connection
+//! threads (ADR 0016): a follower's reader asks the leader for its commit
+//! index (`PeerMsg::ReadAsk`), and the leader's connection thread answers
+//! from the lease the group thread published, so neither group thread
+//! stands in the way. Without a lease the answer says so and the reader
+//! asks through Raft (`Group::read_fence`).
+
+use crate::shared::Shared;
+use crate::state::Resolution;
+use lockstep_core::wire::peer::PeerMsg;
+use lockstep_net::transport::{Handled, Quick};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The connection threads' handler: answers asks, resolves answers, and
+/// passes everything else on to the group thread.
+pub fn quick(shared: Arc<Shared>) -> Quick {
+    Arc::new(move |from, msg| match msg {
+        PeerMsg::ReadAsk { n } => {
+            let mut g = shared.lock();
+            let index = g.lease_index(Instant::now());
+            // The group thread keeps the lease renewed while reads come.
+            g.read_asked = true;
+            drop(g);
+            Handled::Done(PeerMsg::ReadAnswer { n, index }.to_frame().ok())
+        }
+        PeerMsg::ReadAnswer { n, index } => {
+            let mut g = shared.lock();
+            // Only the leader that was asked answers (`ReadAsks`).
+            let next_n = g.next_proposal;
+            let (reads, next) = g.read_asks.answered(n, from, next_n, Instant::now());
+            if next.is_some() {
+                g.next_proposal += 1;
+            }
+            let resolution =
+                index.map_or(Resolution::NoLease, |index| Resolution::ReadIndex { index });
+            for id in reads {
+                if let Some(w) = g.waiting.get_mut(&id) {
+                    if *w == Resolution::Pending {
+                        *w = resolution.clone();
+                    }
+                }
+            }
+            drop(g);
+            shared.notify_resolved();
+            // The reads that began while this ask flew: their ask goes
+            // back to the leader on this connection.
+            Handled::Done(next.and_then(|n| PeerMsg::ReadAsk { n }.to_frame().ok()))
+        }
+        other => Handled::Pass(other),
+    })
+}
