@@ -5,7 +5,7 @@
 //! other round (ABBA), so that a machine whose load drifts over minutes
 //! weighs on both providers alike; the headline figures are medians.
 //!
-//! - `workload`: the three workloads and where their connections go;
+//! - `workload`: the workloads and where their connections go;
 //! - `run`: one cluster per provider and round, fresh tables per workload,
 //!   warm-up, measured run, CHECKSUM TABLE on every node;
 //! - `results`: the numbers (`results.json`), the medians and the ratios;

@@ -3,9 +3,11 @@
 
 use std::fmt::Write as _;
 
-use super::results::{BenchResults, Comparison, Outcome, Slot, WorkloadResults, PERCENTILES};
+use super::results::{
+    BenchResults, Comparison, Outcome, ProviderResults, Slot, WorkloadResults, PERCENTILES,
+};
 use super::round_order;
-use super::workload::{Workload, WORKLOADS};
+use super::workload::{causal_read_cost, Workload, WORKLOADS};
 use crate::table;
 
 const FIGURES: [&str; 8] = [
@@ -172,6 +174,31 @@ fn rounds_line(r: &BenchResults) -> String {
     )
 }
 
+/// One line per provider that measured both read workloads: what causal
+/// reads cost of the read rate (issue 14: at most 10 %).
+fn causal_lines(r: &BenchResults) -> Vec<String> {
+    let tps = |p: &ProviderResults, name: &str| {
+        p.workloads
+            .iter()
+            .find(|w| w.workload == name)
+            .and_then(|w| w.summary.as_ref())
+            .map(|s| s.tps)
+    };
+    r.providers
+        .iter()
+        .filter_map(|p| {
+            let (plain, causal) = (tps(p, "point_select")?, tps(p, "causal_point_select")?);
+            let cost = causal_read_cost(plain, causal)?;
+            Some(format!(
+                "causal reads with {}: {causal:.0} reads/s against {plain:.0} without, \
+                 a cost of {:.0} %",
+                p.provider,
+                cost * 100.0
+            ))
+        })
+        .collect()
+}
+
 /// Rounds, providers and workloads that failed or ended with different data.
 fn problems(r: &BenchResults) -> Vec<String> {
     let mut out = Vec::new();
@@ -224,6 +251,13 @@ pub fn to_text(r: &BenchResults) -> String {
             c.label()
         );
         out.push_str(&table::render(&RATIOS, &ratio_rows(c)));
+    }
+    let causal = causal_lines(r);
+    if !causal.is_empty() {
+        out.push('\n');
+        for line in &causal {
+            let _ = writeln!(out, "{line}");
+        }
     }
     let problems = problems(r);
     if !problems.is_empty() {
@@ -298,6 +332,17 @@ pub fn to_markdown(r: &BenchResults) -> String {
             c.label()
         );
         out.push_str(&md_table(&RATIOS, &ratio_rows(c)));
+    }
+    let causal = causal_lines(r);
+    if !causal.is_empty() {
+        out.push_str(
+            "\n## Causal reads
+
+",
+        );
+        for line in &causal {
+            let _ = writeln!(out, "- {line}");
+        }
     }
     if r.settings.rounds > 1 {
         out.push_str("\n## Rounds\n\nEvery workload run, in run order.\n\n");

@@ -33,7 +33,7 @@ pub struct Plan {
 
 impl Plan {
     fn sysbench(&self, w: &Workload) -> Sysbench {
-        Sysbench::script(w.name)
+        Sysbench::script(w.script)
             .tables(self.tables)
             .table_size(self.table_size)
             .threads(w.threads)
@@ -133,6 +133,14 @@ fn run_workload(
     let out = &mut run.outcome;
     let tag = format!("{label} {}", w.name);
     let bench = plan.sysbench(w);
+    // New sessions take the global value: sysbench's connections all open
+    // after this.
+    for n in cluster.nodes() {
+        if let Err(e) = n.sql(&format!("SET GLOBAL wsrep_sync_wait = {}", w.sync_wait)) {
+            out.error = Some(failed(&tag, "setting wsrep_sync_wait", &e));
+            return run;
+        }
+    }
     if let Err(e) = fresh_tables(plan, cluster, &bench, &tag) {
         out.error = Some(failed(&tag, "preparing the tables", &e));
         return run;

@@ -1,5 +1,5 @@
-//! The three sysbench workloads of the benchmark, each tied to a yardstick
-//! of the design brief.
+//! The sysbench workloads of the benchmark, each tied to a yardstick of
+//! the design brief or an issue.
 
 use lockstep_testkit::{Cluster, Node};
 
@@ -15,8 +15,13 @@ pub enum Placement {
 /// A sysbench OLTP script with its thread count and placement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Workload {
-    /// The sysbench script, also the workload's name in the report.
+    /// The workload's name in the report.
     pub name: &'static str,
+    /// The sysbench script.
+    pub script: &'static str,
+    /// `wsrep_sync_wait` of the workload's sessions (set globally on every
+    /// node for its run).
+    pub sync_wait: u32,
     pub threads: u32,
     pub placement: Placement,
     /// What it measures, for the report.
@@ -24,26 +29,54 @@ pub struct Workload {
 }
 
 /// Every workload, in run order.
-pub const WORKLOADS: [Workload; 3] = [
+pub const WORKLOADS: [Workload; 5] = [
     Workload {
         name: "oltp_write_only",
+        script: "oltp_write_only",
+        sync_wait: 0,
         threads: 8,
         placement: Placement::OneNode,
         measures: "write throughput",
     },
     Workload {
         name: "oltp_read_write",
+        script: "oltp_read_write",
+        sync_wait: 0,
         threads: 12,
         placement: Placement::AllNodes,
         measures: "mixed load on all nodes",
     },
     Workload {
         name: "oltp_update_non_index",
+        script: "oltp_update_non_index",
+        sync_wait: 0,
         threads: 1,
         placement: Placement::OneNode,
         measures: "commit latency",
     },
+    Workload {
+        name: "point_select",
+        script: "oltp_point_select",
+        sync_wait: 0,
+        threads: 8,
+        placement: Placement::AllNodes,
+        measures: "read rate, the base of causal reads",
+    },
+    Workload {
+        name: "causal_point_select",
+        script: "oltp_point_select",
+        sync_wait: 1,
+        threads: 8,
+        placement: Placement::AllNodes,
+        measures: "causal reads (wsrep_sync_wait=1)",
+    },
 ];
+
+/// The cost of causal reads: `1 - causal / plain` read rate, when both
+/// workloads were measured.
+pub fn causal_read_cost(plain_tps: f64, causal_tps: f64) -> Option<f64> {
+    (plain_tps > 0.0).then(|| 1.0 - causal_tps / plain_tps)
+}
 
 impl Workload {
     /// The workloads of a comma-separated list, in the order given,
@@ -122,6 +155,23 @@ mod tests {
         let e = Workload::parse_list("oltp_write_only,tpcc").unwrap_err();
         assert!(e.contains("`tpcc`") && e.contains("oltp_read_write"), "{e}");
         assert!(Workload::parse_list(" , ").is_err());
+    }
+
+    #[test]
+    fn the_causal_read_cost_is_the_share_of_the_read_rate_lost() {
+        let cost = causal_read_cost(40_000.0, 36_000.0).unwrap();
+        assert!((cost - 0.1).abs() < 1e-9, "{cost}");
+        assert_eq!(causal_read_cost(0.0, 10.0), None, "no base rate, no cost");
+        let plain = WORKLOADS.iter().find(|w| w.name == "point_select").unwrap();
+        let causal = WORKLOADS
+            .iter()
+            .find(|w| w.name == "causal_point_select")
+            .unwrap();
+        assert_eq!((plain.sync_wait, causal.sync_wait), (0, 1));
+        assert_eq!(
+            plain.script, causal.script,
+            "the same reads, with and without"
+        );
     }
 
     #[test]
