@@ -52,11 +52,11 @@ fn a_causal_read_on_any_node_sees_every_commit_acknowledged_before_it() {
         .collect();
 
     let mut value = 0;
-    for a in 0..3 {
+    for (a, writer) in writers.iter_mut().enumerate() {
         for b in (0..3).filter(|b| *b != a) {
             for _ in 0..ROUNDS {
                 value += 1;
-                writers[a]
+                writer
                     .sql(&format!("UPDATE cr.t SET v = {value} WHERE id = 1"))
                     .or_logs(&c, "the write");
                 // The UPDATE returned: it is acknowledged. The very next
