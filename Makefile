@@ -42,9 +42,11 @@ compat: build
 	@scripts/compat.sh $(PROVIDERS)
 
 # sysbench workloads on a 3-node cluster with Lockstep and with Galera, 2
-# rounds in alternating order (~7 min); report with plots in
+# rounds in alternating order, with the thread sweep (1, 8, 32, 128 writers)
+# and the floor (one MariaDB, wsrep off) (~25 min); report with plots in
 # bench-out/<UTC timestamp>/ (docs/bench.md):
 #   make bench BENCH_ARGS="--time 60 --workloads oltp_write_only"
+BENCH_ARGS ?= --workloads all,sweep --floor
 bench: build
 	target/release/lockstep bench $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory bench-cert

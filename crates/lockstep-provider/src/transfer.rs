@@ -323,8 +323,11 @@ impl Provider {
                 return Ok(gtid);
             }
             if let Some(rcode) = g.sst.donor_rcode {
+                // Galera's words (what DBAs and MariaDB's tests look for).
                 return Err(format!(
-                    "the donor failed the state transfer (error {rcode}); restart the node to retry"
+                    "State transfer to this node failed on the donor: {rcode} ({}). Will never \
+                     receive state. Need to abort. Restart the node to retry",
+                    std::io::Error::from_raw_os_error(-rcode)
                 ));
             }
             // Galera's wording (MariaDB's tests expect it).

@@ -42,6 +42,9 @@ pub struct Bench {
     pub providers: Vec<Provider>,
     /// At least 1.
     pub rounds: usize,
+    /// Also measure the floor (`run::run_floor`) in every round, after the
+    /// providers, with the first provider's library loaded.
+    pub floor: bool,
     pub out: PathBuf,
 }
 
@@ -91,8 +94,13 @@ pub fn run(bench: &Bench) -> Result<(BenchResults, Vec<String>), Error> {
     }
     let mut runs = Vec::new();
     for round in 0..bench.rounds {
-        for (position, p) in round_order(&bench.providers, round).into_iter().enumerate() {
+        let order = round_order(&bench.providers, round);
+        for (position, p) in order.iter().enumerate() {
             runs.push(run::run_provider(plan, p, Slot { round, position }));
+        }
+        if let (true, Some(p)) = (bench.floor, bench.providers.first()) {
+            let position = order.len();
+            runs.push(run::run_floor(plan, p, Slot { round, position }));
         }
     }
     let providers = ProviderResults::group(runs);
@@ -107,7 +115,12 @@ pub fn run(bench: &Bench) -> Result<(BenchResults, Vec<String>), Error> {
             table_size: plan.table_size,
             slave_threads: plan.slave_threads,
             workloads: plan.workloads.iter().map(|w| w.name.to_string()).collect(),
-            providers: bench.providers.iter().map(Provider::label).collect(),
+            providers: bench
+                .providers
+                .iter()
+                .map(Provider::label)
+                .chain(bench.floor.then(|| run::FLOOR.to_string()))
+                .collect(),
             rounds: bench.rounds,
             peer_tls: plan.tls,
         },
@@ -142,6 +155,9 @@ fn write_report(dir: &Path, r: &BenchResults) -> Result<Vec<String>, Error> {
             problems.push(e);
         }
     }
+    if let Err(e) = draw_sweep(dir, r) {
+        problems.push(e);
+    }
     Ok(problems)
 }
 
@@ -153,9 +169,7 @@ fn draw_workload(dir: &Path, r: &BenchResults, workload: &str) -> Result<(), Str
         .iter()
         .filter_map(|p| Some((p.provider.as_str(), p.workload(workload)?)))
         .collect();
-    let load = workload::WORKLOADS
-        .iter()
-        .find(|w| w.name == workload)
+    let load = workload::find(workload)
         .map(|w| w.load_label(r.settings.nodes))
         .unwrap_or_default();
     let (throughput, latency) = report::plot_names(workload);
@@ -206,6 +220,42 @@ fn draw_workload(dir: &Path, r: &BenchResults, workload: &str) -> Result<(), Str
     };
     plot::latency(&path, &title, &names, &series)
         .map_err(|e| format!("cannot draw {}: {e}", path.display()))
+}
+
+/// The thread sweep's curve, `sweep.png`: each provider's median tps at
+/// each thread count of the sweep that ran (nothing when fewer than two
+/// points did).
+fn draw_sweep(dir: &Path, r: &BenchResults) -> Result<(), String> {
+    let points = workload::sweep();
+    let series: Vec<Series> = r
+        .providers
+        .iter()
+        .filter_map(|p| {
+            let pts: Vec<(f64, f64)> = points
+                .iter()
+                .filter_map(|w| {
+                    Some((
+                        f64::from(w.threads),
+                        p.workload(w.name)?.summary.as_ref()?.tps,
+                    ))
+                })
+                .collect();
+            (pts.len() >= 2).then(|| Series {
+                label: p.provider.clone(),
+                points: pts,
+            })
+        })
+        .collect();
+    if series.is_empty() {
+        return Ok(());
+    }
+    let path = dir.join(report::SWEEP_PNG);
+    plot::sweep(
+        &path,
+        "oltp_write_only on node1: transactions per second by client threads",
+        &series,
+    )
+    .map_err(|e| format!("cannot draw {}: {e}", path.display()))
 }
 
 /// `0.52 0.31 0.20`: the 1, 5 and 15 minute load averages.

@@ -56,6 +56,42 @@ fn frame<'a, 'b>(root: &'a Canvas<'b>, title: &str) -> ChartBuilder<'a, 'b, BitM
 
 /// Transactions per second over the measured run, one line per provider.
 pub fn throughput(path: &Path, title: &str, series: &[Series]) -> Result<(), String> {
+    lines(
+        path,
+        title,
+        "seconds since the start of the measured run",
+        series,
+        false,
+    )
+}
+
+/// Transactions per second by client threads (the thread sweep), one line
+/// per provider.
+/// Thread counts go on a log2 axis (1, 8, 32, 128 spread evenly).
+pub fn sweep(path: &Path, title: &str, series: &[Series]) -> Result<(), String> {
+    let logged: Vec<Series> = series
+        .iter()
+        .map(|s| Series {
+            label: s.label.clone(),
+            points: s
+                .points
+                .iter()
+                .map(|&(x, y)| (x.max(1.0).log2(), y))
+                .collect(),
+        })
+        .collect();
+    lines(path, title, "client threads (log scale)", &logged, true)
+}
+
+/// Lines of transactions per second over `x_desc`, one per provider; with
+/// `log2_x` the x values are exponents of 2 and labelled as powers.
+fn lines(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    series: &[Series],
+    log2_x: bool,
+) -> Result<(), String> {
     let all = || series.iter().flat_map(|s| s.points.iter());
     let x_max = all().map(|p| p.0).fold(1.0, f64::max);
     // Headroom above the highest point for the legend.
@@ -66,9 +102,15 @@ pub fn throughput(path: &Path, title: &str, series: &[Series]) -> Result<(), Str
         .map_err(err)?;
     chart
         .configure_mesh()
-        .x_desc("seconds since the start of the measured run")
+        .x_desc(x_desc)
         .y_desc("transactions per second")
-        .x_label_formatter(&|x| format!("{x:.0}"))
+        .x_label_formatter(&|x| {
+            if log2_x {
+                format!("{:.0}", x.exp2())
+            } else {
+                format!("{x:.0}")
+            }
+        })
         .y_label_formatter(&|y| format!("{y:.0}"))
         .draw()
         .map_err(err)?;

@@ -7,7 +7,8 @@ use super::results::{
     BenchResults, Comparison, Outcome, ProviderResults, Slot, WorkloadResults, PERCENTILES,
 };
 use super::round_order;
-use super::workload::{causal_read_cost, Workload, WORKLOADS};
+use super::run::FLOOR;
+use super::workload::{causal_read_cost, find, Workload};
 use crate::table;
 
 const FIGURES: [&str; 8] = [
@@ -93,10 +94,7 @@ fn round_rows(r: &BenchResults) -> Vec<Vec<String>> {
 }
 
 fn load(name: &str, nodes: usize) -> String {
-    WORKLOADS
-        .iter()
-        .find(|w| w.name == name)
-        .map_or(String::new(), |w: &Workload| w.load_label(nodes))
+    find(name).map_or(String::new(), |w: Workload| w.load_label(nodes))
 }
 
 /// `MISMATCH` if any round's nodes differed, `not checked` if any round
@@ -172,6 +170,50 @@ fn rounds_line(r: &BenchResults) -> String {
         s.rounds,
         orders.join("; ")
     )
+}
+
+/// The thread sweep's curve in the report folder.
+pub const SWEEP_PNG: &str = "sweep.png";
+
+/// One line per workload the floor measured: each provider's share of the
+/// floor's throughput (issue 14 aims at 0.6 and more).
+fn floor_lines(r: &BenchResults) -> Vec<String> {
+    let Some(floor) = r.providers.iter().find(|p| p.provider == FLOOR) else {
+        return Vec::new();
+    };
+    let tps = |p: &ProviderResults, name: &str| {
+        p.workload(name)
+            .and_then(|w| w.summary.as_ref())
+            .map(|s| s.tps)
+    };
+    r.settings
+        .workloads
+        .iter()
+        .filter_map(|name| {
+            let base = tps(floor, name).filter(|t| *t > 0.0)?;
+            let shares: Vec<String> = r
+                .providers
+                .iter()
+                .filter(|p| p.provider != FLOOR)
+                .filter_map(|p| Some(format!("{} {:.2}", p.provider, tps(p, name)? / base)))
+                .collect();
+            Some(format!(
+                "{name}: the floor {base:.0} tps; share of it: {}",
+                shares.join(", ")
+            ))
+        })
+        .collect()
+}
+
+/// Whether the thread sweep ran (at least two of its points).
+fn swept(r: &BenchResults) -> bool {
+    let points = super::workload::sweep();
+    r.settings
+        .workloads
+        .iter()
+        .filter(|name| points.iter().any(|w| w.name == name.as_str()))
+        .count()
+        >= 2
 }
 
 /// One line per provider that measured both read workloads: what causal
@@ -259,6 +301,13 @@ pub fn to_text(r: &BenchResults) -> String {
             let _ = writeln!(out, "{line}");
         }
     }
+    let floor = floor_lines(r);
+    if !floor.is_empty() {
+        out.push_str("\nthe floor: one MariaDB, same my.cnf, wsrep off\n");
+        for line in &floor {
+            let _ = writeln!(out, "{line}");
+        }
+    }
     let problems = problems(r);
     if !problems.is_empty() {
         out.push('\n');
@@ -335,14 +384,26 @@ pub fn to_markdown(r: &BenchResults) -> String {
     }
     let causal = causal_lines(r);
     if !causal.is_empty() {
-        out.push_str(
-            "\n## Causal reads
-
-",
-        );
+        out.push_str("\n## Causal reads\n\n");
         for line in &causal {
             let _ = writeln!(out, "- {line}");
         }
+    }
+    let floor = floor_lines(r);
+    if !floor.is_empty() {
+        out.push_str(
+            "\n## The floor\n\nOne MariaDB with the same my.cnf and wsrep off: each \
+             provider's throughput as a share of it.\n\n",
+        );
+        for line in &floor {
+            let _ = writeln!(out, "- {line}");
+        }
+    }
+    if swept(r) {
+        let _ = writeln!(
+            out,
+            "\n## Thread sweep\n\n`oltp_write_only` on node1 by client threads.\n\n![sweep]({SWEEP_PNG})"
+        );
     }
     if r.settings.rounds > 1 {
         out.push_str("\n## Rounds\n\nEvery workload run, in run order.\n\n");
@@ -397,7 +458,7 @@ fn environment_md(r: &BenchResults) -> String {
 
 fn workload_md(r: &BenchResults, name: &str) -> String {
     let mut out = format!("\n## {name}\n\n");
-    if let Some(w) = WORKLOADS.iter().find(|w| w.name == name) {
+    if let Some(w) = find(name) {
         let _ = writeln!(out, "{}: {}.\n", w.measures, w.load_label(r.settings.nodes));
     }
     let (throughput, latency) = plot_names(name);
@@ -511,6 +572,36 @@ mod tests {
             ],
             2,
         )
+    }
+
+    #[test]
+    fn the_floor_is_no_provider_to_compare_and_each_provider_gets_its_share() {
+        let run = |provider: &str, position, tps| {
+            one_workload(
+                provider,
+                (0, position),
+                Some(measured(tps, 1.0, 2.0)),
+                Some(equal()),
+                None,
+            )
+        };
+        let r = bench_results(
+            vec![
+                run("lockstep", 0, 1500.0),
+                run("galera", 1, 1200.0),
+                run(FLOOR, 2, 5000.0),
+            ],
+            1,
+        );
+        assert!(r.comparison.is_some(), "lockstep/galera still compared");
+        let text = to_text(&r);
+        assert!(
+            text.contains(
+                "oltp_write_only: the floor 5000 tps; share of it: lockstep 0.30, galera 0.24"
+            ),
+            "{text}"
+        );
+        assert!(to_markdown(&r).contains("## The floor"));
     }
 
     #[test]

@@ -460,7 +460,12 @@ impl Comparison {
     /// With exactly two providers: `galera` is the reference when it ran,
     /// else the second one; `None` otherwise.
     pub fn of(providers: &[ProviderResults]) -> Option<Comparison> {
-        let [a, b] = providers else { return None };
+        // The floor is no provider to compare: it has its own lines.
+        let compared: Vec<&ProviderResults> = providers
+            .iter()
+            .filter(|p| p.provider != super::run::FLOOR)
+            .collect();
+        let [a, b] = compared[..] else { return None };
         let (candidate, reference) = if a.provider == "galera" {
             (b, a)
         } else {

@@ -10,6 +10,9 @@ use super::progress;
 use super::results::{Consistency, Measured, Outcome, ProviderRun, Slot, WorkloadRun};
 use super::workload::Workload;
 
+/// The provider label of the floor's runs.
+pub const FLOOR: &str = "floor";
+
 /// How long the nodes may take to apply the last writesets of a workload.
 const CATCH_UP: Duration = Duration::from_secs(120);
 
@@ -53,7 +56,24 @@ pub fn lockstep_only<'a>(provider: &Provider, options: &'a str) -> &'a str {
 /// the provider's part of a round. Failures are recorded, not returned:
 /// the other runs go on. Raw files go to `<raw_dir>/<provider>/round-<r>/`.
 pub fn run_provider(plan: &Plan, provider: &Provider, slot: Slot) -> ProviderRun {
-    let label = provider.label();
+    run_cluster(plan, provider, slot, false)
+}
+
+/// The floor (issue 14, item 2): one MariaDB with the same my.cnf and
+/// wsrep off (`SET GLOBAL wsrep_on=OFF` on a one-node cluster of
+/// `provider`, so that every line of the configuration is the same; the
+/// provider is loaded but no session uses it). What replication costs is
+/// the clusters' distance from it. Reported as the provider `floor`.
+pub fn run_floor(plan: &Plan, provider: &Provider, slot: Slot) -> ProviderRun {
+    run_cluster(plan, provider, slot, true)
+}
+
+fn run_cluster(plan: &Plan, provider: &Provider, slot: Slot, floor: bool) -> ProviderRun {
+    let label = if floor {
+        FLOOR.to_string()
+    } else {
+        provider.label()
+    };
     let mut run = ProviderRun {
         provider: label.clone(),
         slot,
@@ -68,8 +88,9 @@ pub fn run_provider(plan: &Plan, provider: &Provider, slot: Slot) -> ProviderRun
         .join(&label)
         .join(format!("round-{}", slot.round));
     let label = format!("round {} {label}", slot.round);
-    progress(&label, &format!("starting {} nodes", plan.nodes));
-    let spec = ClusterSpec::new(plan.nodes)
+    let nodes = if floor { 1 } else { plan.nodes };
+    progress(&label, &format!("starting {nodes} node(s)"));
+    let spec = ClusterSpec::new(nodes)
         .provider(provider.clone())
         .cluster_name("lockstep-bench")
         .slave_threads(plan.slave_threads)
@@ -83,6 +104,14 @@ pub fn run_provider(plan: &Plan, provider: &Provider, slot: Slot) -> ProviderRun
             return run;
         }
     };
+    if floor {
+        if let Err(e) = cluster.node(0).sql("SET GLOBAL wsrep_on = OFF") {
+            run.error = Some(failed(&label, "turning wsrep off", &e));
+            run.workloads = plan.workloads.iter().map(not_run).collect();
+            let _ = cluster.stop_all();
+            return run;
+        }
+    }
     let first = cluster.node(0);
     run.library = cluster.provider_path().to_path_buf();
     run.server_version = first.var("version").ok().flatten();
@@ -218,7 +247,11 @@ fn fresh_tables(
     let t0 = Instant::now();
     cluster.node(0).sql("DROP DATABASE IF EXISTS sbtest")?;
     bench.prepare(cluster.node(0))?;
-    cluster.wait_for_equal_last_committed(CATCH_UP)?;
+    // One node (the floor, wsrep off: no wsrep status at all) has nobody
+    // to wait for.
+    if cluster.len() > 1 {
+        cluster.wait_for_equal_last_committed(CATCH_UP)?;
+    }
     progress(
         tag,
         &format!("tables ready in {:.1} s", t0.elapsed().as_secs_f64()),
@@ -232,9 +265,12 @@ fn fresh_tables(
 fn check(cluster: &Cluster, bench: &Sysbench, tag: &str) -> Consistency {
     let tables = bench.table_names();
     let tables: Vec<&str> = tables.iter().map(String::as_str).collect();
-    let result = cluster
-        .wait_for_equal_last_committed(CATCH_UP)
-        .and_then(|seqno| Ok((seqno, cluster.checksums(&tables)?)));
+    let caught_up = if cluster.len() > 1 {
+        cluster.wait_for_equal_last_committed(CATCH_UP)
+    } else {
+        Ok(-1) // the floor: one node, wsrep off
+    };
+    let result = caught_up.and_then(|seqno| Ok((seqno, cluster.checksums(&tables)?)));
     let consistency = match result {
         Ok((seqno, report)) => Consistency::checked(seqno, &report),
         Err(e) => Consistency::failed(format!("the check did not complete: {e}")),

@@ -72,6 +72,44 @@ pub const WORKLOADS: [Workload; 5] = [
     },
 ];
 
+/// The thread sweep (issue 14, item 2): the write-only workload at 1, 32
+/// and 128 client threads besides `oltp_write_only`'s 8, all on node1, to
+/// show where each provider saturates. `--workloads sweep` runs the four.
+pub const SWEEP: [Workload; 3] = [
+    sweep_point("write_only_1", 1),
+    sweep_point("write_only_32", 32),
+    sweep_point("write_only_128", 128),
+];
+
+const fn sweep_point(name: &'static str, threads: u32) -> Workload {
+    Workload {
+        name,
+        script: "oltp_write_only",
+        sync_wait: 0,
+        threads,
+        placement: Placement::OneNode,
+        measures: "write throughput by client threads",
+    }
+}
+
+/// The sweep's workloads, fewest threads first (`oltp_write_only` is its
+/// 8-thread point).
+pub fn sweep() -> Vec<Workload> {
+    let mut all: Vec<Workload> = SWEEP.to_vec();
+    all.extend(WORKLOADS.iter().filter(|w| w.name == "oltp_write_only"));
+    all.sort_by_key(|w| w.threads);
+    all
+}
+
+/// A workload by its name, among all of them.
+pub fn find(name: &str) -> Option<Workload> {
+    WORKLOADS
+        .iter()
+        .chain(SWEEP.iter())
+        .find(|w| w.name == name)
+        .copied()
+}
+
 /// The cost of causal reads: `1 - causal / plain` read rate, when both
 /// workloads were measured.
 pub fn causal_read_cost(plain_tps: f64, causal_tps: f64) -> Option<f64> {
@@ -84,17 +122,23 @@ impl Workload {
     pub fn parse_list(list: &str) -> Result<Vec<Workload>, String> {
         let mut out: Vec<Workload> = Vec::new();
         for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            let found: Vec<Workload> = if name == "all" {
-                WORKLOADS.to_vec()
-            } else {
-                let w = WORKLOADS.iter().find(|w| w.name == name).ok_or_else(|| {
-                    let known: Vec<&str> = WORKLOADS.iter().map(|w| w.name).collect();
-                    format!(
-                        "unknown workload `{name}`; choose from {} (or all)",
-                        known.join(", ")
-                    )
-                })?;
-                vec![*w]
+            let found: Vec<Workload> = match name {
+                "all" => WORKLOADS.to_vec(),
+                "sweep" => sweep(),
+                _ => {
+                    let w = find(name).ok_or_else(|| {
+                        let known: Vec<&str> = WORKLOADS
+                            .iter()
+                            .chain(SWEEP.iter())
+                            .map(|w| w.name)
+                            .collect();
+                        format!(
+                            "unknown workload `{name}`; choose from {} (or all, sweep)",
+                            known.join(", ")
+                        )
+                    })?;
+                    vec![w]
+                }
             };
             for w in found {
                 if !out.contains(&w) {
@@ -155,6 +199,19 @@ mod tests {
         let e = Workload::parse_list("oltp_write_only,tpcc").unwrap_err();
         assert!(e.contains("`tpcc`") && e.contains("oltp_read_write"), "{e}");
         assert!(Workload::parse_list(" , ").is_err());
+    }
+
+    #[test]
+    fn the_sweep_runs_the_write_only_workload_at_1_8_32_and_128_threads() {
+        let threads: Vec<u32> = Workload::parse_list("sweep")
+            .unwrap()
+            .iter()
+            .map(|w| w.threads)
+            .collect();
+        assert_eq!(threads, [1, 8, 32, 128]);
+        let both = Workload::parse_list("all,sweep").unwrap();
+        assert_eq!(both.len(), WORKLOADS.len() + SWEEP.len(), "no repeats");
+        assert!(both.iter().all(|w| find(w.name) == Some(*w)));
     }
 
     #[test]

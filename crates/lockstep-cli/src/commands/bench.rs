@@ -66,6 +66,10 @@ pub struct Args {
     /// keep their defaults), e.g. `lockstep.commit_bypass=64M`.
     #[arg(long, default_value = "", value_name = "OPTS")]
     lockstep_options: String,
+    /// Also measure the floor: one MariaDB with the same my.cnf and wsrep
+    /// off, in every round; the report gives each provider's share of it.
+    #[arg(long)]
+    floor: bool,
     /// large_trx: rows the big UPDATE changes.
     #[arg(long, default_value_t = 1_000_000, value_name = "ROWS")]
     large_rows: u64,
@@ -169,6 +173,7 @@ fn bench(args: &Args) -> Result<Bench, CliError> {
         },
         providers,
         rounds: args.rounds,
+        floor: args.floor,
         out,
     })
 }
