@@ -47,7 +47,13 @@ run_suites() {
     # mtr.sh exits 1 when a test fails; the run goes on to the next suite.
     MTR_PARALLEL=${MTR_PARALLEL:-2} MTR_TESTCASE_TIMEOUT=${MTR_TESTCASE_TIMEOUT:-4} \
       "$REPO/scripts/mtr.sh" --suite "$suite" "$provider" > "$OUT/$provider/$suite.progress" 2>&1 || true
-    log=$(readlink -f "$REPO/mtr-out/latest")
+    # This run's folder, from mtr.sh's closing line (not mtr-out/latest,
+    # which another mtr.sh run may have moved meanwhile).
+    log=$(sed -n 's|^==== mtr.sh summary (log: \(.*\)/mtr.log) ====$|\1|p' "$OUT/$provider/$suite.progress" | tail -n 1)
+    if [[ -z $log ]]; then
+      echo "compat: $provider $suite: mtr.sh gave no summary, see $OUT/$provider/$suite.progress" >&2
+      continue
+    fi
     {
       echo "# suite $suite, provider $provider, started $started, ended $(date -u +%Y-%m-%dT%H:%M:%SZ)"
       grep -m1 '^# provider: ' "$log/mtr.log" || true

@@ -39,3 +39,4 @@ mod trx;
 mod viewstate;
 mod vote;
 mod writeset_cache;
+mod ws_size;

@@ -41,7 +41,11 @@ impl Provider {
 
     pub fn append_key(&self, trx: &mut LocalTrx, parts: Vec<Vec<u8>>, kind: KeyType) -> Status {
         let bytes: usize = parts.iter().map(Vec::len).sum();
-        if trx.oversized || (trx.size() + bytes) as u64 > self.max_ws_size() {
+        if trx.oversized {
+            return status::OK;
+        }
+        trx.counted_keys.add(&parts);
+        if trx.counted_size() as u64 > self.max_ws_size() {
             trx.oversized = true;
             return status::OK;
         }
@@ -52,7 +56,7 @@ impl Provider {
     }
 
     pub fn append_data(&self, trx: &mut LocalTrx, data: &[u8]) -> Status {
-        if trx.oversized || (trx.size() + data.len()) as u64 > self.max_ws_size() {
+        if trx.oversized || (trx.counted_size() + data.len()) as u64 > self.max_ws_size() {
             trx.oversized = true;
             return status::OK;
         }
@@ -569,7 +573,7 @@ impl Provider {
         if wsflags & start_end != start_end || wsflags & flags::ROLLBACK != 0 {
             return status::CONN_FAIL;
         }
-        let toi = LocalTrx {
+        let mut toi = LocalTrx {
             key_bytes: keys.iter().flat_map(|k| &k.parts).map(Vec::len).sum(),
             key_count: keys.len(),
             keys: keys
@@ -583,13 +587,17 @@ impl Provider {
             flags: wsflags | flags::ISOLATION,
             conn_id,
             oversized: false,
+            counted_keys: Default::default(),
         };
+        for k in &toi.keys {
+            toi.counted_keys.add(&k.parts);
+        }
         let g = self.flow_control_wait(self.lock(), None);
         let g = self.wait_unpaused(g);
         if !g.accepts_writes() {
             return status::CONN_FAIL;
         }
-        if toi.size() as u64 > self.max_ws_size() {
+        if toi.counted_size() as u64 > self.max_ws_size() {
             return status::SIZE_EXCEEDED;
         }
         let ws = Writeset {

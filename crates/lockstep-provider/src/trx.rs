@@ -51,11 +51,19 @@ pub struct LocalTrx {
     /// part it appended, and the other nodes would get a truncated
     /// writeset. Galera, too, reports the size at certification.)
     pub oversized: bool,
+    /// The keys as Galera counts them against `repl.max_ws_size`.
+    pub counted_keys: crate::ws_size::KeyCount,
 }
 
 impl LocalTrx {
     pub fn size(&self) -> usize {
         self.key_bytes + self.data.len()
+    }
+
+    /// The size `repl.max_ws_size` limits, counted as Galera does
+    /// (`ws_size`).
+    pub fn counted_size(&self) -> usize {
+        crate::ws_size::counted(&self.counted_keys, self.data.len())
     }
 
     /// A streaming fragment committed: the object lives on for the next
