@@ -221,6 +221,11 @@ impl ReadFences {
                     // Only our own leadership's round proves a lease.
                     if p == n && t == term {
                         self.probe = None;
+                        if self.lease_term != term {
+                            // A lease of an earlier leadership says
+                            // nothing about this one.
+                            self.lease_until = 0;
+                        }
                         self.lease_term = term;
                         self.lease_until = self.lease_until.max(at + self.lease_ms);
                     }
@@ -295,6 +300,20 @@ mod tests {
         assert_eq!(f.lease_round(320, true, 5), None, "more than half left");
         assert!(f.lease_round(330, true, 5).is_some(), "renewed at half");
         assert_eq!(f.lease_round(330, false, 5), None, "followers hold none");
+    }
+
+    #[test]
+    fn a_new_leadership_starts_its_lease_afresh() {
+        let mut f = ReadFences::new(450, 200);
+        f.saw_read(0);
+        let first = f.lease_round(0, true, 5).expect("a lease round");
+        f.answered(&first, 9, 5);
+        assert!(f.lease_valid(400, 5));
+        // Leadership lost and won again in term 7, a round sent at 10.
+        let again = f.lease_round(10, true, 7).expect("a round in the new term");
+        f.answered(&again, 12, 7);
+        assert!(f.lease_valid(459, 7));
+        assert!(!f.lease_valid(460, 7), "not stretched by term 5's lease");
     }
 
     #[test]
