@@ -7,6 +7,7 @@ use crate::provider::Provider;
 use crate::read_asks::Join;
 use crate::shared::Wake;
 use crate::state::{Conn, Inner, Resolution};
+use lockstep_core::group::Action;
 use lockstep_core::wire::peer::PeerMsg;
 use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
@@ -79,12 +80,17 @@ impl Provider {
     /// - on the leader under its lease, here and now;
     /// - on a follower, by asking the leader directly (one round trip
     ///   between the connection threads), then applying up to it;
-    /// - otherwise through Raft's ReadIndex on the group thread.
+    /// - otherwise through Raft's ReadIndex on the group thread;
+    /// - but while a proposal of this node is not ordered yet, through the
+    ///   log behind it (`barrier_fence`).
     fn causal_fence<'a>(
         &'a self,
         g: MutexGuard<'a, Inner>,
         deadline: Instant,
     ) -> (MutexGuard<'a, Inner>, Option<i64>) {
+        if !g.own_proposals_ordered() {
+            return self.barrier_fence(g, deadline);
+        }
         if let Some(seqno) = g.lease_fence(Instant::now()) {
             return (g, Some(seqno));
         }
@@ -98,6 +104,26 @@ impl Provider {
         }
         let mut g = g;
         let Some(id) = g.read_fence() else {
+            return (g, None);
+        };
+        let (mut g, _) = self.wait_until(g, Some(deadline), |s| {
+            s.waiting.get(&id) != Some(&Resolution::Pending)
+        });
+        match g.waiting.remove(&id) {
+            Some(Resolution::Fence { seqno }) => (g, Some(seqno)),
+            _ => (g, None),
+        }
+    }
+
+    /// The fence as an entry in the log (`Action::Barrier`): ordered after
+    /// every proposal this node sent before it.
+    fn barrier_fence<'a>(
+        &'a self,
+        mut g: MutexGuard<'a, Inner>,
+        deadline: Instant,
+    ) -> (MutexGuard<'a, Inner>, Option<i64>) {
+        let (raft_id, next) = (g.raft_id(), g.next_proposal);
+        let Some(id) = g.propose(Action::Barrier { raft_id, id: next }, true) else {
             return (g, None);
         };
         let (mut g, _) = self.wait_until(g, Some(deadline), |s| {

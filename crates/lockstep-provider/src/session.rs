@@ -166,6 +166,7 @@ impl Provider {
         g.group = Some(GroupLink {
             raft_id: setup_raft_id,
             tx,
+            sent: 0,
         });
         let running = g.running_state();
         drop(g);
@@ -353,7 +354,11 @@ impl Provider {
         g.local.closed();
         g.start_joining(ist_limit);
         g.last_ordered = g.last_committed();
-        g.group = Some(GroupLink { raft_id, tx });
+        g.group = Some(GroupLink {
+            raft_id,
+            tx,
+            sent: 0,
+        });
         drop(g);
         *self.channel.lock().unwrap_or_else(|p| p.into_inner()) = Some(chan);
         None

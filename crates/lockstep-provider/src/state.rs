@@ -202,6 +202,10 @@ pub struct Inner {
     pub read_asked: bool,
     /// This node's asks of the leader for causal reads (batched).
     pub read_asks: crate::read_asks::ReadAsks,
+    /// What the group thread has taken of the proposals sent on the
+    /// current link, and how many of them are not ordered yet.
+    pub proposals_taken: u64,
+    pub own_in_flight: usize,
     /// Seqnos fully finished: `last_committed` (contract §6.6).
     pub finished: Watermark,
     /// Seqnos that left commit order.
@@ -324,6 +328,9 @@ pub struct Inner {
 pub struct GroupLink {
     pub raft_id: u64,
     pub tx: Sender<crate::group_input::Input>,
+    /// Proposals sent on this link (causal reads excluded): compared with
+    /// what the group thread took (`Inner::proposals_taken`).
+    pub sent: u64,
 }
 
 /// Monotonic nanoseconds since the provider was loaded (flow-control
@@ -364,6 +371,8 @@ impl Inner {
             peers: None,
             read_asked: false,
             read_asks: Default::default(),
+            proposals_taken: 0,
+            own_in_flight: 0,
             send_queue_stats: QueueStats::default(),
             recv_q_hard_limit: None,
             apply_stats: GateStats::default(),
@@ -730,7 +739,32 @@ impl Inner {
     /// A causal read's fence, resolved like a proposal (`Resolution::Fence`)
     /// but without a log entry (ADR 0016).
     pub fn read_fence(&mut self) -> Option<u64> {
-        self.send_proposal(true, |id| crate::group_input::Input::ReadFence { id })
+        let link = self.group.as_ref()?;
+        let id = self.next_proposal;
+        self.next_proposal += 1;
+        self.waiting.insert(id, Resolution::Pending);
+        if link
+            .tx
+            .send(crate::group_input::Input::ReadFence { id })
+            .is_err()
+        {
+            self.waiting.insert(id, Resolution::Dropped);
+        }
+        Some(id)
+    }
+
+    /// Whether every proposal of this node has been ordered: a causal read
+    /// may then take its fence from the leader's commit index. Otherwise it
+    /// goes through the log behind them (`Action::Barrier`), as with
+    /// Galera a causal read sees what its own node sent before it (a
+    /// streaming transaction's rollback fragment, say), acknowledged or
+    /// not.
+    pub fn own_proposals_ordered(&self) -> bool {
+        self.own_in_flight == 0
+            && self
+                .group
+                .as_ref()
+                .is_some_and(|l| l.sent == self.proposals_taken)
     }
 
     /// [`Inner::propose`] of an action already cut into fragment parts.
@@ -746,7 +780,8 @@ impl Inner {
         wait: bool,
         input: impl FnOnce(u64) -> crate::group_input::Input,
     ) -> Option<u64> {
-        let link = self.group.as_ref()?;
+        let link = self.group.as_mut()?;
+        link.sent += 1;
         let id = self.next_proposal;
         self.next_proposal += 1;
         if wait {

@@ -155,6 +155,7 @@ impl GroupChannel {
             addrs: HashMap::new(),
             started: Instant::now(),
             lease_published: (None, 0),
+            taken: 0,
             last_report: Instant::now(),
             reported: -1,
             reported_applied: 0,
@@ -228,6 +229,8 @@ struct Worker {
     last_poke: Option<Instant>,
     /// The read lease and Raft leader last published to the shared state.
     lease_published: (Option<crate::state::ReadLease>, u64),
+    /// Proposals taken from the input (`Inner::proposals_taken`).
+    taken: u64,
 }
 
 /// Frees big purged writesets on a short-lived thread: a million keys
@@ -272,6 +275,8 @@ impl Worker {
             g.fc_req.reset();
             g.fc.clear(crate::state::mono_ns());
             g.peers = Some(self.transport.sender());
+            g.proposals_taken = 0;
+            g.own_in_flight = 0;
             g.raft_leader = 0;
             g.read_lease = None;
         }
@@ -408,9 +413,15 @@ impl Worker {
             Input::PeerUp { raft_id, peer_addr } => {
                 self.addrs.insert(raft_id, peer_addr);
             }
-            Input::Propose { id, action } => self.group.propose_with_id(id, action),
+            Input::Propose { id, action } => {
+                self.taken += 1;
+                self.group.propose_with_id(id, action);
+            }
             Input::ReadFence { id } => self.group.read_fence(id),
-            Input::ProposeFragments { id, parts } => self.group.propose_fragments(id, parts),
+            Input::ProposeFragments { id, parts } => {
+                self.taken += 1;
+                self.group.propose_fragments(id, parts);
+            }
             Input::Isolate(on) => self.isolate(on),
             Input::SuspectTimeout(d) => {
                 let ms = suspect_timeout_ms(d);
@@ -859,6 +870,8 @@ impl Worker {
             // move the index a lease read waits for.
             let applied = self.group.applied_index();
             let mut g = self.shared.lock();
+            g.proposals_taken = self.taken;
+            g.own_in_flight = self.group.in_flight();
             if g.applied_index != applied {
                 g.applied_index = applied;
                 drop(g);
@@ -892,6 +905,8 @@ impl Worker {
         g.flush_cache();
         g.send_queue = self.group.in_flight();
         g.applied_index = self.group.applied_index();
+        g.proposals_taken = self.taken;
+        g.own_in_flight = self.group.in_flight();
         let sent = g.send_queue;
         g.send_queue_stats.sample(sent);
         drop(g);
