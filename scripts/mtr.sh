@@ -137,7 +137,7 @@ install -o "$MTR_USER" -g "$MTR_USER" -m 0644 "$PROVIDER_SRC" "$PROVIDER"
 # works on the provider, so the log names the copy's hash and build time and,
 # for lockstep, the commit and whether crates/ had uncommitted changes.
 PROVIDER_ID="sha256 $(sha256sum "$PROVIDER" | cut -c1-16), built $PROVIDER_MTIME"
-if [[ -n ${LOCKSTEP_TREE:-} ]]; then
+if [[ $LABEL == lockstep && -n ${LOCKSTEP_TREE:-} ]]; then
   PROVIDER_ID+=", tree $LOCKSTEP_TREE"     # the caller froze the library and says what it is
 elif [[ $LABEL == lockstep ]] && git -C "$REPO" rev-parse --git-dir >/dev/null 2>&1; then
   PROVIDER_ID+=", tree $(git -C "$REPO" rev-parse --short HEAD)"

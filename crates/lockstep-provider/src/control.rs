@@ -103,16 +103,8 @@ impl Provider {
             return (g, seqno);
         }
         let mut g = g;
-        let Some(id) = g.read_fence() else {
-            return (g, None);
-        };
-        let (mut g, _) = self.wait_until(g, Some(deadline), |s| {
-            s.waiting.get(&id) != Some(&Resolution::Pending)
-        });
-        match g.waiting.remove(&id) {
-            Some(Resolution::Fence { seqno }) => (g, Some(seqno)),
-            _ => (g, None),
-        }
+        let id = g.read_fence();
+        self.await_fence(g, id, deadline)
     }
 
     /// The fence as an entry in the log (`Action::Barrier`): ordered after
@@ -123,7 +115,18 @@ impl Provider {
         deadline: Instant,
     ) -> (MutexGuard<'a, Inner>, Option<i64>) {
         let (raft_id, next) = (g.raft_id(), g.next_proposal);
-        let Some(id) = g.propose(Action::Barrier { raft_id, id: next }, true) else {
+        let id = g.propose(Action::Barrier { raft_id, id: next }, true);
+        self.await_fence(g, id, deadline)
+    }
+
+    /// Waits for the fence of proposal (or read) `id`, if it was sent.
+    fn await_fence<'a>(
+        &'a self,
+        g: MutexGuard<'a, Inner>,
+        id: Option<u64>,
+        deadline: Instant,
+    ) -> (MutexGuard<'a, Inner>, Option<i64>) {
+        let Some(id) = id else {
             return (g, None);
         };
         let (mut g, _) = self.wait_until(g, Some(deadline), |s| {
