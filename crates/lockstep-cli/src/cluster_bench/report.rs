@@ -228,6 +228,8 @@ fn causal_lines(r: &BenchResults) -> Vec<String> {
     };
     r.providers
         .iter()
+        // The floor has wsrep off: its "causal" reads are plain reads.
+        .filter(|p| p.provider != FLOOR)
         .filter_map(|p| {
             let (plain, causal) = (tps(p, "point_select")?, tps(p, "causal_point_select")?);
             let cost = causal_read_cost(plain, causal)?;
