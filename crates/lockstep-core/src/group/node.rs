@@ -597,8 +597,13 @@ impl Group {
     /// heartbeat round otherwise.
     fn set_read_mode(&mut self) {
         let now = self.now.max(self.lease_clock);
+        // raft-rs only counts heartbeat answers toward pending "safe" reads
+        // while the mode is safe: switching with some still pending (the
+        // lease round and a batch of reads fly together) would strand
+        // them until their retry.
         let lease = self.is_leader()
             && self.raw.raft.lead_transferee.is_none()
+            && self.raw.raft.read_only.pending_read_index.is_empty()
             && self.fences.lease_valid(now, self.raw.raft.term);
         self.raw.raft.read_only.option = if lease {
             ReadOnlyOption::LeaseBased
