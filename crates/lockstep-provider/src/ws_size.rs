@@ -26,8 +26,10 @@ pub struct KeyCount {
     /// Every prefix short of a whole key (database, database + table)
     /// seen so far; bounded by the keys appended.
     branches: HashSet<Vec<Vec<u8>>>,
-    /// The last key appended: an equal one costs nothing.
-    previous: Option<Vec<Vec<u8>>>,
+    /// The last key appended (empty: none): an equal one costs nothing.
+    /// Overwritten in place, so appending keys of one shape allocates
+    /// nothing after the first.
+    previous: Vec<Vec<u8>>,
     /// Bytes counted for the keys so far.
     pub bytes: usize,
 }
@@ -35,16 +37,18 @@ pub struct KeyCount {
 impl KeyCount {
     /// Adds a key; returns what it added to the count.
     pub fn add(&mut self, parts: &[Vec<u8>]) -> usize {
-        if self.previous.as_deref() == Some(parts) || parts.is_empty() {
+        if parts.is_empty() || self.previous.as_slice() == parts {
             return 0;
         }
         let mut added = PART_BYTES; // the leaf
         for n in 1..parts.len() {
-            if self.branches.insert(parts[..n].to_vec()) {
+            // Looked up by slice first: known prefixes are not copied.
+            if !self.branches.contains(&parts[..n]) {
+                self.branches.insert(parts[..n].to_vec());
                 added += PART_BYTES;
             }
         }
-        self.previous = Some(parts.to_vec());
+        parts.clone_into(&mut self.previous);
         self.bytes += added;
         added
     }

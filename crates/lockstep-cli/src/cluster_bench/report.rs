@@ -172,6 +172,13 @@ fn rounds_line(r: &BenchResults) -> String {
     )
 }
 
+/// A provider's median TPS of a workload, if any round measured it.
+fn tps(p: &ProviderResults, workload: &str) -> Option<f64> {
+    p.workload(workload)
+        .and_then(|w| w.summary.as_ref())
+        .map(|s| s.tps)
+}
+
 /// The thread sweep's curve in the report folder.
 pub const SWEEP_PNG: &str = "sweep.png";
 
@@ -180,11 +187,6 @@ pub const SWEEP_PNG: &str = "sweep.png";
 fn floor_lines(r: &BenchResults) -> Vec<String> {
     let Some(floor) = r.providers.iter().find(|p| p.provider == FLOOR) else {
         return Vec::new();
-    };
-    let tps = |p: &ProviderResults, name: &str| {
-        p.workload(name)
-            .and_then(|w| w.summary.as_ref())
-            .map(|s| s.tps)
     };
     r.settings
         .workloads
@@ -219,13 +221,6 @@ fn swept(r: &BenchResults) -> bool {
 /// One line per provider that measured both read workloads: what causal
 /// reads cost of the read rate (issue 14: at most 10 %).
 fn causal_lines(r: &BenchResults) -> Vec<String> {
-    let tps = |p: &ProviderResults, name: &str| {
-        p.workloads
-            .iter()
-            .find(|w| w.workload == name)
-            .and_then(|w| w.summary.as_ref())
-            .map(|s| s.tps)
-    };
     r.providers
         .iter()
         // The floor has wsrep off: its "causal" reads are plain reads.

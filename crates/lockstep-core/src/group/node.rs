@@ -578,11 +578,6 @@ impl Group {
         self.fences.saw_read(self.now);
     }
 
-    /// Causal reads waiting for their fence.
-    pub fn reads_waiting(&self) -> usize {
-        self.fences.waiting()
-    }
-
     /// The time now, for the lease only: a leader judges its lease when it
     /// steps a follower's read, and the time of the last `tick` may be a
     /// whole busy round old by then. (Only the lease: the rest of the

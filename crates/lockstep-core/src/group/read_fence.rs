@@ -133,7 +133,8 @@ impl ReadFences {
     }
 
     /// Reads waiting for an answer or for the log, in all.
-    pub fn waiting(&self) -> usize {
+    #[cfg(test)]
+    fn waiting(&self) -> usize {
         self.queued.len()
             + self.asked.values().map(|a| a.reads.len()).sum::<usize>()
             + self.answered.iter().map(|(_, r)| r.len()).sum::<usize>()
