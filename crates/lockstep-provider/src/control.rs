@@ -76,11 +76,13 @@ impl Provider {
 
     /// The seqno a causal read must wait for: everything committed
     /// cluster-wide before now is ordered at or below it (ADR 0016). The
-    /// leader's commit index tells; the cheapest way to learn it first:
+    /// leader's read index tells (its last log index, ADR 0017); the
+    /// cheapest way to learn it first:
     /// - on the leader under its lease, here and now;
     /// - on a follower, by asking the leader directly (one round trip
-    ///   between the connection threads), then applying up to it;
-    /// - otherwise through Raft's ReadIndex on the group thread;
+    ///   between the connection threads);
+    /// - otherwise (or if the leader changes before this node has applied
+    ///   the log up to it) through Raft's ReadIndex on the group thread;
     /// - but while a proposal of this node is not ordered yet, through the
     ///   log behind it (`barrier_fence`).
     fn causal_fence<'a>(
@@ -91,18 +93,26 @@ impl Provider {
         if !g.own_proposals_ordered() {
             return self.barrier_fence(g, deadline);
         }
-        if let Some(seqno) = g.lease_fence(Instant::now()) {
-            return (g, Some(seqno));
-        }
-        let (g, index) = self.ask_leader(g, deadline);
+        let leader = g.raft_leader;
+        let (mut g, index) = match g.lease_index(Instant::now()) {
+            Some(index) => (g, Some(index)),
+            None => self.ask_leader(g, deadline),
+        };
         if let Some(index) = index {
-            let (g, reached) = self.wait_until(g, Some(deadline), |s| {
-                s.applied_index >= index || s.conn == Conn::Closed
+            // A new leader may cut the old one's unreplicated tail, and
+            // the index might then not come for a long while.
+            let (ng, reached) = self.wait_until(g, Some(deadline), |s| {
+                s.applied_index >= index || s.conn == Conn::Closed || s.raft_leader != leader
             });
-            let seqno = (reached && g.applied_index >= index).then_some(g.last_ordered);
-            return (g, seqno);
+            g = ng;
+            if reached && g.applied_index >= index {
+                let seqno = g.last_ordered;
+                return (g, Some(seqno));
+            }
+            if !reached || g.conn == Conn::Closed {
+                return (g, None);
+            }
         }
-        let mut g = g;
         let id = g.read_fence();
         self.await_fence(g, id, deadline)
     }

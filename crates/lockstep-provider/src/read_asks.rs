@@ -1,4 +1,4 @@
-//! A follower's causal reads asking the leader for its commit index
+//! A follower's causal reads asking the leader for its read index
 //! (ADR 0016), batched: one ask in flight at a time; reads that begin
 //! while it flies go together in the next one, sent when its answer
 //! arrives. A read may only use an ask sent after it began, so a read
@@ -37,7 +37,7 @@ pub struct ReadAsks {
 }
 
 impl ReadAsks {
-    /// Read `id` wants the leader's commit index. A flight that has not
+    /// Read `id` wants the leader's read index. A flight that has not
     /// come back within `lost` (or went to another leader) is given up.
     pub fn join(&mut self, id: u64, leader: u64, now: Instant, lost: Duration) -> Join {
         let flying = self

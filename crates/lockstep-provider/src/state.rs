@@ -43,9 +43,10 @@ pub enum Conn {
 pub struct ReadLease {
     /// No other leader can exist before this.
     pub until: Instant,
-    /// The commit index when published: no message with a higher one has
-    /// left this node.
-    pub committed: u64,
+    /// The read index when published (the leader's last log index,
+    /// `Group::read_lease`): no message with a higher one has left this
+    /// node.
+    pub index: u64,
 }
 
 /// What a local proposal turned into.
@@ -720,20 +721,14 @@ impl Inner {
         self.send_proposal(wait, |id| crate::group_input::Input::Propose { id, action })
     }
 
-    /// A causal read's fence from the leader's lease, without the group
-    /// thread: while the lease holds and everything committed when it was
-    /// published is delivered here, `last_ordered` covers every commit
-    /// acknowledged anywhere before now.
-    pub fn lease_fence(&self, now: Instant) -> Option<i64> {
-        let committed = self.lease_index(now)?;
-        (self.applied_index >= committed).then_some(self.last_ordered)
-    }
-
-    /// The leader's commit index while its lease holds: what it answers a
-    /// follower's `ReadAsk`.
+    /// The leader's read index while its lease holds: what a causal read
+    /// on the leader waits for without the group thread, and what it
+    /// answers a follower's `ReadAsk`. Once this node has applied the log
+    /// that far, `last_ordered` covers every commit acknowledged anywhere
+    /// before now.
     pub fn lease_index(&self, now: Instant) -> Option<u64> {
         let lease = self.read_lease?;
-        (now < lease.until).then_some(lease.committed)
+        (now < lease.until).then_some(lease.index)
     }
 
     /// A causal read's fence, resolved like a proposal (`Resolution::Fence`)

@@ -7,6 +7,8 @@
 //!   by the replicating thread;
 //! - `sequencer`: seqnos, views, member states, donor choice and
 //!   certification as a deterministic function of the ordered log;
+//! - `follower_commit`: when a follower may commit what it stores without
+//!   waiting for the leader's word (ADR 0017);
 //! - `node`: the Raft driver around tikv/raft-rs (ADR 0004), with batching,
 //!   retries and the leader's membership duties; sans-IO, driven by the
 //!   provider's group thread or by the simulation tests;
@@ -15,6 +17,7 @@
 //!   whole cluster (`pc.recovery`).
 
 pub mod action;
+mod follower_commit;
 pub mod fragments;
 mod log_store;
 mod member_state;

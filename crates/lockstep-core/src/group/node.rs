@@ -7,7 +7,8 @@
 //! - A proposal is retried until its delivery is seen, but only when it
 //!   may have been lost: Raft dropped it, the term or leader changed, or
 //!   (a follower's, forwarded to the leader) it is overdue by a deadline
-//!   that grows with its size and doubles per retry. A leader's own
+//!   that grows with its size and doubles per retry, up to 8x (a lost
+//!   forward must not stall its client for long). A leader's own
 //!   proposal in its log is never re-sent on a timer (a 300 MB writeset
 //!   is not proposed again every second). The sequencer drops the
 //!   duplicates, so a retry never orders anything twice.
@@ -23,6 +24,7 @@
 //!   learners to voters, and evict members silent past the suspect timeout.
 
 use super::action::{decode_batch_shared, encode_batch, Action, MemberInfo, Proposal, Writeset};
+use super::follower_commit::{FollowerCommit, FollowerView};
 use super::fragments::EncodedBody;
 use super::log_store::LogStore;
 use super::member_state::MemberState;
@@ -235,6 +237,8 @@ pub struct Group {
     fences: ReadFences,
     /// The latest time given to `set_clock`.
     lease_clock: u64,
+    /// Follower: commits what it stores when it and the leader are a quorum.
+    follower_commit: FollowerCommit,
     out: Vec<Output>,
 }
 
@@ -306,6 +310,7 @@ impl Group {
             ),
             cfg,
             lease_clock: now,
+            follower_commit: FollowerCommit::default(),
             out: Vec::new(),
         })
     }
@@ -440,6 +445,11 @@ impl Group {
     }
 
     /// Proposals not yet seen delivered.
+    /// How many members vote in this node's Raft configuration.
+    pub fn voters(&self) -> usize {
+        self.raw.raft.prs().conf().voters().ids().len()
+    }
+
     pub fn in_flight(&self) -> usize {
         self.queued.len() + self.fragments.len() + self.pending.len()
     }
@@ -535,7 +545,14 @@ impl Group {
             }
             // raft-rs takes any answer; only the leader's can be right
             // (a wrong index would hold the reads until they time out).
-            raft::eraftpb::MessageType::MsgReadIndexResp if msg.from != self.raw.raft.leader_id => {
+            raft::eraftpb::MessageType::MsgReadIndexResp => {
+                if msg.from == self.raw.raft.leader_id && msg.entries.len() == 1 {
+                    // The leader's read index rides in `commit` (`send_all`).
+                    let index = msg.index.max(msg.commit);
+                    let term = self.raw.raft.term;
+                    self.fences.answered(&msg.entries[0].data, index, term);
+                    self.release_fences();
+                }
                 return;
             }
             _ => {}
@@ -553,11 +570,11 @@ impl Group {
     }
 
     /// While this node leads under a valid lease: until when (ms) it
-    /// holds, and the commit index. A reader on this node may then take
-    /// its fence from the local state without asking the group thread
-    /// (once everything up to that index is applied), provided this pair
-    /// is published before any message that could carry a higher commit
-    /// index leaves (ADR 0016).
+    /// holds, and the read index ([`Group::read_index`]). A reader on this
+    /// node may then take its fence from the local state without asking
+    /// the group thread (once everything up to that index is applied),
+    /// provided this pair is published before any message that could carry
+    /// a higher index leaves (ADR 0016).
     pub fn read_lease(&self) -> Option<(u64, u64)> {
         // A new leader's commit index covers every earlier commit only
         // once it has committed an entry of its own term.
@@ -569,7 +586,17 @@ impl Group {
         }
         let now = self.now.max(self.lease_clock);
         let until = self.fences.lease_until(now, self.raw.raft.term)?;
-        Some((until, self.raw.raft.raft_log.committed))
+        Some((until, self.read_index()))
+    }
+
+    /// What a causal read answered by this leader waits for: its last log
+    /// index, not its commit index. A follower commits what it stores
+    /// before the leader learns it (ADR 0017), so a transaction may be
+    /// acknowledged there while only the leader's log covers it. Every
+    /// entry any node stores came from this log; waiting for it to be
+    /// applied costs at most the round that commits it.
+    fn read_index(&self) -> u64 {
+        self.raw.raft.raft_log.last_index()
     }
 
     /// A follower's causal read was answered from the lease outside this
@@ -1059,14 +1086,21 @@ impl Group {
             return false; // in our own log: it commits or the term changes
         }
         let deadline =
-            (self.cfg.retry_ms << p.retries.min(5)) as usize + p.bytes / FORWARD_BYTES_PER_MS;
+            (self.cfg.retry_ms << p.retries.min(3)) as usize + p.bytes / FORWARD_BYTES_PER_MS;
         self.now >= p.at + deadline as u64
     }
 
     fn send_all(&mut self, msgs: Vec<Message>) {
-        for msg in msgs {
+        for mut msg in msgs {
             if self.repeats_big_append(&msg) {
                 continue;
+            }
+            if msg.get_msg_type() == raft::eraftpb::MessageType::MsgReadIndexResp {
+                // A follower's causal read waits for the leader's log, not
+                // its commit index (`read_index`). Not in `index`: raft-rs
+                // followers commit up to it. `commit` is otherwise unused
+                // in this message.
+                msg.commit = self.read_index();
             }
             self.out.push(Output::Send { to: msg.to, msg });
         }
@@ -1105,7 +1139,11 @@ impl Group {
         self.send_all(ready.take_messages());
         let term = self.raw.raft.term;
         for rs in ready.take_read_states() {
-            self.fences.answered(&rs.request_ctx, rs.index, term);
+            // raft-rs answers with the commit index; the leader's own reads
+            // wait for its log (`read_index`). A follower's answers are
+            // taken in `step`, so these are the leader's.
+            let index = rs.index.max(self.read_index());
+            self.fences.answered(&rs.request_ctx, index, term);
         }
         let store = self.raw.raft.raft_log.store.clone();
         if !ready.snapshot().is_empty() {
@@ -1121,6 +1159,11 @@ impl Group {
             self.retired = true;
             self.left = true;
             return;
+        }
+        for e in ready.entries() {
+            if e.get_entry_type() != EntryType::EntryNormal {
+                self.follower_commit.stored_conf_change(e.index);
+            }
         }
         if let Err(e) = store.append(ready.entries()) {
             self.fail(format!("cannot append to the Raft log: {e}"));
@@ -1138,6 +1181,38 @@ impl Group {
         self.apply(light.take_committed_entries());
         self.raw.advance_apply();
         self.release_fences();
+        self.commit_as_follower();
+    }
+
+    /// A follower commits what it stores of the current term when it and
+    /// the leader are a quorum (`follower_commit`, ADR 0017); the entries
+    /// come out of the next `Ready`.
+    fn commit_as_follower(&mut self) {
+        let raft = &self.raw.raft;
+        if raft.state != StateRole::Follower {
+            return;
+        }
+        let log = &raft.raft_log;
+        let stored = log.persisted.min(log.last_index());
+        let Ok(stored_term) = log.term(stored) else {
+            return;
+        };
+        let conf = raft.prs().conf().to_conf_state();
+        let view = FollowerView {
+            me: self.me.raft_id,
+            leader: raft.leader_id,
+            is_follower: raft.state == StateRole::Follower,
+            voters: &conf.voters,
+            joint: !conf.voters_outgoing.is_empty(),
+            stored,
+            stored_term,
+            term: raft.term,
+            applied: log.applied,
+            committed: log.committed,
+        };
+        if let Some(upto) = self.follower_commit.commit_index(&view) {
+            self.raw.raft.raft_log.commit_to(upto);
+        }
     }
 
     /// A snapshot from the leader: only a node that has not been a member

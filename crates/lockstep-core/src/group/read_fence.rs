@@ -53,6 +53,14 @@ struct Asked {
     term: u64,
 }
 
+/// Reads answered with an index this node has not applied yet.
+#[derive(Debug)]
+struct Answered {
+    index: u64,
+    term: u64,
+    reads: Vec<u64>,
+}
+
 /// Causal reads on their way to a fence, and the leader's lease.
 #[derive(Debug)]
 pub struct ReadFences {
@@ -66,9 +74,9 @@ pub struct ReadFences {
     /// term change is replaced by a new one, so at most the polls of
     /// `retry_ms` are here.
     asked: HashMap<u64, Asked>,
-    /// Answered reads waiting for this node to apply up to the index.
-    /// Bounded like `queued`.
-    answered: Vec<(u64, Vec<u64>)>,
+    /// Answered reads waiting for this node to apply up to the index,
+    /// with the term they were answered in. Bounded like `queued`.
+    answered: Vec<Answered>,
     next_ctx: u64,
     /// The lease: valid until this time, in this term.
     lease_until: u64,
@@ -137,14 +145,21 @@ impl ReadFences {
     fn waiting(&self) -> usize {
         self.queued.len()
             + self.asked.values().map(|a| a.reads.len()).sum::<usize>()
-            + self.answered.iter().map(|(_, r)| r.len()).sum::<usize>()
+            + self.answered.iter().map(|a| a.reads.len()).sum::<usize>()
     }
 
     /// The context of a ReadIndex request for every read not asked yet
     /// and every request lost (unanswered for `retry_ms`, or asked in an
     /// earlier term: raft-rs forgets pending reads when the term
-    /// changes). `None`: nothing to ask.
+    /// changes), and every read answered in an earlier term and not
+    /// applied yet: its index is a leader's last log index, whose tail a
+    /// new leader may replace with a shorter log. `None`: nothing to ask.
     pub fn to_ask(&mut self, now: u64, term: u64) -> Option<Vec<u8>> {
+        let (stale, current): (Vec<Answered>, Vec<Answered>) = std::mem::take(&mut self.answered)
+            .into_iter()
+            .partition(|a| a.term != term);
+        self.answered = current;
+        self.queued.extend(stale.into_iter().flat_map(|a| a.reads));
         let retry = self.retry_ms;
         let lost: Vec<u64> = self
             .asked
@@ -208,13 +223,17 @@ impl ReadFences {
         self.lease_valid(now, term).then_some(self.lease_until)
     }
 
-    /// raft-rs answered a request: `index` is the leader's commit index.
-    /// `term`: this node's term now.
+    /// raft-rs answered a request: `index` is the leader's read index
+    /// (its last log index when it answered). `term`: this node's term now.
     pub fn answered(&mut self, ctx: &[u8], index: u64, term: u64) {
         match decode(ctx) {
             Some(Ctx::Reads(n)) => {
                 if let Some(a) = self.asked.remove(&n) {
-                    self.answered.push((index, a.reads));
+                    self.answered.push(Answered {
+                        index,
+                        term,
+                        reads: a.reads,
+                    });
                 }
             }
             Some(Ctx::Lease(n)) => {
@@ -239,9 +258,9 @@ impl ReadFences {
     /// The reads whose index this node has applied, ready for their fence.
     pub fn applied(&mut self, applied: u64) -> Vec<u64> {
         let mut done = Vec::new();
-        self.answered.retain_mut(|(index, reads)| {
-            if *index <= applied {
-                done.append(reads);
+        self.answered.retain_mut(|a| {
+            if a.index <= applied {
+                done.append(&mut a.reads);
                 false
             } else {
                 true
@@ -284,6 +303,21 @@ mod tests {
         let mut done = f.applied(12);
         done.sort_unstable();
         assert_eq!(done, vec![1, 2]);
+    }
+
+    #[test]
+    fn an_answer_of_an_earlier_term_not_applied_is_asked_again() {
+        // Answered with a leader's last index, whose tail the next
+        // leader may cut: the index might never be reached.
+        let mut f = ReadFences::new(450, 200);
+        f.read(1, 0);
+        let first = f.to_ask(0, 3).expect("a request");
+        f.answered(&first, 50, 3);
+        assert_eq!(f.to_ask(1, 3), None, "same term: wait for index 50");
+        let again = f.to_ask(2, 4).expect("asked again in term 4");
+        f.answered(&again, 45, 4);
+        assert_eq!(f.applied(45), vec![1]);
+        assert_eq!(f.waiting(), 0);
     }
 
     #[test]

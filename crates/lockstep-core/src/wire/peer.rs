@@ -23,7 +23,11 @@ use wsrep_abi::Uuid;
 /// 5: writesets of more than 131 072 keys enter their rows at table
 /// level (`certification::coarse`): the same log certifies differently.
 /// 6: causal reads ask the leader directly (`ReadAsk`, `ReadAnswer`).
-pub const PROTOCOL_VERSION: u32 = 6;
+/// 7: followers of three voters commit on arrival (ADR 0017), so reads
+/// are answered with the leader's last log index, which a ReadIndex
+/// answer carries in `commit`: a version-6 leader would answer reads
+/// with its commit index, stale against such commits.
+pub const PROTOCOL_VERSION: u32 = 7;
 /// Bound on one message on the group channel: the largest Raft message
 /// (one writeset up to `repl.max_ws_size` travels in one log entry). On
 /// the wire it travels in chunks (`wire::lanes`).
@@ -62,10 +66,10 @@ pub enum PeerMsg {
     NotMember,
     /// A restarting node's `pc.recovery` vote (no primary component runs).
     Recovery(Vote),
-    /// A causal read on a follower asks the leader for its commit index
+    /// A causal read on a follower asks the leader for its read index
     /// (ADR 0016); `n` names the read on the asking node.
     ReadAsk { n: u64 },
-    /// The leader's answer: its commit index, taken under its lease, or
+    /// The leader's answer: its read index (last log index), taken under its lease, or
     /// `None` when it holds no lease (the reader then asks through Raft).
     ReadAnswer { n: u64, index: Option<u64> },
 }

@@ -236,6 +236,9 @@ pub struct Node {
     pub writesets: Vec<u64>,
     /// Own writesets not yet delivered: proposal id → last seen.
     pub inflight: BTreeMap<u64, i64>,
+    /// Own writesets not yet delivered: proposal id → when proposed, and
+    /// whether this node led then (commit latency by role).
+    pub proposed_at: BTreeMap<u64, (u64, bool)>,
     pub reported: i64,
     /// Has seen a view with itself.
     pub in_view: bool,
@@ -274,6 +277,7 @@ impl Node {
             next_id: 1,
             writesets: Vec::new(),
             inflight: BTreeMap::new(),
+            proposed_at: BTreeMap::new(),
             reported: -1,
             in_view: false,
             removed: false,
@@ -456,6 +460,13 @@ pub struct Stats {
     pub purged: u64,
     /// Causal reads answered with their fence.
     pub fences: u64,
+    /// Own writesets delivered back to their origin, and the virtual
+    /// milliseconds from proposal to that delivery, by whether the origin
+    /// led when it proposed.
+    pub leader_commits: u64,
+    pub leader_commit_ms: u64,
+    pub follower_commits: u64,
+    pub follower_commit_ms: u64,
 }
 
 impl Stats {
@@ -481,6 +492,10 @@ impl Stats {
         self.joins += o.joins;
         self.purged += o.purged;
         self.fences += o.fences;
+        self.leader_commits += o.leader_commits;
+        self.leader_commit_ms += o.leader_commit_ms;
+        self.follower_commits += o.follower_commits;
+        self.follower_commit_ms += o.follower_commit_ms;
     }
 }
 
@@ -1334,6 +1349,16 @@ impl Sim {
                 if *origin == me =>
             {
                 self.nodes[slot].inflight.remove(proposal);
+                if let Some((at, led)) = self.nodes[slot].proposed_at.remove(proposal) {
+                    let ms = self.now - at;
+                    if led {
+                        self.stats.leader_commits += 1;
+                        self.stats.leader_commit_ms += ms;
+                    } else {
+                        self.stats.follower_commits += 1;
+                        self.stats.follower_commit_ms += ms;
+                    }
+                }
                 // The client has its answer: every causal read asked from
                 // now on, anywhere, must see this seqno.
                 if let Some(s) = seqno_of(d) {
@@ -1471,9 +1496,12 @@ impl Sim {
         let ws = self.make_writeset(slot);
         let ls = ws.last_seen;
         let id = self.propose(slot, Action::Writeset(ws));
+        let now = self.now;
         let node = &mut self.nodes[slot];
+        let led = node.is_leader();
         node.writesets.push(id);
         node.inflight.insert(id, ls);
+        node.proposed_at.insert(id, (now, led));
     }
 
     fn make_writeset(&mut self, slot: usize) -> Writeset {
@@ -1621,6 +1649,13 @@ impl Sim {
     // ------------------------------------------------------------ phases
 
     /// Runs `steps` steps, calling `driver` before each.
+    /// The voters of the first running node's Raft configuration.
+    pub fn voters(&self) -> usize {
+        self.running()
+            .find_map(|(_, n)| n.group.as_ref())
+            .map_or(0, Group::voters)
+    }
+
     pub fn run(&mut self, steps: u64, mut driver: impl FnMut(&mut Sim)) -> Result<(), String> {
         for _ in 0..steps {
             driver(self);

@@ -348,18 +348,24 @@ impl Worker {
         let lease = self
             .group
             .read_lease()
-            .map(|(until, committed)| crate::state::ReadLease {
+            .map(|(until, index)| crate::state::ReadLease {
                 until: self.started + Duration::from_millis(until),
-                committed,
+                index,
             });
         let leader = self.group.leader();
         if (lease, leader) == self.lease_published {
             return;
         }
+        let leader_changed = leader != self.lease_published.1;
         self.lease_published = (lease, leader);
         let mut g = self.shared.lock();
         g.read_lease = lease;
         g.raft_leader = leader;
+        drop(g);
+        if leader_changed {
+            // Causal reads waiting for the old leader's index ask again.
+            self.shared.notify_gates();
+        }
     }
 
     /// A message from a connected peer (its bytes already given back to

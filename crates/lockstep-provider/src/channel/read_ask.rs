@@ -1,6 +1,6 @@
 //! Causal reads between a follower and the leader, on the connection
-//! threads (ADR 0016): a follower's reader asks the leader for its commit
-//! index (`PeerMsg::ReadAsk`), and the leader's connection thread answers
+//! threads (ADR 0016): a follower's reader asks the leader for its read
+//! index (`PeerMsg::ReadAsk`, its last log index), and the leader's connection thread answers
 //! from the lease the group thread published, so neither group thread
 //! stands in the way. Without a lease the answer says so and the reader
 //! asks through Raft (`Group::read_fence`).
