@@ -12,7 +12,9 @@ mod multi_node;
 use std::time::{Duration, Instant};
 
 use lockstep_testkit::{AckedLoad, Cluster, Node, Provider};
-use multi_node::{check, grastate, kill_and_await_removal, log_count, position_seqno, OrLogs};
+use multi_node::{
+    check, grastate, kill_and_await_removal, log_count, position_seqno, status, OrLogs,
+};
 
 const WAIT: Duration = Duration::from_secs(60);
 /// Inserts the load must acknowledge between two steps of a test.
@@ -294,4 +296,72 @@ fn a_node_restarted_before_its_eviction_and_killed_again_leaves_a_majority() {
         });
     }
     finish(&cluster, load);
+}
+
+/// A node cut off while it ignores quorum (`pc.ignore_quorum`, as in
+/// `galera_3nodes.galera_allowlist`) goes on alone as a primary component
+/// of one: its views take seqnos the rest of the cluster gives to other
+/// events. Restarted, its history differs from the cluster's only in those
+/// views: it committed nothing of its own there, so it rejoins by itself
+/// with a full SST, and has every row. (With a commit of its own it
+/// refuses instead: `a_stale_bootstrap_does_not_lose_the_advanced_nodes_commits`.)
+#[test]
+fn a_node_that_was_primary_alone_without_writes_rejoins_by_full_sst() {
+    let mut cluster = start("alone");
+    let n1 = cluster.node(0);
+    n1.sql("CREATE DATABASE r; CREATE TABLE r.t (id INT PRIMARY KEY)")
+        .or_logs(&cluster, "create");
+    n1.sql("INSERT INTO r.t SELECT seq FROM test.seq_1_to_10")
+        .or_logs(&cluster, "first rows");
+    cluster
+        .wait_for_equal_last_committed(WAIT)
+        .or_logs(&cluster, "node3 has the first rows");
+    let n3 = cluster.node(2);
+    n3.sql(
+        "SET GLOBAL wsrep_provider_options='pc.ignore_quorum=true'; \
+         SET GLOBAL wsrep_provider_options='gmcast.isolate=1'",
+    )
+    .or_logs(&cluster, "cut node3 off, ignoring quorum");
+    cluster
+        .node(0)
+        .wait_for_status("wsrep_cluster_size", "2", WAIT)
+        .or_logs(&cluster, "node1 and node2 without node3");
+    let n3 = cluster.node(2);
+    n3.wait_for_status("wsrep_cluster_size", "1", WAIT)
+        .or_logs(&cluster, "node3 alone");
+    let st = status(n3, "wsrep_cluster_status").or_logs(&cluster, "status");
+    check(&cluster, st == "Primary", || {
+        format!("node3 ignores quorum but is {st} alone")
+    });
+    cluster
+        .node(0)
+        .sql("INSERT INTO r.t SELECT seq FROM test.seq_11_to_20")
+        .or_logs(&cluster, "rows node3 misses");
+    let r = cluster.node_mut(2).stop();
+    r.or_logs(&cluster, "stop node3");
+    let sst_before = log_count(cluster.node(2), SST_LINE);
+    let r = cluster.node_mut(2).start();
+    r.or_logs(&cluster, "node3 rejoins");
+    check(
+        &cluster,
+        log_count(cluster.node(2), "only in views of its own") == 1,
+        || "node3 did not say its history differs only in views".into(),
+    );
+    check(
+        &cluster,
+        log_count(cluster.node(2), SST_LINE) == sst_before + 1,
+        || "node3 took no full SST".into(),
+    );
+    check(&cluster, count_rows(&cluster, 2) == "20", || {
+        "node3 did not get every row".into()
+    });
+    cluster
+        .wait_for_equal_last_committed(WAIT)
+        .or_logs(&cluster, "every node at the same seqno");
+    let sums = cluster
+        .checksums(&["r.t"])
+        .or_logs(&cluster, "CHECKSUM TABLE");
+    check(&cluster, sums.is_consistent(), || {
+        format!("the nodes differ:\n{sums}")
+    });
 }

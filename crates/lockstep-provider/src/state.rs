@@ -37,6 +37,16 @@ pub enum Conn {
     Closing,
 }
 
+/// This node's history and the group's differ at the same UUID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fork {
+    pub detail: String,
+    /// The difference is only in views after this node's last writeset,
+    /// which the group has too: no commit of this node would be lost by
+    /// a full state transfer.
+    pub views_only: bool,
+}
+
 /// The leader's lease as the group thread publishes it
 /// (`Group::read_lease`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -300,8 +310,10 @@ pub struct Inner {
     /// writeset cache (seqno, `event_digest`), taken when a session
     /// starts: the group's event at that seqno must be the same one.
     pub fork_check: Vec<(i64, u32)>,
+    /// The seqno of the writeset among `fork_check`, if there is one.
+    pub fork_check_writeset: Option<i64>,
     /// The group's history differs from this node's at the same UUID.
-    pub fork: Option<String>,
+    pub fork: Option<Fork>,
     /// Ordered events go to the writeset cache (`cache_catch_up`).
     pub cache_live: bool,
     /// Rejoining after a removal: the server is already connected.
@@ -412,6 +424,7 @@ impl Inner {
             cluster_weight: 0,
             group_history: [0; 16],
             fork_check: Vec::new(),
+            fork_check_writeset: None,
             fork: None,
             cache_live: false,
             rejoining: false,
@@ -528,11 +541,21 @@ impl Inner {
             kind: kind.clone(),
         });
         if theirs != own {
-            self.fork = Some(format!(
-                "the group's event at seqno {seqno} of history {} is not the one this node \
-                 committed there (digests {theirs:#010x} and {own:#010x})",
-                self.history
-            ));
+            // Only views of its own after its last writeset, which the
+            // group's matched (it was checked first: the log replays in
+            // order): a primary component this node formed alone
+            // (`pc.ignore_quorum`, a bootstrap of one side). Its data is the
+            // group's at that writeset; only its seqnos went another way.
+            let views_only = Some(seqno) != self.fork_check_writeset
+                && self.fork_check.iter().all(|(at, _)| *at > seqno);
+            self.fork = Some(Fork {
+                detail: format!(
+                    "the group's event at seqno {seqno} of history {} is not the one this node \
+                     committed there (digests {theirs:#010x} and {own:#010x})",
+                    self.history
+                ),
+                views_only,
+            });
         }
     }
 
@@ -697,6 +720,10 @@ impl Inner {
             .as_ref()
             .map(|c| c.check_points(have.uuid, have.seqno))
             .unwrap_or_default();
+        self.fork_check_writeset = self
+            .cache
+            .as_ref()
+            .and_then(|c| c.last_writeset_at(have.uuid, have.seqno));
     }
 
     /// Fails every local operation still waiting for its place in the

@@ -41,10 +41,27 @@ impl Provider {
             )
         };
         let fork = self.lock().fork.take();
+        // Set when only a full state transfer will do.
+        let mut full_sst = None;
         if let Some(fork) = fork {
-            return Some(self.refuse_forked(ctx, local, group_pos, &fork));
+            if !fork.views_only {
+                return Some(self.refuse_forked(ctx, local, group_pos, &fork.detail));
+            }
+            // Galera's views take no seqno, so such a node simply rejoins
+            // there; ours do, and its seqnos no longer name the group's
+            // events. Nothing of its own is lost by copying the state.
+            // A note, not a warning: nothing is wrong that needs a
+            // person (and MariaDB's tests fail on unexpected warnings).
+            info!(
+                "this node's history differs from the cluster's only in views of its own \
+                 after its last writeset ({}): it formed a primary component alone \
+                 (pc.ignore_quorum, or a bootstrap of one side); no commit of its own is lost \
+                 by a full state transfer, which it takes",
+                fork.detail
+            );
+            full_sst = Some("this node's seqnos went another way in views of its own".to_string());
         }
-        if local.uuid == group_pos.uuid && local.seqno >= group_pos.seqno {
+        if full_sst.is_none() && local.uuid == group_pos.uuid && local.seqno >= group_pos.seqno {
             // Safe bootstrap: this node has commits (seqno >= the view that
             // adds it) the cluster does not. Neither an SST over them nor
             // continuing on top of a different sequence is acceptable.
@@ -58,7 +75,7 @@ impl Provider {
             );
             return Some(self.refuse_join(ctx, local, &why));
         }
-        if !needed {
+        if !needed && full_sst.is_none() {
             info!(
                 "joining at {group_pos} with the state already here ({local}): no transfer needed"
             );
@@ -79,26 +96,31 @@ impl Provider {
             g.want_sync = true;
             return None;
         }
+        let full_sst_needed = full_sst.is_some();
         let (ist, missing) = {
             let g = self.lock();
-            let ist = g.ist.covers(group_pos).and_then(|()| {
-                // Check points the replay did not reach: the log cannot
-                // show this node's history is a prefix of the group's; a
-                // donor's cache can (it sends its records for them).
-                match g.fork_check.first() {
-                    None => Ok(()),
-                    Some((seqno, _)) => Err(format!(
-                        "the group log starts after seqno {seqno}, where this node checks \
+            let ist = full_sst
+                .map_or(Ok(()), Err)
+                .and_then(|()| g.ist.covers(group_pos))
+                .and_then(|()| {
+                    // Check points the replay did not reach: the log cannot
+                    // show this node's history is a prefix of the group's; a
+                    // donor's cache can (it sends its records for them).
+                    match g.fork_check.first() {
+                        None => Ok(()),
+                        Some((seqno, _)) => Err(format!(
+                            "the group log starts after seqno {seqno}, where this node checks \
                          that it has the group's history"
-                    )),
-                }
-            });
+                        )),
+                    }
+                });
             (ist, g.ist.writesets())
         };
         // Same history, behind: a donor's writeset cache may hold the gap
         // the group log lacks (after a restart of the whole cluster, or a
         // long absence).
-        let from_cache = ist.is_err() && local.uuid == group_pos.uuid && local.seqno >= 0;
+        let from_cache =
+            ist.is_err() && !full_sst_needed && local.uuid == group_pos.uuid && local.seqno >= 0;
         match &ist {
             Ok(()) => info!(
                 "state transfer required: group at {group_pos}, this node at {local}; \
@@ -132,7 +154,7 @@ impl Provider {
                     // (A `let`: the guard must be gone before refusing.)
                     let fork = self.lock().fork.take();
                     if let Some(fork) = fork {
-                        return Some(self.refuse_forked(ctx, local, group_pos, &fork));
+                        return Some(self.refuse_forked(ctx, local, group_pos, &fork.detail));
                     }
                     return Some(self.fail_session(ctx, &why));
                 }
@@ -196,7 +218,10 @@ impl Provider {
                 }
                 Err(failure) => {
                     if failure.fork {
-                        g.fork = Some(failure.why.clone());
+                        g.fork = Some(crate::state::Fork {
+                            detail: failure.why.clone(),
+                            views_only: false,
+                        });
                     }
                     Err(failure.why)
                 }

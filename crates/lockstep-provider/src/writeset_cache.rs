@@ -312,6 +312,18 @@ impl WritesetCache {
         points
     }
 
+    /// The seqno of the newest writeset held at or before `seqno` of
+    /// `history` (the writeset among `check_points`).
+    pub fn last_writeset_at(&self, history: Uuid, seqno: i64) -> Option<i64> {
+        let run = self.current?;
+        if run.history != *history.as_bytes() {
+            return None;
+        }
+        self.last_writeset
+            .map(|(at, _)| at)
+            .filter(|at| *at <= seqno)
+    }
+
     /// The lowest seqno held (`wsrep_local_cached_downto`), if any.
     pub fn first(&self) -> Option<i64> {
         self.previous.or(self.current).map(|r| r.first)
