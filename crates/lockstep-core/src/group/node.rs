@@ -512,6 +512,8 @@ impl Group {
     /// A Raft message from a peer.
     pub fn step(&mut self, msg: Message) {
         if self.retired {
+            // Whoever still speaks to us may not know our removal committed.
+            self.tell_commit(Some(msg.from));
             return;
         }
         if msg.get_msg_type() == raft::eraftpb::MessageType::MsgPropose && msg.entries.is_empty() {
@@ -561,6 +563,34 @@ impl Group {
         // Errors are messages for another term or from unknown peers;
         // Raft's own rules make dropping them safe.
         let _ = self.raw.step(msg);
+    }
+
+    /// A leader that applied its own removal goes silent (`retired`), but
+    /// the others may not know the removal committed: raft-rs applies a
+    /// configuration change only once committed, and a follower learns
+    /// the commit from the leader's next message, which need not come
+    /// (its progress may be paused). The last member then kept the leaver
+    /// as a voter and could never elect itself. So the leaver tells them
+    /// its commit index in a heartbeat, at retirement and again to any of
+    /// them that speaks to it while it is still there. (`only`: one peer.)
+    fn tell_commit(&mut self, only: Option<u64>) {
+        let raft = &self.raw.raft;
+        let committed = raft.raft_log.committed;
+        let peers: Vec<(u64, u64)> = raft
+            .prs()
+            .iter()
+            .filter(|(id, _)| only.is_none_or(|o| o == **id))
+            .map(|(id, pr)| (*id, pr.matched.min(committed)))
+            .collect();
+        for (to, commit) in peers {
+            let mut msg = Message::default();
+            msg.set_msg_type(raft::eraftpb::MessageType::MsgHeartbeat);
+            msg.to = to;
+            msg.from = self.me.raft_id;
+            msg.term = raft.term;
+            msg.commit = commit;
+            self.out.push(Output::Send { to, msg });
+        }
     }
 
     /// A causal read: `Output::Fence` names it once this node has ordered
@@ -1158,6 +1188,7 @@ impl Group {
             // Our own removal, applied while leading (see `retired`).
             self.retired = true;
             self.left = true;
+            self.tell_commit(None);
             return;
         }
         for e in ready.entries() {

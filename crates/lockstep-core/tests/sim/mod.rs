@@ -847,6 +847,10 @@ impl Sim {
                         }
                         g.set_clock(now);
                         g.step(m);
+                        // As the provider's group thread does each round:
+                        // time passes with every message, not only at ticks
+                        // (it hid a hang of the last member: `tell_commit`).
+                        g.tick(now);
                     }
                     Payload::Join(info) => g.handle_join(info),
                     Payload::Farewell(from) => {
