@@ -686,6 +686,7 @@ impl Provider {
     pub fn inconsistent(&self, mut g: MutexGuard<'_, Inner>, why: &str) -> Status {
         error!("node consistency compromised: {why}; refusing further writes, restart required");
         g.local.inconsistent();
+        g.diverged = true;
         drop(g);
         self.notify();
         status::NODE_FAIL
@@ -767,7 +768,9 @@ impl Provider {
                     .apply_remote(ctx, r.ws.trx_id, seqno, wsflags, &data, &meta);
             self.done_applying();
             if !ok {
-                let g = self.lock();
+                let mut g = self.lock();
+                // Its data is no longer the group's at any seqno.
+                g.diverged = true;
                 let lost_vote = g
                     .my_votes
                     .get(&seqno)

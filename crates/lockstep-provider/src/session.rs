@@ -32,6 +32,14 @@ const FINAL_VIEW_WAIT: Duration = Duration::from_secs(30);
 
 impl Provider {
     pub fn connect(&self, cluster_name: &str, url: &str, donors: &str, bootstrap: bool) -> Status {
+        if self.lock().conn == Conn::Closed {
+            // A session that ended without `disconnect` (a node that left
+            // after an inconsistency vote: the server, already
+            // disconnected, skips it before `SET GLOBAL
+            // wsrep_cluster_address` connects again) still has its
+            // channel: stop it, or its listener holds the group port.
+            self.stop_channel();
+        }
         let address = match ClusterAddress::parse(url) {
             Ok(a) => a,
             Err(e) => {
@@ -589,7 +597,10 @@ impl Provider {
             }
             Event::PastView(seqno, _, view) => self.pass_past_view(ctx, seqno, view.as_deref()),
             Event::Rejoin => self.rejoin(ctx),
-            Event::Inconsistent(why) => Some(self.fail_session(ctx, &why)),
+            Event::Inconsistent(why) => {
+                self.lock().diverged = true;
+                Some(self.fail_session(ctx, &why))
+            }
             Event::Synced => {
                 let due = self.lock().local.caught_up();
                 if due == lockstep_core::group::Notify::Synced && !self.server.synced() {
@@ -826,7 +837,10 @@ impl Provider {
                 warned = true;
             }
         }
-        let position = g.saved_state(g.last_committed());
+        // A diverged node's seqno names no state of the group's: saving
+        // it would let a restart catch up by IST on top of other data.
+        let seqno = if g.diverged { -1 } else { g.last_committed() };
+        let position = g.saved_state(seqno);
         g.trxs.clear();
         g.toi.clear();
         g.group = None;
@@ -871,7 +885,7 @@ impl Provider {
             warn!("{left} provider threads still run after {DETACHED_WAIT:?} at shutdown");
         }
         let g = self.lock();
-        if g.conn == Conn::Closed || g.history.is_nil() {
+        if g.conn == Conn::Closed || g.history.is_nil() || g.diverged {
             return;
         }
         let position = g.saved_state(g.last_committed());

@@ -312,6 +312,12 @@ pub struct Inner {
     pub fork_check: Vec<(i64, u32)>,
     /// The seqno of the writeset among `fork_check`, if there is one.
     pub fork_check_writeset: Option<i64>,
+    /// This node left the cluster inconsistent (a consistency vote it
+    /// lost, an apply that failed here alone, a failed group thread): its
+    /// data is not the group's state at any seqno. Until a full state
+    /// transfer installs one, it joins as a node without a position and
+    /// saves none (`join_position`).
+    pub diverged: bool,
     /// The group's history differs from this node's at the same UUID.
     pub fork: Option<Fork>,
     /// Ordered events go to the writeset cache (`cache_catch_up`).
@@ -425,6 +431,7 @@ impl Inner {
             group_history: [0; 16],
             fork_check: Vec::new(),
             fork_check_writeset: None,
+            diverged: false,
             fork: None,
             cache_live: false,
             rejoining: false,
@@ -704,12 +711,21 @@ impl Inner {
 
     /// A new group channel starts (connect or rejoin): no state transfer
     /// in progress, and an empty IST buffer from this node's position.
-    pub fn start_joining(&mut self, ist_limit: usize) {
-        self.sst = SstProgress::default();
-        let have = Gtid {
+    /// The position this node joins from: its last committed one, or none
+    /// once it diverged (then only a full SST will do).
+    pub fn join_position(&self) -> Gtid {
+        if self.diverged {
+            return Gtid::UNDEFINED;
+        }
+        Gtid {
             uuid: self.history,
             seqno: self.last_committed(),
-        };
+        }
+    }
+
+    pub fn start_joining(&mut self, ist_limit: usize) {
+        self.sst = SstProgress::default();
+        let have = self.join_position();
         self.ist = IstBuffer::new(have, ist_limit);
         // Set again by the first view this session replays or delivers.
         self.group_history = [0; 16];

@@ -31,10 +31,13 @@ impl Provider {
         let group_pos = view.state_id;
         let (needed, local) = {
             let g = self.lock();
-            let local = Gtid {
-                uuid: g.history,
-                seqno: g.last_committed(),
-            };
+            if g.diverged {
+                info!(
+                    "this node left the cluster inconsistent: its data is not the cluster's \
+                     at any position, so it takes a full state transfer"
+                );
+            }
+            let local = g.join_position();
             (
                 local.uuid != group_pos.uuid || local.seqno + 1 < group_pos.seqno,
                 local,
@@ -401,6 +404,7 @@ impl Provider {
             Vec::new()
         };
         g.history = gtid.uuid;
+        g.diverged = false;
         g.finished.reset(gtid.seqno);
         g.commit.reset(gtid.seqno);
         g.last_ordered = g.last_ordered.max(gtid.seqno);
