@@ -352,11 +352,21 @@ impl Provider {
             }
             if let Some(rcode) = g.sst.donor_rcode {
                 // Galera's words (what DBAs and MariaDB's tests look for).
-                return Err(format!(
+                let why = format!(
                     "State transfer to this node failed on the donor: {rcode} ({}). Will never \
                      receive state. Need to abort. Restart the node to retry",
                     std::io::Error::from_raw_os_error(-rcode)
-                ));
+                );
+                if !stream_only {
+                    // A server waiting in its startup for an SST: Galera
+                    // ends the process here, before the server's own
+                    // shutdown of a half-started server (which writes
+                    // errors MariaDB's tests do not expect, and leaves the
+                    // same result: a node to restart).
+                    drop(g);
+                    crate::ffi::terminate_process(&why);
+                }
+                return Err(why);
             }
             // Galera's wording (MariaDB's tests expect it).
             warn!(
