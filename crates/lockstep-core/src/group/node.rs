@@ -512,8 +512,13 @@ impl Group {
     /// A Raft message from a peer.
     pub fn step(&mut self, msg: Message) {
         if self.retired {
-            // Whoever still speaks to us may not know our removal committed.
-            self.tell_commit(Some(msg.from));
+            // A member that campaigns may not know our removal committed.
+            // Only campaigns are answered: an answer to an answer could
+            // bounce for ever with a member in a later term.
+            use raft::eraftpb::MessageType::{MsgRequestPreVote, MsgRequestVote};
+            if matches!(msg.get_msg_type(), MsgRequestPreVote | MsgRequestVote) {
+                self.tell_commit(Some(msg.from));
+            }
             return;
         }
         if msg.get_msg_type() == raft::eraftpb::MessageType::MsgPropose && msg.entries.is_empty() {
@@ -572,7 +577,7 @@ impl Group {
     /// (its progress may be paused). The last member then kept the leaver
     /// as a voter and could never elect itself. So the leaver tells them
     /// its commit index in a heartbeat, at retirement and again to any of
-    /// them that speaks to it while it is still there. (`only`: one peer.)
+    /// them that campaigns while it is still there. (`only`: one peer.)
     fn tell_commit(&mut self, only: Option<u64>) {
         let raft = &self.raw.raft;
         let committed = raft.raft_log.committed;
