@@ -93,15 +93,21 @@ fn every_single_node_health_rule_against_a_real_lockstep_node() {
     // node desyncs and pauses the provider for a moment (as with Galera):
     // the node passes through Donor/Desynced and Joined before it is
     // Synced again, so the plain check settles rather than reads once.
+    // The plain check publishes from its cache, refreshed on its own
+    // interval: wait until a refresh has seen read_only=ON, then it must
+    // still call the node healthy.
+    let t0 = std::time::Instant::now();
+    while plain.get("/?format=json").json()["inputs"]["read_only"] != true {
+        assert!(
+            t0.elapsed() < SETTLE,
+            "the plain check never saw read_only=ON within {SETTLE:?}"
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
     let r = plain.wait_for_body("/", SYNCED, SETTLE);
     assert_eq!(
         r.status, 200,
         "read-only without the flag is healthy: {r:?}"
-    );
-    assert_eq!(
-        plain.get("/?format=json").json()["inputs"]["read_only"],
-        true,
-        "the plain check saw read_only=ON and still called the node healthy"
     );
     let (code, out) = check_once(&[&tcp[..], &["--disable-when-readonly"]].concat());
     assert_eq!(
