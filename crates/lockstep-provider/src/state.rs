@@ -214,9 +214,8 @@ pub struct Inner {
     /// This node's asks of the leader for causal reads (batched).
     pub read_asks: crate::read_asks::ReadAsks,
     /// What the group thread has taken of the proposals sent on the
-    /// current link, and how many of them are not ordered yet.
+    /// current link (those not ordered yet: `send_queue`).
     pub proposals_taken: u64,
-    pub own_in_flight: usize,
     /// Seqnos fully finished: `last_committed` (contract §6.6).
     pub finished: Watermark,
     /// Seqnos that left commit order.
@@ -391,7 +390,6 @@ impl Inner {
             read_asked: false,
             read_asks: Default::default(),
             proposals_taken: 0,
-            own_in_flight: 0,
             send_queue_stats: QueueStats::default(),
             recv_q_hard_limit: None,
             apply_stats: GateStats::default(),
@@ -776,29 +774,19 @@ impl Inner {
 
     /// A causal read's fence, resolved like a proposal (`Resolution::Fence`)
     /// but without a log entry (ADR 0016).
+    /// Not a proposal: not counted in `GroupLink::sent`.
     pub fn read_fence(&mut self) -> Option<u64> {
-        let link = self.group.as_ref()?;
-        let id = self.next_proposal;
-        self.next_proposal += 1;
-        self.waiting.insert(id, Resolution::Pending);
-        if link
-            .tx
-            .send(crate::group_input::Input::ReadFence { id })
-            .is_err()
-        {
-            self.waiting.insert(id, Resolution::Dropped);
-        }
-        Some(id)
+        self.send_input(true, |id| crate::group_input::Input::ReadFence { id })
     }
 
     /// Whether every proposal of this node has been ordered: a causal read
-    /// may then take its fence from the leader's commit index. Otherwise it
+    /// may then take its fence from the leader's read index. Otherwise it
     /// goes through the log behind them (`Action::Barrier`), as with
     /// Galera a causal read sees what its own node sent before it (a
     /// streaming transaction's rollback fragment, say), acknowledged or
     /// not.
     pub fn own_proposals_ordered(&self) -> bool {
-        self.own_in_flight == 0
+        self.send_queue == 0
             && self
                 .group
                 .as_ref()
@@ -818,8 +806,18 @@ impl Inner {
         wait: bool,
         input: impl FnOnce(u64) -> crate::group_input::Input,
     ) -> Option<u64> {
-        let link = self.group.as_mut()?;
-        link.sent += 1;
+        self.group.as_mut()?.sent += 1;
+        self.send_input(wait, input)
+    }
+
+    /// Sends `input` to the group thread under a new id (with a waiter
+    /// registered when `wait` is set); `None` outside a group.
+    fn send_input(
+        &mut self,
+        wait: bool,
+        input: impl FnOnce(u64) -> crate::group_input::Input,
+    ) -> Option<u64> {
+        let link = self.group.as_ref()?;
         let id = self.next_proposal;
         self.next_proposal += 1;
         if wait {

@@ -62,7 +62,7 @@ impl Provider {
                  by a full state transfer, which it takes",
                 fork.detail
             );
-            full_sst = Some("this node's seqnos went another way in views of its own".to_string());
+            full_sst = Some("this node's seqnos went another way in views of its own");
         }
         if full_sst.is_none() && local.uuid == group_pos.uuid && local.seqno >= group_pos.seqno {
             // Safe bootstrap: this node has commits (seqno >= the view that
@@ -99,11 +99,10 @@ impl Provider {
             g.want_sync = true;
             return None;
         }
-        let full_sst_needed = full_sst.is_some();
         let (ist, missing) = {
             let g = self.lock();
             let ist = full_sst
-                .map_or(Ok(()), Err)
+                .map_or(Ok(()), |why| Err(why.to_string()))
                 .and_then(|()| g.ist.covers(group_pos))
                 .and_then(|()| {
                     // Check points the replay did not reach: the log cannot
@@ -123,7 +122,7 @@ impl Provider {
         // the group log lacks (after a restart of the whole cluster, or a
         // long absence).
         let from_cache =
-            ist.is_err() && !full_sst_needed && local.uuid == group_pos.uuid && local.seqno >= 0;
+            ist.is_err() && full_sst.is_none() && local.uuid == group_pos.uuid && local.seqno >= 0;
         match &ist {
             Ok(()) => info!(
                 "state transfer required: group at {group_pos}, this node at {local}; \

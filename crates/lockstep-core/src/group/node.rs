@@ -444,12 +444,12 @@ impl Group {
         all
     }
 
-    /// Proposals not yet seen delivered.
     /// How many members vote in this node's Raft configuration.
     pub fn voters(&self) -> usize {
         self.raw.raft.prs().conf().voters().ids().len()
     }
 
+    /// Proposals not yet seen delivered.
     pub fn in_flight(&self) -> usize {
         self.queued.len() + self.fragments.len() + self.pending.len()
     }
@@ -1230,6 +1230,9 @@ impl Group {
         }
         let log = &raft.raft_log;
         let stored = log.persisted.min(log.last_index());
+        if stored <= log.committed {
+            return; // nothing new (a heartbeat): spare the configuration copy
+        }
         let Ok(stored_term) = log.term(stored) else {
             return;
         };

@@ -276,7 +276,7 @@ impl Worker {
             g.fc.clear(crate::state::mono_ns());
             g.peers = Some(self.transport.sender());
             g.proposals_taken = 0;
-            g.own_in_flight = 0;
+            g.send_queue = 0;
             g.raft_leader = 0;
             g.read_lease = None;
         }
@@ -366,6 +366,14 @@ impl Worker {
             // Causal reads waiting for the old leader's index ask again.
             self.shared.notify_gates();
         }
+    }
+
+    /// What became of this node's proposals: how many this thread took,
+    /// how many are not ordered yet (`Inner::own_proposals_ordered`, the
+    /// send queue).
+    fn publish_proposals(&self, g: &mut crate::state::Inner) {
+        g.proposals_taken = self.taken;
+        g.send_queue = self.group.in_flight();
     }
 
     /// A message from a connected peer (its bytes already given back to
@@ -876,8 +884,7 @@ impl Worker {
             // move the index a lease read waits for.
             let applied = self.group.applied_index();
             let mut g = self.shared.lock();
-            g.proposals_taken = self.taken;
-            g.own_in_flight = self.group.in_flight();
+            self.publish_proposals(&mut g);
             if g.applied_index != applied {
                 g.applied_index = applied;
                 drop(g);
@@ -909,10 +916,8 @@ impl Worker {
             .map(|m| i64::from(m.weight))
             .sum();
         g.flush_cache();
-        g.send_queue = self.group.in_flight();
+        self.publish_proposals(&mut g);
         g.applied_index = self.group.applied_index();
-        g.proposals_taken = self.taken;
-        g.own_in_flight = self.group.in_flight();
         let sent = g.send_queue;
         g.send_queue_stats.sample(sent);
         drop(g);
