@@ -264,6 +264,99 @@ fn causal_reads_are_never_stale() {
     assert!(total.partitions > 0 && total.leader_changes > 0);
 }
 
+/// Two data nodes and an arbitrator (Galera's two-site setup with
+/// `garbd`): either data node crashes and comes back, again and again.
+/// The arbitrator must keep the survivor's quorum (writes go on while a
+/// data node is down), never be chosen as donor (the harness fails the run
+/// if it is), and never keep the leadership: its Raft priority loses every
+/// election a data node can win, and when it wins anyway (its log was
+/// longer) it hands over.
+#[test]
+fn an_arbitrator_keeps_quorum_but_never_leads_or_donates() {
+    let led = Cell::new(0u64);
+    let sampled = Cell::new(0u64);
+    let outage_writes = Cell::new(0u64);
+    let total = run_seeds("arbitrator", 100, |name, seed| {
+        let (mut cfg, mut rng) = setup(name, seed);
+        cfg.nodes = 3;
+        cfg.arbitrator_hosts = vec![2];
+        cfg.sst_ms = (10, 800);
+        if rng.chance(0.3) {
+            cfg.net = Net::bad(&mut rng);
+            cfg.net.loss = cfg.net.loss.min(0.05);
+        }
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        sim.wait_formed(20_000)?;
+        let mut next = sim.now + 200;
+        let mut sample_at = sim.now;
+        // While a data node is down: the writesets ordered before.
+        let mut down_since: Option<u64> = None;
+        sim.run(30_000, |s| {
+            if s.now >= sample_at {
+                sample_at = s.now + 10;
+                sampled.set(sampled.get() + 1);
+                if let Some(l) = s.leader_slot() {
+                    if s.is_arbitrator(s.nodes[l].host) {
+                        led.set(led.get() + 1);
+                    }
+                }
+            }
+            let data_running = s
+                .running()
+                .filter(|(_, n)| !s.is_arbitrator(n.host))
+                .count();
+            match (down_since, data_running) {
+                (None, 1) => down_since = Some(s.stats.writesets),
+                (Some(before), 2) => {
+                    outage_writes.set(outage_writes.get() + s.stats.writesets - before);
+                    down_since = None;
+                }
+                _ => {}
+            }
+            if s.now < next || data_running < 2 {
+                return;
+            }
+            next = s.now + 100;
+            let data: Vec<usize> = s
+                .running()
+                .filter(|(_, n)| !s.is_arbitrator(n.host))
+                .map(|(slot, _)| slot)
+                .collect();
+            let victim = data[s.rng.index(data.len())];
+            if !s.quorum_without(&[s.nodes[victim].host]) {
+                return;
+            }
+            let restart = s.rng.range(200, 2500);
+            s.crash(victim, Some(restart));
+            next = s.now + s.rng.range(2000, 5000);
+        })?;
+        let stats = sim.settle(40_000)?;
+        let leader = sim.leader_slot().map(|l| sim.nodes[l].host);
+        check(leader.is_some_and(|h| h != 2), &mut sim, || {
+            format!("settled with the arbitrator leading (leader host {leader:?})")
+        })?;
+        Ok(stats)
+    });
+    assert_exercised("arbitrator", &total);
+    assert!(total.crashes > 100, "too few crashes: {total:?}");
+    let share = led.get() as f64 / sampled.get().max(1) as f64;
+    eprintln!(
+        "arbitrator led {:.2}% of the time; {} writesets ordered while a data node was down",
+        share * 100.0,
+        outage_writes.get()
+    );
+    assert!(
+        share < 0.02,
+        "the arbitrator led {:.1}% of the time",
+        share * 100.0
+    );
+    assert!(
+        outage_writes.get() > 1000,
+        "writes stopped while a data node was down: {}",
+        outage_writes.get()
+    );
+}
+
 #[test]
 fn crashes_and_restarts() {
     let total = run_seeds("crashes_and_restarts", 200, |name, seed| {

@@ -147,6 +147,13 @@ pub enum Action {
     Synced {
         raft_id: u64,
     },
+    /// The member is an arbitrator (`lockstep arbitrator`, Galera's
+    /// `garbd`): it votes and holds the log, but has no database, so it is
+    /// never a donor and takes no part in consistency votes. Proposed by
+    /// the arbitrator itself instead of a state request.
+    Arbitrator {
+        raft_id: u64,
+    },
     /// Causal-read fence: its position tells the waiter which seqnos
     /// were ordered before the read.
     Barrier {
@@ -236,6 +243,7 @@ const T_CACHE_IST_REQUEST: u8 = 12;
 const T_WEIGHT: u8 = 13;
 const T_FLOW_CONTROL: u8 = 14;
 const T_FRAGMENT: u8 = 15;
+const T_ARBITRATOR: u8 = 16;
 
 /// Smallest encoding of one proposal (origin, id, tag): bounds counts.
 const MIN_PROPOSAL: usize = 17;
@@ -421,6 +429,9 @@ fn write_action(w: &mut Writer, a: &Action) {
         Action::Synced { raft_id } => {
             w.u8(T_SYNCED).u64(*raft_id);
         }
+        Action::Arbitrator { raft_id } => {
+            w.u8(T_ARBITRATOR).u64(*raft_id);
+        }
         Action::Barrier { raft_id, id } => {
             w.u8(T_BARRIER).u64(*raft_id).u64(*id);
         }
@@ -512,6 +523,9 @@ fn read_action(r: &mut Reader<'_>, shared: Option<&Bytes>) -> Result<Action, Dec
         },
         T_SYNCED => Action::Synced {
             raft_id: r.u64("synced.raft_id")?,
+        },
+        T_ARBITRATOR => Action::Arbitrator {
+            raft_id: r.u64("arbitrator.raft_id")?,
         },
         T_BARRIER => Action::Barrier {
             raft_id: r.u64("barrier.raft_id")?,
@@ -672,6 +686,7 @@ pub(crate) mod tests {
                 seqno: 50,
             },
             Action::Synced { raft_id: 3 },
+            Action::Arbitrator { raft_id: 5 },
             Action::Barrier { raft_id: 2, id: 8 },
             Action::Vote {
                 raft_id: 2,

@@ -121,6 +121,12 @@ pub struct GroupConfig {
     /// stepped first), and replaying them all would start an election
     /// right after every long round. `u64::MAX` in simulations.
     pub max_catch_up_ticks: u64,
+    /// This node is an arbitrator (`lockstep arbitrator`): it votes but
+    /// should not lead, since it applies nothing and may sit at a third
+    /// site. Its Raft election priority is below the data members', so
+    /// they refuse it as long as their logs are as long as its, and if it
+    /// wins anyway it hands leadership to a data member.
+    pub arbitrator: bool,
 }
 
 impl Default for GroupConfig {
@@ -141,6 +147,7 @@ impl Default for GroupConfig {
             max_catch_up_ticks: 2,
             fragment_bytes: FRAGMENT_BYTES,
             fragment_window: 256 << 10,
+            arbitrator: false,
         }
     }
 }
@@ -256,6 +263,11 @@ fn raft_config(id: u64, cfg: &GroupConfig) -> Config {
     c.max_inflight_msgs = 256;
     c.check_quorum = true;
     c.pre_vote = true;
+    // raft-rs: a voter refuses a candidate of lower priority whose log is
+    // no longer than its own. Data members keep the default 0.
+    if cfg.arbitrator {
+        c.priority = -1;
+    }
     c
 }
 
@@ -1009,6 +1021,23 @@ impl Group {
             if self.conf_change_due() {
                 self.propose_change(ConfChangeType::AddLearnerNode, id);
             }
+        } else if self.cfg.arbitrator {
+            // An arbitrator won an election (its log was the longest):
+            // hand over to the data voter heard from last, which has the
+            // newest log among them.
+            let to = self
+                .seq
+                .members()
+                .iter()
+                .filter(|m| m.voter && !m.arbitrator && m.info.raft_id != me)
+                .map(|m| m.info.raft_id)
+                .filter(|id| self.last_heard.get(id).is_some_and(|h| now <= h + fresh))
+                .max_by_key(|id| self.last_heard.get(id).copied().unwrap_or(0));
+            if let Some(to) = to {
+                if self.conf_change_due() {
+                    self.raw.transfer_leader(to);
+                }
+            }
         } else if !wanted.contains(&me) {
             // The leader itself should not vote: hand over to a wanted
             // voter, which then demotes this node.
@@ -1652,6 +1681,7 @@ mod weight_tests {
             state,
             voter,
             weight,
+            arbitrator: false,
         }
     }
 

@@ -40,6 +40,9 @@ pub struct Member {
     pub voter: bool,
     /// `pc.weight` (1 unless the member said otherwise).
     pub weight: u32,
+    /// An arbitrator (`Action::Arbitrator`): it votes in Raft but holds no
+    /// data, so it never donates and has no say in consistency votes.
+    pub arbitrator: bool,
 }
 
 /// A primary view.
@@ -333,6 +336,7 @@ impl Sequencer {
                     state: MemberState::Joiner,
                     voter: false,
                     weight: 1,
+                    arbitrator: false,
                 });
                 self.new_view(out)?;
                 Ok(true)
@@ -567,6 +571,20 @@ impl Sequencer {
                 }
                 out.push(settled);
             }
+            Action::Arbitrator { raft_id } => {
+                // Only a joiner says it about itself: a member that holds
+                // data never becomes an arbitrator.
+                if raft_id == p.origin {
+                    if let Some(m) = self
+                        .members
+                        .iter_mut()
+                        .find(|m| m.info.raft_id == raft_id && m.state == MemberState::Joiner)
+                    {
+                        m.arbitrator = true;
+                    }
+                }
+                out.push(settled);
+            }
             Action::Remerge { raft_id } => {
                 if raft_id == p.origin && self.is_member(raft_id) {
                     self.new_view(out)?;
@@ -630,6 +648,7 @@ impl Sequencer {
             state: MemberState::Synced,
             voter: true,
             weight: 1,
+            arbitrator: false,
         }];
         self.new_view(out)
     }
@@ -719,7 +738,9 @@ impl Sequencer {
         if self.member(joiner).map(|m| m.state) != Some(MemberState::Joiner) {
             return;
         }
-        let candidate = |m: &&Member| m.info.raft_id != joiner && m.state == MemberState::Synced;
+        let candidate = |m: &&Member| {
+            m.info.raft_id != joiner && m.state == MemberState::Synced && !m.arbitrator
+        };
         let names: Vec<&str> = donors
             .split(',')
             .map(str::trim)
@@ -765,16 +786,18 @@ impl Sequencer {
     }
 
     /// One member's outcome in a consistency vote (`vote.rs`). Electors
-    /// are the members that hold state (joined, synced, donor).
+    /// are the members that hold state (joined, synced, donor), which an
+    /// arbitrator never does.
     fn vote(&mut self, raft_id: u64, seqno: Seqno, digest: u64, out: &mut Vec<Delivery>) {
         let electorate: Vec<u64> = self
             .members
             .iter()
             .filter(|m| {
-                matches!(
-                    m.state,
-                    MemberState::Joined | MemberState::Synced | MemberState::Donor
-                )
+                !m.arbitrator
+                    && matches!(
+                        m.state,
+                        MemberState::Joined | MemberState::Synced | MemberState::Donor
+                    )
             })
             .map(|m| m.info.raft_id)
             .collect();

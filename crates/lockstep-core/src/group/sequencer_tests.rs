@@ -141,3 +141,100 @@ fn a_purged_big_writeset_is_handed_over_to_be_freed_elsewhere() {
     assert_eq!(reaped[0].keys.len(), REAP_KEYS);
     assert!(seq.take_reaped().is_empty());
 }
+
+/// Member 2 is an arbitrator (synced, but with no data) and 3 joins: 2 is
+/// never its donor; with only the arbitrator synced besides the joiner
+/// there is no donor at all; and a consistency vote leaves it out.
+#[test]
+fn an_arbitrator_never_donates_nor_votes_on_consistency() {
+    let mut seq = Sequencer::new();
+    let genesis = Action::Genesis {
+        history: [7; 16],
+        last_seqno: 0,
+        founder: member(1),
+    };
+    one(&mut seq, 1, 1, genesis);
+    let mut out = Vec::new();
+    seq.membership(&Membership::Add(member(2)), &mut out)
+        .expect("arbitrator added");
+    // Someone else cannot make member 2 an arbitrator; it can.
+    one(&mut seq, 1, 2, Action::Arbitrator { raft_id: 2 });
+    assert!(!seq.member(2).expect("member 2").arbitrator);
+    one(&mut seq, 2, 1, Action::Arbitrator { raft_id: 2 });
+    one(
+        &mut seq,
+        2,
+        2,
+        Action::Joined {
+            raft_id: 2,
+            seqno: 1,
+        },
+    );
+    one(&mut seq, 2, 3, Action::Synced { raft_id: 2 });
+    let two = seq.member(2).expect("member 2");
+    assert!(two.arbitrator && two.state == MemberState::Synced);
+    // A second arbitrator, still joining.
+    seq.membership(&Membership::Add(member(3)), &mut out)
+        .expect("joiner added");
+    one(&mut seq, 3, 1, Action::Arbitrator { raft_id: 3 });
+    assert!(seq.member(3).expect("member 3").arbitrator);
+    seq.membership(&Membership::Add(member(4)), &mut out)
+        .expect("joiner added");
+    let request = |donors: &str| Action::StateRequest {
+        joiner: 4,
+        donors: donors.into(),
+        request: b"rsync".to_vec(),
+        ist_after: None,
+        from_cache: None,
+    };
+    // Named, the arbitrator is passed over for the data member.
+    let out = one(&mut seq, 4, 1, request("node2,"));
+    let donors: Vec<u64> = out
+        .iter()
+        .filter_map(|d| match d {
+            Delivery::Donate { donor, .. } => Some(*donor),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(donors, vec![1]);
+    // Named alone: no donor, although it is synced.
+    one(
+        &mut seq,
+        1,
+        10,
+        Action::StateTransferred {
+            donor: 1,
+            joiner: 4,
+            seqno: 1,
+            rcode: -1,
+        },
+    );
+    let out = one(&mut seq, 4, 2, request("node2"));
+    assert!(
+        out.iter()
+            .any(|d| matches!(d, Delivery::NoDonor { joiner: 4 })),
+        "{out:?}"
+    );
+    // A vote: member 1 alone is the electorate, so its outcome decides
+    // at once.
+    let out = one(
+        &mut seq,
+        1,
+        11,
+        Action::Vote {
+            raft_id: 1,
+            seqno: 1,
+            digest: 0,
+        },
+    );
+    assert!(
+        out.iter().any(|d| matches!(
+            d,
+            Delivery::VoteResult {
+                seqno: 1,
+                digest: 0
+            }
+        )),
+        "{out:?}"
+    );
+}

@@ -48,6 +48,14 @@ fn state_from(code: u8) -> Result<MemberState, DecodeError> {
     })
 }
 
+/// A member's flag bits in a snapshot.
+const VOTER: u8 = 1;
+const ARBITRATOR: u8 = 2;
+
+fn member_flags(m: &Member) -> u8 {
+    (if m.voter { VOTER } else { 0 }) | if m.arbitrator { ARBITRATOR } else { 0 }
+}
+
 impl Sequencer {
     /// Serialises the whole state.
     pub fn snapshot(&self) -> Vec<u8> {
@@ -65,9 +73,7 @@ impl Sequencer {
         w.u32(s.members.len() as u32);
         for m in &s.members {
             write_member(&mut w, &m.info);
-            w.u8(state_code(m.state))
-                .u8(u8::from(m.voter))
-                .u32(m.weight);
+            w.u8(state_code(m.state)).u8(member_flags(m)).u32(m.weight);
         }
         let mut committed: Vec<_> = s.committed.iter().collect();
         committed.sort();
@@ -145,13 +151,20 @@ impl Sequencer {
         for _ in 0..n {
             let info = read_member(&mut r)?;
             let state = state_from(r.u8("member.state")?)?;
-            let voter = r.u8("member.voter")? != 0;
+            let flags = r.u8("member.flags")?;
+            if flags & !(VOTER | ARBITRATOR) != 0 {
+                return Err(DecodeError::Invalid {
+                    field: "member.flags",
+                    value: u64::from(flags),
+                });
+            }
             let weight = r.u32("member.weight")?;
             members.push(Member {
                 info,
                 state,
-                voter,
+                voter: flags & VOTER != 0,
                 weight,
+                arbitrator: flags & ARBITRATOR != 0,
             });
         }
         let n = r.count("snapshot.committed", 16)?;

@@ -27,7 +27,9 @@ use wsrep_abi::Uuid;
 /// are answered with the leader's last log index, which a ReadIndex
 /// answer carries in `commit`: a version-6 leader would answer reads
 /// with its commit index, stale against such commits.
-pub const PROTOCOL_VERSION: u32 = 7;
+/// 8: arbitrators (action tag 16; snapshot member flags), and a Raft
+/// election priority that keeps an arbitrator from leading.
+pub const PROTOCOL_VERSION: u32 = 8;
 /// Bound on one message on the group channel: the largest Raft message
 /// (one writeset up to `repl.max_ws_size` travels in one log entry). On
 /// the wire it travels in chunks (`wire::lanes`).

@@ -148,6 +148,9 @@ pub struct SimConfig {
     /// removal view after this long is stopped anyway.
     pub leave_grace_ms: u64,
     pub genesis_seqno: i64,
+    /// Hosts that run an arbitrator (`GroupConfig::arbitrator`): they join
+    /// without a state transfer, never write, and must never donate.
+    pub arbitrator_hosts: Vec<usize>,
 }
 
 /// Group timing scaled down 5x from the defaults (tick 50 → 10 ms), so a
@@ -178,6 +181,7 @@ pub fn group_config() -> GroupConfig {
         fragment_bytes: 96,
         // Two fragments in flight: big writesets wait for the window.
         fragment_window: 192,
+        arbitrator: false,
     }
 }
 
@@ -202,6 +206,7 @@ impl SimConfig {
             zombie_ms: 2500,
             leave_grace_ms: 2000,
             genesis_seqno: rng.range(0, 1000) as i64,
+            arbitrator_hosts: Vec::new(),
         }
     }
 }
@@ -648,7 +653,7 @@ impl Sim {
         let id = self.new_id();
         let host = self.hosts;
         self.hosts += 1;
-        let cfg = self.node_config();
+        let cfg = self.node_config(host);
         let g = Group::bootstrap(
             member_info(id, host),
             cfg,
@@ -666,15 +671,20 @@ impl Sim {
     /// Each incarnation gets its own (seeded) election timeout: raft-rs's
     /// randomized timeouts are unseeded, and identical ones can split votes
     /// forever.
-    fn node_config(&mut self) -> GroupConfig {
+    fn node_config(&mut self, host: usize) -> GroupConfig {
         let mut cfg = self.cfg.group.clone();
         cfg.election_ticks += self.rng.below(cfg.election_ticks as u64 / 2 + 1) as usize;
+        cfg.arbitrator = self.is_arbitrator(host);
         cfg
+    }
+
+    pub fn is_arbitrator(&self, host: usize) -> bool {
+        self.cfg.arbitrator_hosts.contains(&host)
     }
 
     fn join_node(&mut self, host: usize) -> usize {
         let id = self.new_id();
-        let cfg = self.node_config();
+        let cfg = self.node_config(host);
         let g = Group::join(member_info(id, host), cfg, self.now).expect("join");
         self.milestone(format!("join id={id} host={host}"));
         self.stats.joins += 1;
@@ -1394,6 +1404,11 @@ impl Sim {
                 seqno,
                 ..
             } => {
+                if let Some(host) = self.host_of_id(*donor).filter(|h| self.is_arbitrator(*h)) {
+                    self.fail(format!(
+                        "the arbitrator on host {host} (id {donor}) was chosen as donor"
+                    ));
+                }
                 if *donor == me {
                     let at = self.now + self.rng.range(self.cfg.sst_ms.0, self.cfg.sst_ms.1);
                     self.timer(
@@ -1449,7 +1464,13 @@ impl Sim {
         if !n.running() || n.sst_requested || n.leaving.is_some() || n.removed {
             return;
         }
-        if n.state() == Some(MemberState::Joiner) {
+        if n.state() == Some(MemberState::Joiner) && self.is_arbitrator(n.host) {
+            // What `lockstep arbitrator` does: no state to transfer.
+            let (me, seqno) = (n.id, n.last_seqno.unwrap_or(-1));
+            self.nodes[slot].sst_requested = true;
+            self.propose(slot, Action::Arbitrator { raft_id: me });
+            self.propose(slot, Action::Joined { raft_id: me, seqno });
+        } else if n.state() == Some(MemberState::Joiner) {
             let me = n.id;
             self.nodes[slot].sst_requested = true;
             self.propose(
@@ -1467,7 +1488,8 @@ impl Sim {
 
     fn may_write(&self, slot: usize) -> bool {
         let n = &self.nodes[slot];
-        n.running()
+        !self.is_arbitrator(n.host)
+            && n.running()
             && n.in_view
             && !n.removed
             && n.leaving.is_none()
