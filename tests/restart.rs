@@ -79,13 +79,7 @@ fn start_loaded(name: &str) -> (Cluster, AckedLoad) {
 }
 
 fn loaded(cluster: Cluster) -> (Cluster, AckedLoad) {
-    cluster
-        .node(0)
-        .sql("CREATE DATABASE r")
-        .or_logs(&cluster, "create database");
-    let load = AckedLoad::start(&cluster, "r.acked").or_logs(&cluster, "start the load");
-    load.wait_for_progress(PROGRESS, WAIT)
-        .or_logs(&cluster, "load before the fault");
+    let load = multi_node::acked_load(&cluster, PROGRESS, WAIT);
     (cluster, load)
 }
 

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)] // each test file uses a different subset
 
-use lockstep_testkit::{Cluster, Error, Node, Provider, Result};
+use lockstep_testkit::{AckedLoad, Cluster, Error, Node, Provider, Result};
 use std::time::Duration;
 
 /// Error-log lines per node in a failure report.
@@ -168,4 +168,17 @@ pub fn kill_and_await_removal(cluster: &mut Cluster, i: usize, size: &str, wait:
         .node(0)
         .wait_for_status("wsrep_cluster_size", size, wait)
         .or_logs(cluster, &format!("{name} removed"));
+}
+
+/// A database `r` with the acknowledged-writes load (`r.acked`) running
+/// on every node, once it has acknowledged `progress` inserts.
+pub fn acked_load(cluster: &Cluster, progress: u64, wait: Duration) -> AckedLoad {
+    cluster
+        .node(0)
+        .sql("CREATE DATABASE r")
+        .or_logs(cluster, "create database");
+    let load = AckedLoad::start(cluster, "r.acked").or_logs(cluster, "start the load");
+    load.wait_for_progress(progress, wait)
+        .or_logs(cluster, "load before the fault");
+    load
 }

@@ -1,5 +1,6 @@
 //! `lockstep`: one command for operators of Lockstep (and Galera) clusters.
 
+mod arbitrator;
 mod bench;
 mod check;
 mod cluster_bench;
@@ -46,10 +47,23 @@ enum Command {
     Bench(commands::bench::Args),
     /// A CA and node certificates for peer TLS (socket.ssl_cert, _key, _ca).
     Cert(commands::cert::Args),
+    /// A voting member without data (Galera's garbd): the third vote of two nodes.
+    Arbitrator(commands::arbitrator::Args),
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // Installed as `garbd` (a symlink), it is the arbitrator with garbd's
+    // command line.
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let as_garbd = argv.first().is_some_and(|a| {
+        std::path::Path::new(a)
+            .file_name()
+            .is_some_and(|n| n == "garbd")
+    });
+    if as_garbd {
+        argv.insert(1, "arbitrator".into());
+    }
+    let cli = Cli::parse_from(argv);
     let result: Result<ExitCode, CliError> = match cli.command {
         Command::Up(args) => commands::up::run(args),
         Command::Cert(args) => commands::cert::run(args),
@@ -59,6 +73,7 @@ fn main() -> ExitCode {
         Command::Probe(args) => commands::probe::run(args),
         Command::CheckBench(args) => commands::check_bench::run(args),
         Command::Bench(args) => commands::bench::run(args),
+        Command::Arbitrator(args) => commands::arbitrator::run(args),
     };
     match result {
         Ok(code) => code,

@@ -103,6 +103,19 @@ impl StateStore for GrastateFile {
     }
 }
 
+/// An arbitrator's store: it holds no data, so it has no position to keep
+/// (a restarted arbitrator simply joins again, as garbd does).
+pub struct Stateless;
+
+impl StateStore for Stateless {
+    fn load(&mut self) -> Result<SavedState, StoreError> {
+        Ok(SavedState::default())
+    }
+    fn store(&mut self, _: &SavedState) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
 /// An in-memory store for tests, which can be told to fail. Clones share
 /// the same state, so a test keeps one to inspect what the provider wrote.
 #[cfg(test)]

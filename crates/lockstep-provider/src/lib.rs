@@ -9,6 +9,7 @@
 //! state machines; `server` wraps the server's callbacks; `grastate` keeps
 //! the saved position on disk.
 
+pub mod arbitrator;
 mod bypass;
 mod channel;
 mod control;
@@ -19,7 +20,7 @@ mod group_input;
 mod identity;
 mod ist;
 mod ist_transfer;
-mod log;
+pub mod log;
 mod os;
 mod peer_security;
 mod provider;

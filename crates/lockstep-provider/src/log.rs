@@ -11,6 +11,12 @@ use std::sync::RwLock;
 use wsrep_abi::{log_level, LoggerCb};
 
 static LOGGER: RwLock<Option<LoggerCb>> = RwLock::new(None);
+/// Where lines go in a program that is not a server (the arbitrator): set
+/// by that program, used when no server logger is installed.
+static SINK: RwLock<Option<Sink>> = RwLock::new(None);
+
+/// A program's own line writer.
+pub type Sink = fn(Level, &str);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
@@ -56,6 +62,15 @@ impl log::Log for Forward {
     fn flush(&self) {}
 }
 
+/// Lines of a program without a server logger (`lockstep arbitrator`) go
+/// to `sink`, and the `log` facade's lines of our crates with them.
+pub fn install_sink(sink: Sink) {
+    *SINK.write().unwrap_or_else(|p| p.into_inner()) = Some(sink);
+    if log::set_logger(&FORWARD).is_ok() {
+        log::set_max_level(log::LevelFilter::Info);
+    }
+}
+
 /// After `free` no provider code may call into the server.
 pub fn uninstall() {
     install(None);
@@ -77,7 +92,10 @@ pub fn log(level: Level, msg: &str) {
             // outlives the call, and the server copies it.
             unsafe { cb(lvl, text.as_ptr()) }
         }
-        None => eprintln!("WSREP: [lockstep] {msg}"),
+        None => match *SINK.read().unwrap_or_else(|p| p.into_inner()) {
+            Some(sink) => sink(level, msg),
+            None => eprintln!("WSREP: [lockstep] {msg}"),
+        },
     }
 }
 

@@ -28,6 +28,9 @@ pub struct InitConfig {
     pub proto_ver: i32,
     pub state_id: Option<Gtid>,
     pub server: Server,
+    /// Run as an arbitrator (`crate::arbitrator`): join without a state
+    /// transfer, keep no writeset cache, never lead nor donate.
+    pub arbitrator: bool,
 }
 
 pub struct Provider {
@@ -50,6 +53,8 @@ pub struct Provider {
     pub joined_via: Mutex<Option<(String, Vec<String>)>>,
     /// TLS or plain for every peer connection (group channel, IST).
     pub security: Arc<lockstep_net::secure::PeerSecurity>,
+    /// [`InitConfig::arbitrator`].
+    pub arbitrator: bool,
 }
 
 #[derive(Debug)]
@@ -79,21 +84,7 @@ impl std::fmt::Display for InitError {
 
 impl Provider {
     pub fn init(cfg: InitConfig) -> Result<Provider, InitError> {
-        if !cfg.data_dir.is_dir() {
-            return Err(InitError::MissingDataDir(cfg.data_dir));
-        }
-        let mut options = Options::new(&cfg.node_address, &cfg.data_dir.to_string_lossy());
-        if let Err(e) = options.apply_initial(&cfg.options) {
-            if let OptionsError::Unknown(_) = &e {
-                for line in e.unrecognized_messages() {
-                    error!("{line}");
-                }
-            }
-            return Err(InitError::Options(e));
-        }
-        for name in options.ignored_settings() {
-            warn_no_effect(name);
-        }
+        let options = parse_options(&cfg)?;
         let store = GrastateFile::open(&cfg.data_dir).map_err(InitError::State)?;
         Self::with_store(cfg, options, Box::new(store))
     }
@@ -158,6 +149,7 @@ impl Provider {
             channel: Mutex::new(None),
             joined_via: Mutex::new(None),
             security: Arc::new(security),
+            arbitrator: cfg.arbitrator,
         })
     }
 
@@ -363,6 +355,27 @@ impl Provider {
 /// note, not a warning: MariaDB's Galera test suites set several of these
 /// in every node's configuration and fail a test on any unexpected
 /// warning in the server log, and monitoring does the same.
+/// The options `init` is given, checked, with a note for each accepted
+/// key that has no effect.
+pub(crate) fn parse_options(cfg: &InitConfig) -> Result<Options, InitError> {
+    if !cfg.data_dir.is_dir() {
+        return Err(InitError::MissingDataDir(cfg.data_dir.clone()));
+    }
+    let mut options = Options::new(&cfg.node_address, &cfg.data_dir.to_string_lossy());
+    if let Err(e) = options.apply_initial(&cfg.options) {
+        if let OptionsError::Unknown(_) = &e {
+            for line in e.unrecognized_messages() {
+                error!("{line}");
+            }
+        }
+        return Err(InitError::Options(e));
+    }
+    for name in options.ignored_settings() {
+        warn_no_effect(name);
+    }
+    Ok(options)
+}
+
 fn warn_no_effect(name: &str) {
     info!(
         "provider option '{name}' is accepted for compatibility with Galera but has no effect \

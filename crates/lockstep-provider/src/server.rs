@@ -96,6 +96,10 @@ pub struct Server {
     pub synced_cb: Option<SyncedCb>,
     pub sst_request_cb: Option<SstRequestCb>,
     pub sst_donate_cb: Option<SstDonateCb>,
+    /// No server at all: the arbitrator's (`crate::arbitrator`). Views,
+    /// writesets and "synced" are taken and dropped; it is never asked
+    /// for a state transfer nor chosen as donor.
+    pub discard: bool,
 }
 
 fn succeeded(rc: i32) -> bool {
@@ -103,9 +107,23 @@ fn succeeded(rc: i32) -> bool {
 }
 
 impl Server {
+    /// The arbitrator's: nothing to call.
+    pub fn discarding() -> Server {
+        Server {
+            app_ctx: AppCtx::new(std::ptr::null_mut()),
+            connected_cb: None,
+            view_cb: None,
+            apply_cb: None,
+            synced_cb: None,
+            sst_request_cb: None,
+            sst_donate_cb: None,
+            discard: true,
+        }
+    }
+
     pub fn connected(&self, view: &View) -> bool {
         let Some(cb) = self.connected_cb else {
-            return false;
+            return self.discard;
         };
         let info = view.buffer();
         // SAFETY: the server's callback with its own app_ctx and a view
@@ -115,7 +133,7 @@ impl Server {
 
     pub fn view(&self, recv_ctx: ThreadCtx, view: &View) -> bool {
         let Some(cb) = self.view_cb else {
-            return false;
+            return self.discard;
         };
         let info = view.buffer();
         // SAFETY: called on the applier thread that owns `recv_ctx`; the
@@ -133,7 +151,7 @@ impl Server {
 
     pub fn synced(&self) -> bool {
         let Some(cb) = self.synced_cb else {
-            return false;
+            return self.discard;
         };
         // SAFETY: the server's callback with its own context.
         succeeded(unsafe { cb(self.app_ctx.0) })
@@ -204,7 +222,7 @@ impl Server {
         meta: &TrxMeta,
     ) -> (bool, bool) {
         let Some(cb) = self.apply_cb else {
-            return (false, false);
+            return (self.discard, false);
         };
         let buf = Buf {
             ptr: if data.is_empty() {

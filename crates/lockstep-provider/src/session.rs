@@ -60,6 +60,15 @@ impl Provider {
             }
         }
         let bootstrap = bootstrap || address.is_bootstrap();
+        if bootstrap && self.arbitrator {
+            // garbd cannot found a cluster either: it has no data to
+            // found it with.
+            error!(
+                "an arbitrator cannot bootstrap cluster '{cluster_name}': it holds no data; \
+                 give it the address of a running member ('{url}' names none)"
+            );
+            return status::NODE_FAIL;
+        }
         let founding = if bootstrap {
             match self.founding_position(cluster_name) {
                 Some(p) => Some(p),
@@ -117,7 +126,8 @@ impl Provider {
                 },
                 |(uuid, seqno)| Gtid { uuid, seqno },
             );
-            let missing = g.cache.is_none();
+            // An arbitrator never donates: it keeps no writeset cache.
+            let missing = g.cache.is_none() && !self.arbitrator;
             drop(g);
             missing
                 .then(|| self.open_writeset_cache(position))
@@ -481,6 +491,7 @@ impl Provider {
         if let Ok(size) = o.size("gcache.size") {
             c.compact_bytes = size.max(1 << 16);
         }
+        c.arbitrator = self.arbitrator;
         c
     }
 

@@ -125,6 +125,43 @@ impl Provider {
 
     /// `FLUSH STATUS`: averages and extremes start over (Galera resets
     /// the same figures); counters keep counting.
+    /// What MariaDB reports itself from the views it is given
+    /// (`wsrep_cluster_*`, `wsrep_connected`, `wsrep_ready`); a program
+    /// without a server (the arbitrator) reports them from here.
+    pub fn cluster_stats(&self) -> Vec<(&'static str, StatValue)> {
+        use StatValue::{Int, Str};
+        let g = self.lock();
+        let connected = g.conn == Conn::Open;
+        let synced = g.local.state() == lockstep_core::group::MemberState::Synced;
+        let on = |b: bool| Str(if b { "ON" } else { "OFF" }.into());
+        match (&g.view, connected) {
+            (Some(v), true) => vec![
+                ("cluster_status", Str("Primary".into())),
+                ("cluster_size", Int(v.members.len() as i64)),
+                ("cluster_conf_id", Int(v.conf_id)),
+                ("cluster_state_uuid", Str(v.state_id.uuid.to_string())),
+                ("connected", on(true)),
+                ("ready", on(synced)),
+            ],
+            (_, connected) => vec![
+                (
+                    "cluster_status",
+                    Str(if connected {
+                        "non-Primary"
+                    } else {
+                        "Disconnected"
+                    }
+                    .into()),
+                ),
+                ("cluster_size", Int(0)),
+                ("cluster_conf_id", Int(-1)),
+                ("cluster_state_uuid", Str(g.history.to_string())),
+                ("connected", on(connected)),
+                ("ready", on(false)),
+            ],
+        }
+    }
+
     pub fn stats_reset(&self) {
         let mut g = self.lock();
         g.recv_queue.reset();

@@ -107,7 +107,9 @@ impl Node {
                 synced_cb: Some(synced),
                 sst_request_cb: None,
                 sst_donate_cb: None,
+                discard: false,
             },
+            arbitrator: false,
         };
         // Port 0: each test node listens on an ephemeral group port.
         let options = Options::new("127.0.0.1:0", &dir.path().to_string_lossy());

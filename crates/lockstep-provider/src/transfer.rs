@@ -13,7 +13,7 @@ use crate::log::{error, info, warn};
 use crate::provider::Provider;
 use crate::server::{ThreadCtx, View};
 use crate::shared::Shared;
-use crate::state::{Conn, Donation};
+use crate::state::{Conn, Donation, Inner};
 use lockstep_core::group::{Action, CacheIst};
 use lockstep_core::writeset_cache::StreamHeader;
 use std::time::{Duration, Instant};
@@ -29,6 +29,9 @@ impl Provider {
     /// The first view of a joining node (contract §3.3 "When").
     pub(crate) fn join_view(&self, ctx: ThreadCtx, view: View) -> Option<Status> {
         let group_pos = view.state_id;
+        if self.arbitrator {
+            return self.join_as_arbitrator(ctx, view);
+        }
         let (needed, local) = {
             let g = self.lock();
             if g.diverged {
@@ -88,15 +91,7 @@ impl Provider {
             }
             let mut g = self.lock();
             g.cache_catch_up(Some(&cached));
-            let raft_id = g.raft_id();
-            g.propose(
-                Action::Joined {
-                    raft_id,
-                    seqno: group_pos.seqno,
-                },
-                false,
-            );
-            g.want_sync = true;
+            announce_joined(&mut g, group_pos.seqno);
             return None;
         }
         let (ist, missing) = {
@@ -180,6 +175,35 @@ impl Provider {
             Err(why) => return Some(self.fail_session(ctx, &why)),
         };
         self.install_state(ctx, view, received)
+    }
+
+    /// An arbitrator has no state to transfer: it says what it is (so it
+    /// is never chosen as donor) and is joined at the view that adds it;
+    /// what is ordered after that reaches its appliers, which discard it.
+    fn join_as_arbitrator(&self, ctx: ThreadCtx, view: View) -> Option<Status> {
+        let group_pos = view.state_id;
+        info!("joining at {group_pos} as an arbitrator: no state transfer");
+        {
+            // Everything before the view counts as done: there is nothing
+            // to apply it to.
+            let before = group_pos.seqno - 1;
+            let mut g = self.lock();
+            g.history = group_pos.uuid;
+            g.finished.reset(before);
+            g.commit.reset(before);
+            g.last_ordered = g.last_ordered.max(before);
+            g.ist.clear();
+            g.events.retain(|e| e.seqno().is_none_or(|s| s > before));
+            g.recount_events();
+        }
+        if let Some(rc) = self.deliver_primary_view(ctx, view) {
+            return Some(rc);
+        }
+        let mut g = self.lock();
+        let raft_id = g.raft_id();
+        g.propose(Action::Arbitrator { raft_id }, false);
+        announce_joined(&mut g, group_pos.seqno);
+        None
     }
 
     /// IST from a donor's writeset cache: listens on `ist.recv_addr`, asks
@@ -443,15 +467,7 @@ impl Provider {
         g.recount_events();
         g.local.joined();
         g.cache_catch_up(None);
-        let raft_id = g.raft_id();
-        g.propose(
-            Action::Joined {
-                raft_id,
-                seqno: gtid.seqno,
-            },
-            false,
-        );
-        g.want_sync = true;
+        announce_joined(&mut g, gtid.seqno);
         let queued = g.events.len();
         let running = g.running_state();
         let source = if g.sst.cache_ist.is_some() {
@@ -781,4 +797,12 @@ impl Shared {
         drop(g);
         self.notify();
     }
+}
+
+/// The node has its state at `seqno`: tell the group (Joined), and say
+/// Synced once the applier queue is empty.
+fn announce_joined(g: &mut Inner, seqno: i64) {
+    let raft_id = g.raft_id();
+    g.propose(Action::Joined { raft_id, seqno }, false);
+    g.want_sync = true;
 }

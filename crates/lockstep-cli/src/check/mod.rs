@@ -92,6 +92,8 @@ pub struct CheckConfig {
     pub spec: ConnectSpec,
     pub policy: Policy,
     pub maintenance_file: Option<PathBuf>,
+    /// Check this arbitrator's status file instead of MariaDB.
+    pub arbitrator: Option<PathBuf>,
     pub cache_interval: Duration,
     pub timeout: Duration,
     pub listen: Vec<SocketAddr>,
@@ -119,7 +121,8 @@ pub fn run_once(cfg: &CheckConfig, format: OnceFormat) -> Result<ExitCode, Check
         .map_err(CheckError::Runtime)?;
     let plan = cfg.plan();
     let snap = rt.block_on(async {
-        let mut source = Source::new(cfg.spec.clone(), cfg.timeout);
+        let mut source =
+            Source::new(cfg.spec.clone(), cfg.timeout).of_arbitrator(cfg.arbitrator.clone());
         let snap = cache::check_once(&mut source, &plan, 1).await;
         source.close().await;
         snap
@@ -169,7 +172,8 @@ pub fn run_service(cfg: CheckConfig) -> Result<ExitCode, CheckError> {
             cfg.timeout.as_millis()
         );
         let cache = Arc::new(Cache::new());
-        let source = Source::new(cfg.spec.clone(), cfg.timeout);
+        let source =
+            Source::new(cfg.spec.clone(), cfg.timeout).of_arbitrator(cfg.arbitrator.clone());
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let refresher = tokio::spawn(cache::refresh_until(
             source,

@@ -1,6 +1,7 @@
 //! Reads the node's wsrep state over one long-lived session, reconnecting
 //! when it breaks, every step bounded by the refresh timeout.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
@@ -8,6 +9,7 @@ use mysql_async::Conn;
 use tokio::time::{timeout_at, Instant};
 
 use super::health::ServerState;
+use crate::arbitrator::status_file;
 use crate::mariadb::client::query_error;
 use crate::mariadb::{connect, ConnectSpec, DbError};
 
@@ -23,6 +25,9 @@ pub struct Source {
     endpoint: String,
     timeout: Duration,
     conn: Option<Conn>,
+    /// An arbitrator's working directory: its status file is read instead
+    /// of asking MariaDB.
+    arbitrator: Option<PathBuf>,
 }
 
 impl Source {
@@ -32,7 +37,17 @@ impl Source {
             spec,
             timeout,
             conn: None,
+            arbitrator: None,
         }
+    }
+
+    /// Reads the arbitrator's status file in `workdir` instead (if any).
+    pub fn of_arbitrator(mut self, workdir: Option<PathBuf>) -> Source {
+        if let Some(dir) = &workdir {
+            self.endpoint = status_file::path_in(dir).display().to_string();
+        }
+        self.arbitrator = workdir;
+        self
     }
 
     /// One observation, within the timeout. Never hangs: a server that
@@ -50,6 +65,21 @@ impl Source {
     }
 
     async fn observe_until(&mut self, deadline: Instant) -> Result<ServerState, DbError> {
+        if let Some(dir) = &self.arbitrator {
+            // A small local file: read in place. Missing = not running,
+            // stale = stopped or hung: both "cannot be reached".
+            let st = status_file::read(dir).map_err(|reason| DbError::Connect {
+                endpoint: self.endpoint.clone(),
+                reason,
+            })?;
+            let rows =
+                st.rows(std::time::SystemTime::now())
+                    .map_err(|reason| DbError::Connect {
+                        endpoint: self.endpoint.clone(),
+                        reason,
+                    })?;
+            return Ok(parse_state(rows));
+        }
         let result = self.try_observe(deadline).await;
         if result.is_err() {
             // Whatever state the session is in, it is not to be trusted.

@@ -33,6 +33,11 @@ pub struct Args {
     /// MariaDB unix socket (default: the option file's, else /run/mysqld/mysqld.sock).
     #[arg(long, value_name = "PATH", conflicts_with = "host")]
     socket: Option<PathBuf>,
+    /// Check the arbitrator whose working directory this is (`lockstep
+    /// arbitrator --workdir`) instead of a MariaDB server: healthy while it
+    /// is running, Synced and in the primary component.
+    #[arg(long, value_name = "WORKDIR", conflicts_with_all = ["socket", "host", "port", "defaults_file"])]
+    arbitrator: Option<PathBuf>,
     /// MariaDB host for TCP (`localhost` means the socket, as for `mariadb`).
     #[arg(long)]
     host: Option<String>,
@@ -142,6 +147,7 @@ fn config(args: Args) -> Result<CheckConfig, CheckError> {
         port: args.port,
     };
     let spec = settings::resolve(&target, args.defaults_file.as_deref())?;
+
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
     Ok(CheckConfig {
         spec,
@@ -151,6 +157,7 @@ fn config(args: Args) -> Result<CheckConfig, CheckError> {
             max_recv_queue: args.max_recv_queue,
         },
         maintenance_file: args.maintenance_file,
+        arbitrator: args.arbitrator,
         cache_interval,
         timeout,
         listen,

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod arbitrator;
 pub mod bench;
 pub mod cert;
 pub mod check;

@@ -1,12 +1,14 @@
 //! `lockstep status`: one row per node with its wsrep state.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use lockstep_testkit::{Cluster, Node, Timeouts};
 
 use super::DirArg;
+use crate::arbitrator::status_file;
 use crate::error::CliError;
 use crate::table;
 
@@ -21,6 +23,10 @@ pub const DEGRADED: u8 = 2;
 pub struct Args {
     #[command(flatten)]
     dir: DirArg,
+    /// Also show the arbitrator whose working directory this is
+    /// (`lockstep arbitrator --workdir`); repeatable.
+    #[arg(long, value_name = "WORKDIR")]
+    arbitrator: Vec<PathBuf>,
 }
 
 const COLUMNS: [&str; 7] = [
@@ -75,6 +81,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         healthy &= row[3] == "Synced";
         rows.push(row);
     }
+    for dir in &args.arbitrator {
+        let row = arbitrator_row(dir);
+        healthy &= row[3] == "Synced";
+        rows.push(row);
+    }
     println!(
         "cluster `{}` in {} (provider {})",
         cluster.name(),
@@ -90,7 +101,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 }
 
 fn node_row(node: &Node) -> Vec<String> {
-    let mut row = vec![
+    let row = vec![
         node.name().to_string(),
         node.pid().map_or("-".into(), |p| p.to_string()),
         node.port().to_string(),
@@ -100,6 +111,37 @@ fn node_row(node: &Node) -> Vec<String> {
     } else {
         Err("down".to_string())
     };
+    row_of(row, values)
+}
+
+/// An arbitrator's row, from its status file; PORT is its group port.
+fn arbitrator_row(dir: &Path) -> Vec<String> {
+    match status_file::read(dir) {
+        Ok(st) => {
+            let row = vec![
+                st.name.clone(),
+                st.pid.to_string(),
+                st.listen.rsplit(':').next().unwrap_or("-").to_string(),
+            ];
+            let values = st
+                .rows(std::time::SystemTime::now())
+                .map(|rows| {
+                    let mut map: HashMap<String, String> = rows.into_iter().collect();
+                    map.insert("wsrep_provider_name".into(), "arbitrator".into());
+                    map
+                })
+                .map_err(|_| "down".to_string());
+            row_of(row, values)
+        }
+        Err(_) => row_of(
+            vec![dir.display().to_string(), "-".into(), "-".into()],
+            Err("down".into()),
+        ),
+    }
+}
+
+/// The state columns after NODE, PID and PORT.
+fn row_of(mut row: Vec<String>, values: Result<HashMap<String, String>, String>) -> Vec<String> {
     let get = |map: &HashMap<String, String>, c: &str| map.get(c).cloned().unwrap_or("?".into());
     match values {
         Ok(map) => {

@@ -233,7 +233,9 @@ unsafe extern "C" fn init(w: *mut Wsrep, args: *const InitArgs) -> Status {
                 synced_cb: a.synced_cb,
                 sst_request_cb: a.sst_request_cb,
                 sst_donate_cb: a.sst_donate_cb,
+                discard: false,
             },
+            arbitrator: false,
         };
         match Provider::init(cfg) {
             Ok(p) => {
