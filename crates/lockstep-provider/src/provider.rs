@@ -28,7 +28,7 @@ pub struct InitConfig {
     pub proto_ver: i32,
     pub state_id: Option<Gtid>,
     pub server: Server,
-    /// Run as an arbitrator (`crate::arbitrator`): join without a state
+    /// Run as an arbitrator (`lockstep arbitrator`): join without a state
     /// transfer, keep no writeset cache, never lead nor donate.
     pub arbitrator: bool,
 }

@@ -96,7 +96,7 @@ pub struct Server {
     pub synced_cb: Option<SyncedCb>,
     pub sst_request_cb: Option<SstRequestCb>,
     pub sst_donate_cb: Option<SstDonateCb>,
-    /// No server at all: the arbitrator's (`crate::arbitrator`). Views,
+    /// No server at all: the arbitrator's (`lockstep arbitrator`). Views,
     /// writesets and "synced" are taken and dropped; it is never asked
     /// for a state transfer nor chosen as donor.
     pub discard: bool,
