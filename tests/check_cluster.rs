@@ -4,12 +4,16 @@
 //!   it as a table, JSON and a PNG; with --sync-wait no read is stale;
 //! - `lockstep check` reports a minority node (isolated with
 //!   gmcast.isolate=1, non-Primary) as unavailable, while the majority
-//!   stays available.
+//!   stays available;
+//! - `lockstep check`'s `/metrics` on a Lockstep node serves every metric
+//!   the Grafana dashboard queries, with the probe's writes counted in
+//!   the stage histograms and a round trip to each peer (ADR 0019).
 
 #[path = "support/operator.rs"]
 mod operator;
 
-use std::time::Duration;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
 
 use lockstep_testkit::{Cluster, Provider};
 use operator::{check_once, defaults_file, lockstep, scratch, CheckService};
@@ -138,6 +142,9 @@ fn probe_and_minority_check(provider: Provider, name: &str) {
         ])
     };
     let majority = check(0);
+    if label == "lockstep" {
+        dashboard_metrics_are_served(&majority);
+    }
     let minority = check(2);
     minority.wait_for_body("/", "Node is synced.", Duration::from_secs(10));
     cluster
@@ -182,4 +189,85 @@ fn probe_and_minority_check(provider: Provider, name: &str) {
         .0,
         0
     );
+}
+
+/// The Grafana dashboard in the repository.
+const DASHBOARD: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../docs/grafana/lockstep-cluster.json"
+);
+
+/// Every metric name in a PromQL expression (ours and mysqld_exporter's).
+fn metric_names(expr: &str) -> impl Iterator<Item = String> + '_ {
+    expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|t| t.starts_with("lockstep_") || t.starts_with("mysql_global_status_"))
+        .map(String::from)
+}
+
+/// The value of an unlabelled sample (or the first with these labels).
+fn sample(body: &str, prefix: &str) -> Option<f64> {
+    body.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// `GET /metrics` on node 1's check service, after the probe wrote 2x60
+/// rows there: every metric the dashboard queries is served, the node's
+/// replicate histogram counted the writes, and it knows the round trip to
+/// both peers.
+fn dashboard_metrics_are_served(service: &CheckService) {
+    let text = std::fs::read_to_string(DASHBOARD).expect("the dashboard JSON");
+    let dash: serde_json::Value = serde_json::from_str(&text).expect("the dashboard is JSON");
+    let wanted: BTreeSet<String> = dash["panels"]
+        .as_array()
+        .expect("panels")
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["expr"].as_str().map(str::to_string))
+        .flat_map(|e| metric_names(&e).collect::<Vec<_>>())
+        .collect();
+    assert!(wanted.len() >= 15, "the dashboard queries only {wanted:?}");
+    // The check refreshes every 100 ms; the peers are probed every second.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let r = loop {
+        let r = service.get("/metrics");
+        let peers = r
+            .body
+            .lines()
+            .filter(|l| l.starts_with("lockstep_peer_rtt_seconds_count{peer="))
+            .count();
+        if peers == 2 || Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.header("content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    let served: BTreeSet<&str> = r
+        .body
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .collect();
+    let missing: Vec<&String> = wanted
+        .iter()
+        .filter(|n| !served.contains(n.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "not served: {missing:?}\n{}", r.body);
+    let replicated = sample(&r.body, "lockstep_replicate_latency_seconds_count ");
+    assert!(
+        replicated.is_some_and(|n| n >= 60.0),
+        "replicate histogram count {replicated:?}"
+    );
+    let peers = r
+        .body
+        .lines()
+        .filter(|l| l.starts_with("lockstep_peer_rtt_seconds_count{peer="))
+        .count();
+    assert_eq!(peers, 2, "round trips to both peers:\n{}", r.body);
+    assert_eq!(sample(&r.body, "lockstep_wsrep_primary "), Some(1.0));
 }

@@ -168,6 +168,8 @@ pub struct Gate {
     paused_ns: u64,
     /// When the counters were last reset (`FLUSH STATUS`), monotonic ns.
     reset_at: u64,
+    /// Every pause, start to end (a metrics histogram, ADR 0019).
+    pauses: crate::metrics::Histogram,
 }
 
 impl Gate {
@@ -200,7 +202,9 @@ impl Gate {
         match (self.stopped(), self.paused_since) {
             (true, None) => self.paused_since = Some(now_ns),
             (false, Some(since)) => {
-                self.paused_ns += now_ns.saturating_sub(since);
+                let ns = now_ns.saturating_sub(since);
+                self.paused_ns += ns;
+                self.pauses.observe_us(ns / 1000);
                 self.paused_since = None;
             }
             _ => {}
@@ -220,6 +224,12 @@ impl Gate {
     /// Members holding the cluster back, with their levels.
     pub fn holders(&self) -> impl Iterator<Item = (u64, u8)> + '_ {
         self.levels.iter().map(|(m, l)| (*m, *l))
+    }
+
+    /// The pauses that ended, by length (not reset by `FLUSH STATUS`:
+    /// Prometheus counts only grow).
+    pub fn pauses(&self) -> &crate::metrics::Histogram {
+        &self.pauses
     }
 
     /// Total time paused since the last reset, ns (`_paused_ns`).

@@ -11,6 +11,7 @@ pub mod flow_control;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod group;
+pub mod metrics;
 pub mod options;
 pub mod ordering;
 pub mod saved_state;

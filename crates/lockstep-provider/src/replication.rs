@@ -16,6 +16,7 @@ use lockstep_core::certification::{CertOutcome, Key, KeyType};
 use lockstep_core::group::node::FRAGMENT_BYTES;
 use lockstep_core::group::payload::Payload;
 use lockstep_core::group::{Action, EncodedBody, Writeset};
+use lockstep_core::metrics::Stage;
 use std::borrow::Cow;
 use std::sync::MutexGuard;
 use std::time::Instant;
@@ -86,9 +87,11 @@ impl Provider {
             return (g, None);
         };
         g.inflight_last_seen.insert(id, last_seen);
+        let t0 = Instant::now();
         let (mut g, _) = self.wait_on(Wake::Resolved, g, None, |s| {
             s.waiting.get(&id) != Some(&Resolution::Pending)
         });
+        g.stages.observe(Stage::Replicate, t0.elapsed());
         g.inflight_last_seen.remove(&id);
         let ordered = match g.waiting.remove(&id) {
             Some(Resolution::Ordered {
@@ -303,16 +306,19 @@ impl Provider {
                     ),
                 );
             }
+            let t0 = Instant::now();
             let (mut g, _) = self.wait_until(g, None, |s| {
                 (s.commit.level() >= seqno - 1 && s.may_commit(seqno)) || s.conn == Conn::Closed
             });
             if g.conn == Conn::Closed {
                 return status::CONN_FAIL;
             }
+            g.stages.observe(Stage::CommitOrderWait, t0.elapsed());
             g.enter_commit(seqno);
             return status::OK;
         }
         let depends_on = g.trxs.get(&trx_id).map_or(seqno - 1, |r| r.depends_on);
+        let t0 = Instant::now();
         let (mut g, _) = self.wait_until(g, None, |s| {
             let bf = matches!(
                 s.trxs.get(&trx_id).map(|r| r.state),
@@ -349,6 +355,7 @@ impl Provider {
             // Ahead of a large writeset still being applied (ADR 0011).
             g.bypass.opened(seqno);
         }
+        g.stages.observe(Stage::CommitOrderWait, t0.elapsed());
         g.enter_commit(seqno);
         status::OK
     }
@@ -747,6 +754,7 @@ impl Provider {
         };
         drop(g);
         let mut exit_loop = false;
+        let mut applied_in = None;
         let large = (r.size >= LARGE_WRITESET).then(|| {
             info!(
                 "applying large writeset seqno {seqno}: {:.0} MiB",
@@ -763,9 +771,11 @@ impl Provider {
             } else {
                 Cow::Borrowed(&[][..])
             };
+            let t0 = Instant::now();
             let (ok, exit) =
                 self.server
                     .apply_remote(ctx, r.ws.trx_id, seqno, wsflags, &data, &meta);
+            applied_in = Some(t0.elapsed());
             self.done_applying();
             if !ok {
                 let mut g = self.lock();
@@ -789,6 +799,9 @@ impl Provider {
             exit_loop = exit;
         }
         let mut g = self.lock();
+        if let Some(took) = applied_in {
+            g.stages.observe(Stage::Apply, took);
+        }
         if !g.commit.has_passed(seqno) {
             let (ng, _) = self.wait_until(g, None, |s| {
                 s.commit.level() >= seqno - 1 || s.conn == Conn::Closed

@@ -258,6 +258,10 @@ pub struct Inner {
     /// Local TOI in progress, by connection id.
     pub toi: HashMap<u64, i64>,
     pub counters: Counters,
+    /// Latency histograms of the replication stages (ADR 0019).
+    pub stages: lockstep_core::metrics::StageHistograms,
+    /// Round-trip times to peers (`PeerMsg::Ping`), by Raft id.
+    pub peer_rtt: lockstep_core::metrics::PeerRtts,
     /// Multi-node session: the group thread's input, this node's Raft id.
     pub group: Option<GroupLink>,
     /// An isolating event is running: no other applier may start one.
@@ -401,6 +405,8 @@ impl Inner {
             trxs: HashMap::new(),
             toi: HashMap::new(),
             counters: Counters::default(),
+            stages: Default::default(),
+            peer_rtt: Default::default(),
             group: None,
             isolating: false,
             waiting: HashMap::new(),

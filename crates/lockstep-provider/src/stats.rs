@@ -4,6 +4,7 @@
 
 use crate::provider::Provider;
 use crate::state::Conn;
+use lockstep_core::metrics::Stage;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum StatValue {
@@ -39,7 +40,7 @@ impl Provider {
         } else {
             g.member_id
         };
-        vec![
+        let mut v = vec![
             ("local_state_uuid", Str(g.history.to_string())),
             ("protocol_version", Int(if primary { 11 } else { -1 })),
             ("last_committed", Int(g.last_committed())),
@@ -120,11 +121,28 @@ impl Provider {
                 "lockstep_recv_spilled",
                 Int(g.spool.as_ref().map_or(0, |s| s.outstanding()) as i64),
             ),
-        ]
+        ];
+        // The stage histograms (ADR 0019) in their text form: SHOW STATUS
+        // shows them, `lockstep check` serves them to Prometheus.
+        v.extend(Stage::ALL.iter().map(|s| {
+            let h = g.stages.get(*s).unwrap_or(g.fc.pauses());
+            (s.name(), Str(h.encode()))
+        }));
+        // Round trips per member: `name=<histogram>;...` (names cleaned of
+        // the two separators).
+        let rtts: Vec<String> = g
+            .members
+            .iter()
+            .filter_map(|m| {
+                let h = g.peer_rtt.get(m.raft_id)?;
+                let name = m.name.replace([';', '='], "_");
+                Some(format!("{name}={}", h.encode()))
+            })
+            .collect();
+        v.push(("lockstep_peer_rtt", Str(rtts.join(";"))));
+        v
     }
 
-    /// `FLUSH STATUS`: averages and extremes start over (Galera resets
-    /// the same figures); counters keep counting.
     /// What MariaDB reports itself from the views it is given
     /// (`wsrep_cluster_*`, `wsrep_connected`, `wsrep_ready`); a program
     /// without a server (the arbitrator) reports them from here.
@@ -162,6 +180,8 @@ impl Provider {
         }
     }
 
+    /// `FLUSH STATUS`: averages and extremes start over (Galera resets
+    /// the same figures); counters keep counting.
     pub fn stats_reset(&self) {
         let mut g = self.lock();
         g.recv_queue.reset();

@@ -28,6 +28,9 @@ pub struct ServerState {
     pub wsrep_reject_queries: Option<String>,
     /// Global variable `read_only`.
     pub read_only: Option<bool>,
+    /// Every `wsrep_%` status row as read (for `/metrics`).
+    #[serde(skip)]
+    pub wsrep: Vec<(String, String)>,
 }
 
 /// What one refresh produced.
@@ -272,6 +275,7 @@ mod tests {
             wsrep_local_recv_queue: Some(0),
             wsrep_reject_queries: Some("NONE".into()),
             read_only: Some(false),
+            wsrep: Vec::new(),
         }
     }
 
@@ -510,6 +514,7 @@ mod tests {
             wsrep_reject_queries: Some("ALL".into()),
             read_only: Some(true),
             wsrep_connected: Some("ON".into()),
+            wsrep: Vec::new(),
         };
         let mut seen = Vec::new();
         loop {

@@ -27,6 +27,8 @@ pub enum Method {
 pub enum Format {
     Text,
     Json,
+    /// `GET /metrics`: Prometheus' text format (ADR 0019).
+    Metrics,
 }
 
 /// A parsed request head.
@@ -147,7 +149,9 @@ pub fn parse(buf: &[u8]) -> Parse {
     if body_len > MAX_BODY {
         return Parse::Rejected(Reject::BodyTooLarge);
     }
-    let format = match query_format(req.path.unwrap_or("/")) {
+    let path = req.path.unwrap_or("/");
+    let format = match query_format(path) {
+        _ if path.split('?').next() == Some("/metrics") => Format::Metrics,
         Some(f) => f,
         None if wants_json_header => Format::Json,
         None => Format::Text,

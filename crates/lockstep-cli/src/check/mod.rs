@@ -11,6 +11,7 @@ pub mod cache;
 pub mod health;
 pub mod http;
 pub mod listen;
+pub mod metrics;
 pub mod report;
 pub mod server;
 pub mod source;

@@ -205,6 +205,12 @@ async fn respond(
             Method::Get | Method::Head | Method::Options => {
                 let allow = (req.method == Method::Options).then_some(http::ALLOW);
                 match req.format {
+                    Format::Metrics => {
+                        let rows = snap.state.as_ref().map_or(&[][..], |s| &s.wsrep[..]);
+                        let up = snap.state.is_some();
+                        json_body = super::metrics::render(rows, up);
+                        (200, super::metrics::CONTENT_TYPE, json_body.as_str(), allow)
+                    }
                     Format::Text => (
                         snap.verdict.http_status(),
                         http::TEXT,

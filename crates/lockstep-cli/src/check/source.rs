@@ -13,9 +13,8 @@ use crate::arbitrator::status_file;
 use crate::mariadb::client::query_error;
 use crate::mariadb::{connect, ConnectSpec, DbError};
 
-const STATUS_SQL: &str = "SHOW GLOBAL STATUS WHERE Variable_name IN \
-    ('wsrep_cluster_status','wsrep_ready','wsrep_connected','wsrep_local_state',\
-    'wsrep_local_state_comment','wsrep_local_recv_queue')";
+/// Every `wsrep_%` row: the health rules read six, `/metrics` all.
+const STATUS_SQL: &str = "SHOW GLOBAL STATUS LIKE 'wsrep%'";
 const VARIABLES_SQL: &str =
     "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('read_only','wsrep_reject_queries')";
 
@@ -128,7 +127,11 @@ impl Source {
 pub fn parse_state(rows: impl IntoIterator<Item = (String, String)>) -> ServerState {
     let mut s = ServerState::default();
     for (name, value) in rows {
-        match name.to_ascii_lowercase().as_str() {
+        let lower = name.to_ascii_lowercase();
+        if lower.starts_with("wsrep_") && s.wsrep.len() < MAX_ROWS {
+            s.wsrep.push((lower.clone(), value.clone()));
+        }
+        match lower.as_str() {
             "wsrep_cluster_status" => s.wsrep_cluster_status = Some(value),
             "wsrep_ready" => s.wsrep_ready = Some(value),
             "wsrep_connected" => s.wsrep_connected = Some(value),
@@ -142,6 +145,10 @@ pub fn parse_state(rows: impl IntoIterator<Item = (String, String)>) -> ServerSt
     }
     s
 }
+
+/// Bound on the rows kept for `/metrics` (MariaDB 10.11 with Lockstep
+/// reports about 80).
+const MAX_ROWS: usize = 512;
 
 fn is_on(v: &str) -> bool {
     matches!(v.trim().to_ascii_uppercase().as_str(), "ON" | "1" | "TRUE")

@@ -28,7 +28,8 @@ use wsrep_abi::Uuid;
 /// answer carries in `commit`: a version-6 leader would answer reads
 /// with its commit index, stale against such commits.
 /// 8: arbitrators (action tag 16; snapshot member flags), and a Raft
-/// election priority that keeps an arbitrator from leading.
+/// election priority that keeps an arbitrator from leading; round-trip
+/// probes (`Ping`, `Pong`).
 pub const PROTOCOL_VERSION: u32 = 8;
 /// Bound on one message on the group channel: the largest Raft message
 /// (one writeset up to `repl.max_ws_size` travels in one log entry). On
@@ -45,6 +46,8 @@ const K_RECOVERY: u8 = 7;
 // 8 and 9 are the lanes' chunk kinds (`lanes::K_PART`, `lanes::K_END`).
 const K_READ_ASK: u8 = 10;
 const K_READ_ANSWER: u8 = 11;
+const K_PING: u8 = 12;
+const K_PONG: u8 = 13;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PeerMsg {
@@ -55,7 +58,9 @@ pub enum PeerMsg {
         peer_addr: String,
     },
     /// Why the connection is refused (logged by the receiver).
-    Refuse { reason: String },
+    Refuse {
+        reason: String,
+    },
     /// A Raft message (protobuf, from raft-rs).
     Raft(Vec<u8>),
     /// Please add this node to the cluster.
@@ -70,10 +75,23 @@ pub enum PeerMsg {
     Recovery(Vote),
     /// A causal read on a follower asks the leader for its read index
     /// (ADR 0016); `n` names the read on the asking node.
-    ReadAsk { n: u64 },
+    ReadAsk {
+        n: u64,
+    },
     /// The leader's answer: its read index (last log index), taken under its lease, or
     /// `None` when it holds no lease (the reader then asks through Raft).
-    ReadAnswer { n: u64, index: Option<u64> },
+    ReadAnswer {
+        n: u64,
+        index: Option<u64>,
+    },
+    /// A round-trip probe (metrics, ADR 0019): `sent` is the sender's own
+    /// clock, which the answer echoes, so the sender keeps no state.
+    Ping {
+        sent: u64,
+    },
+    Pong {
+        sent: u64,
+    },
 }
 
 impl PeerMsg {
@@ -116,6 +134,16 @@ impl PeerMsg {
                 let mut w = Writer::new();
                 w.u64(*n);
                 (K_READ_ASK, w.finish())
+            }
+            PeerMsg::Ping { sent } | PeerMsg::Pong { sent } => {
+                let kind = if matches!(self, PeerMsg::Ping { .. }) {
+                    K_PING
+                } else {
+                    K_PONG
+                };
+                let mut w = Writer::new();
+                w.u64(*sent);
+                (kind, w.finish())
             }
             PeerMsg::ReadAnswer { n, index } => {
                 // Raft indexes start at 1: 0 stands for "no lease".
@@ -168,6 +196,16 @@ impl PeerMsg {
                 let n = r.u64("read_ask.n")?;
                 r.end()?;
                 Ok(PeerMsg::ReadAsk { n })
+            }
+            K_PING | K_PONG => {
+                let mut r = Reader::new(&f.payload);
+                let sent = r.u64("ping.sent")?;
+                r.end()?;
+                Ok(if f.kind == K_PING {
+                    PeerMsg::Ping { sent }
+                } else {
+                    PeerMsg::Pong { sent }
+                })
             }
             K_READ_ANSWER => {
                 let mut r = Reader::new(&f.payload);
@@ -265,6 +303,8 @@ mod tests {
             index: Some(77),
         });
         round_trip(PeerMsg::ReadAnswer { n: 5, index: None });
+        round_trip(PeerMsg::Ping { sent: 17 });
+        round_trip(PeerMsg::Pong { sent: u64::MAX });
         round_trip(PeerMsg::Recovery(Vote {
             member: Uuid::from_bytes([1; 16]),
             history: Uuid::from_bytes([2; 16]),

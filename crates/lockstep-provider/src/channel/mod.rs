@@ -16,6 +16,7 @@ use crate::shared::Shared;
 use crate::state::Resolution;
 use lockstep_core::group::node::weight_majority;
 use lockstep_core::group::{Action, Delivery, Group, GroupConfig, MemberInfo, Output};
+use lockstep_core::metrics::Stage;
 use lockstep_core::wire::lanes::Lane;
 use lockstep_core::wire::peer::PeerMsg;
 pub use lockstep_net::transport::Identity;
@@ -155,6 +156,7 @@ impl GroupChannel {
             addrs: HashMap::new(),
             started: Instant::now(),
             lease_published: (None, 0),
+            last_ping: Instant::now(),
             taken: 0,
             last_report: Instant::now(),
             reported: -1,
@@ -190,6 +192,8 @@ impl GroupChannel {
 
 /// A group-thread round longer than this is logged.
 const SLOW_ROUND: Duration = Duration::from_millis(500);
+/// How often each peer's round trip is probed (metrics).
+const PING_EVERY: Duration = Duration::from_secs(1);
 
 struct Worker {
     group: Group,
@@ -229,6 +233,8 @@ struct Worker {
     last_poke: Option<Instant>,
     /// The read lease and Raft leader last published to the shared state.
     lease_published: (Option<crate::state::ReadLease>, u64),
+    /// When `ping_peers` last probed.
+    last_ping: Instant,
     /// Proposals taken from the input (`Inner::proposals_taken`).
     taken: u64,
 }
@@ -310,6 +316,7 @@ impl Worker {
             if asked {
                 self.group.saw_read();
             }
+            self.ping_peers();
             self.check_join_timeout();
             self.drive_recovery();
             self.check_quorum();
@@ -317,7 +324,17 @@ impl Worker {
             self.group.tick(now);
             let outputs = self.group.poll();
             let polled = round.elapsed();
+            let writesets = outputs
+                .iter()
+                .filter(|o| matches!(o, Output::Deliver(Delivery::Writeset { .. })))
+                .count() as u32;
             self.process(outputs);
+            if writesets > 0 {
+                // The group thread's time per ordered writeset: Raft's
+                // ready, the sequencer (certification) and the delivery.
+                let per = (round.elapsed() - stepped) / writesets;
+                self.shared.lock().stages.observe(Stage::Certification, per);
+            }
             free_elsewhere(
                 &self.shared.detached,
                 self.group.sequencer_mut().take_reaped(),
@@ -339,6 +356,32 @@ impl Worker {
             }
         }
         self.transport.shutdown();
+    }
+
+    /// Once a second, a round-trip probe to every other member (answered
+    /// on its reading thread, `read_ask::quick`; ADR 0019). Only over
+    /// open connections: a probe never dials.
+    fn ping_peers(&mut self) {
+        if self.last_ping.elapsed() < PING_EVERY {
+            return;
+        }
+        self.last_ping = Instant::now();
+        let me = self.group.me().raft_id;
+        let peers: Vec<u64> = self
+            .group
+            .sequencer()
+            .members()
+            .iter()
+            .map(|m| m.info.raft_id)
+            .filter(|id| *id != me)
+            .collect();
+        for peer in peers {
+            let sent = crate::state::mono_ns();
+            if let Ok(frame) = (PeerMsg::Ping { sent }).to_frame() {
+                self.transport
+                    .send(peer, Out::Frame(frame), Lane::Control, None);
+            }
+        }
     }
 
     /// Publishes the lease for causal reads on this node (ADR 0016), before
@@ -411,7 +454,9 @@ impl Worker {
             PeerMsg::Hello { .. }
             | PeerMsg::Refuse { .. }
             | PeerMsg::ReadAsk { .. }
-            | PeerMsg::ReadAnswer { .. } => {}
+            | PeerMsg::ReadAnswer { .. }
+            | PeerMsg::Ping { .. }
+            | PeerMsg::Pong { .. } => {}
         }
     }
 

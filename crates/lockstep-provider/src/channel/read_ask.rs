@@ -47,6 +47,14 @@ pub fn quick(shared: Arc<Shared>) -> Quick {
             // back to the leader on this connection.
             Handled::Done(next.and_then(|n| PeerMsg::ReadAsk { n }.to_frame().ok()))
         }
+        // Round-trip probes (ADR 0019), answered here so the time is the
+        // network's and the reading threads', not a busy group thread's.
+        PeerMsg::Ping { sent } => Handled::Done(PeerMsg::Pong { sent }.to_frame().ok()),
+        PeerMsg::Pong { sent } => {
+            let rtt = crate::state::mono_ns().saturating_sub(sent);
+            shared.lock().peer_rtt.observe(from, rtt);
+            Handled::Done(None)
+        }
         other => Handled::Pass(other),
     })
 }
