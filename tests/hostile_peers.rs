@@ -70,6 +70,7 @@ fn crafted_stream(cluster: &str, claim: u64, members: &[u64]) -> Vec<u8> {
         cluster: cluster.into(),
         raft_id: claim,
         peer_addr: "127.0.0.1:1".into(),
+        min_version: PROTOCOL_VERSION,
     }
     .to_frame()
     .unwrap();

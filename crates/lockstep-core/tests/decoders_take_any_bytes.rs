@@ -66,6 +66,7 @@ fn seeds() -> Vec<Vec<u8>> {
         cluster: "prod".into(),
         raft_id: 42,
         peer_addr: "10.0.0.1:4567".into(),
+        min_version: 5,
     }
     .to_frame()
     .expect("a hello frames");

@@ -37,6 +37,7 @@ mod sim;
 
 use std::cell::Cell;
 
+use lockstep_core::wire::peer::PROTOCOL_VERSION;
 use sim::{run_seeds, salted, writesets, Net, Rng, Sim, SimConfig, Stats, Status};
 
 fn setup(name: &str, seed: u64) -> (SimConfig, Rng) {
@@ -355,6 +356,76 @@ fn an_arbitrator_keeps_quorum_but_never_leads_or_donates() {
         "writes stopped while a data node was down: {}",
         outage_writes.get()
     );
+}
+
+/// The cluster's protocol version on every running node.
+fn cluster_versions(sim: &Sim) -> Vec<u32> {
+    sim.running()
+        .map(|(_, n)| n.g().sequencer().cluster_version())
+        .collect()
+}
+
+/// A rolling upgrade: three nodes speak versions up to V (this build's);
+/// one by one each is killed and restarted as a build that also speaks
+/// V+1, under the usual write load. While any running node speaks only V
+/// the cluster runs at V on every node; once the last old node is gone it
+/// switches to V+1 on all of them (at the same log position: the
+/// sequencer states compared when the run settles include it), and the
+/// usual checks of every simulation hold throughout.
+#[test]
+fn a_rolling_upgrade_switches_the_version_only_once_every_member_speaks_it() {
+    let v = PROTOCOL_VERSION;
+    let total = run_seeds("rolling_upgrade", 50, |name, seed| {
+        let (mut cfg, mut rng) = setup(name, seed);
+        cfg.nodes = 3;
+        cfg.host_protocol = vec![v; 3];
+        if rng.chance(0.3) {
+            cfg.net = Net::bad(&mut rng);
+            cfg.net.loss = cfg.net.loss.min(0.05);
+        }
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        sim.wait_formed(20_000)?;
+        for host in 0..3 {
+            // An old build still runs: nobody may have switched.
+            let early = |s: &Sim| {
+                let old_running = s
+                    .running()
+                    .any(|(_, n)| s.cfg.host_protocol.get(n.host) == Some(&v));
+                old_running && cluster_versions(s).iter().any(|c| *c != v)
+            };
+            sim.run(2000, |_| {})?;
+            let versions = cluster_versions(&sim);
+            check(!early(&sim), &mut sim, || {
+                format!("switched while an old node runs: {versions:?}")
+            })?;
+            sim.cfg.host_protocol[host] = v + 1;
+            let Some(slot) = sim.running().find(|(_, n)| n.host == host).map(|(s, _)| s) else {
+                return Err(format!("host {host} is not running"));
+            };
+            let restart = sim.rng.range(100, 1500);
+            sim.crash(slot, Some(restart));
+            let mut switched_early = false;
+            let back = sim.run_until(30_000, |s| {
+                switched_early |= early(s);
+                s.formed() && s.running().any(|(_, n)| n.host == host)
+            });
+            check(!switched_early, &mut sim, || {
+                "the cluster switched while an old node was running".into()
+            })?;
+            check(back, &mut sim, || format!("host {host} did not come back"))?;
+        }
+        let switched = sim.run_until(20_000, |s| cluster_versions(s).iter().all(|c| *c == v + 1));
+        let versions = cluster_versions(&sim);
+        check(switched, &mut sim, || {
+            format!(
+                "every node speaks {}, the cluster still runs at {versions:?}",
+                v + 1
+            )
+        })?;
+        sim.settle(40_000)
+    });
+    assert_exercised("rolling_upgrade", &total);
+    assert!(total.crashes >= 150, "{total:?}");
 }
 
 #[test]

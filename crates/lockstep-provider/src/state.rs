@@ -262,6 +262,9 @@ pub struct Inner {
     pub stages: lockstep_core::metrics::StageHistograms,
     /// Round-trip times to peers (`PeerMsg::Ping`), by Raft id.
     pub peer_rtt: lockstep_core::metrics::PeerRtts,
+    /// The group protocol version the cluster runs at (the sequencer's,
+    /// published by the group thread).
+    pub cluster_version: u32,
     /// Multi-node session: the group thread's input, this node's Raft id.
     pub group: Option<GroupLink>,
     /// An isolating event is running: no other applier may start one.
@@ -407,6 +410,7 @@ impl Inner {
             counters: Counters::default(),
             stages: Default::default(),
             peer_rtt: Default::default(),
+            cluster_version: lockstep_core::wire::peer::MIN_PROTOCOL_VERSION,
             group: None,
             isolating: false,
             waiting: HashMap::new(),

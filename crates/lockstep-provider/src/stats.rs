@@ -117,6 +117,12 @@ impl Provider {
                 "lockstep_group_log_from",
                 Int(g.cached_after.map_or(-1, |s| s + 1)),
             ),
+            // The group protocol version the cluster runs at (rolling
+            // upgrades, docs/formats.md).
+            (
+                "lockstep_protocol_version",
+                Int(i64::from(g.cluster_version)),
+            ),
             (
                 "lockstep_recv_spilled",
                 Int(g.spool.as_ref().map_or(0, |s| s.outstanding()) as i64),

@@ -154,6 +154,17 @@ pub enum Action {
     Arbitrator {
         raft_id: u64,
     },
+    /// The newest group protocol version a member speaks, proposed by the
+    /// member itself once it is one (rolling upgrades, docs/formats.md).
+    Supports {
+        raft_id: u64,
+        max_version: u32,
+    },
+    /// The leader saw every member support `version`: from this entry on
+    /// the cluster runs at it (never lower than before).
+    ClusterVersion {
+        version: u32,
+    },
     /// Causal-read fence: its position tells the waiter which seqnos
     /// were ordered before the read.
     Barrier {
@@ -244,6 +255,8 @@ const T_WEIGHT: u8 = 13;
 const T_FLOW_CONTROL: u8 = 14;
 const T_FRAGMENT: u8 = 15;
 const T_ARBITRATOR: u8 = 16;
+const T_SUPPORTS: u8 = 17;
+const T_CLUSTER_VERSION: u8 = 18;
 
 /// Smallest encoding of one proposal (origin, id, tag): bounds counts.
 const MIN_PROPOSAL: usize = 17;
@@ -432,6 +445,15 @@ fn write_action(w: &mut Writer, a: &Action) {
         Action::Arbitrator { raft_id } => {
             w.u8(T_ARBITRATOR).u64(*raft_id);
         }
+        Action::Supports {
+            raft_id,
+            max_version,
+        } => {
+            w.u8(T_SUPPORTS).u64(*raft_id).u32(*max_version);
+        }
+        Action::ClusterVersion { version } => {
+            w.u8(T_CLUSTER_VERSION).u32(*version);
+        }
         Action::Barrier { raft_id, id } => {
             w.u8(T_BARRIER).u64(*raft_id).u64(*id);
         }
@@ -526,6 +548,13 @@ fn read_action(r: &mut Reader<'_>, shared: Option<&Bytes>) -> Result<Action, Dec
         },
         T_ARBITRATOR => Action::Arbitrator {
             raft_id: r.u64("arbitrator.raft_id")?,
+        },
+        T_SUPPORTS => Action::Supports {
+            raft_id: r.u64("supports.raft_id")?,
+            max_version: r.u32("supports.max_version")?,
+        },
+        T_CLUSTER_VERSION => Action::ClusterVersion {
+            version: r.u32("cluster_version.version")?,
         },
         T_BARRIER => Action::Barrier {
             raft_id: r.u64("barrier.raft_id")?,
@@ -687,6 +716,11 @@ pub(crate) mod tests {
             },
             Action::Synced { raft_id: 3 },
             Action::Arbitrator { raft_id: 5 },
+            Action::Supports {
+                raft_id: 5,
+                max_version: 9,
+            },
+            Action::ClusterVersion { version: 9 },
             Action::Barrier { raft_id: 2, id: 8 },
             Action::Vote {
                 raft_id: 2,

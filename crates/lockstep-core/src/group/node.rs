@@ -75,6 +75,10 @@ const FORWARD_BYTES_PER_MS: usize = 50_000;
 /// copy may still be in flight (`repeats_big_append`).
 const BIG_APPEND: usize = 4 << 20;
 
+/// The group's own proposals are numbered from here (bit 62): callers
+/// number theirs from 1 or with bit 63 set.
+const INTERNAL_IDS: u64 = 1 << 62;
+
 /// Timing and size knobs (from `evs.*` / `gcs.*`-style options).
 #[derive(Debug, Clone)]
 pub struct GroupConfig {
@@ -127,6 +131,10 @@ pub struct GroupConfig {
     /// they refuse it as long as their logs are as long as its, and if it
     /// wins anyway it hands leadership to a data member.
     pub arbitrator: bool,
+    /// The newest group protocol version this node speaks (told to the
+    /// group with `Action::Supports`); `wire::peer::PROTOCOL_VERSION`
+    /// outside simulations of rolling upgrades.
+    pub protocol_max: u32,
 }
 
 impl Default for GroupConfig {
@@ -148,6 +156,7 @@ impl Default for GroupConfig {
             fragment_bytes: FRAGMENT_BYTES,
             fragment_window: 256 << 10,
             arbitrator: false,
+            protocol_max: crate::wire::peer::PROTOCOL_VERSION,
         }
     }
 }
@@ -199,6 +208,8 @@ pub struct Group {
     now: u64,
     next_tick: u64,
     next_id: u64,
+    /// The next id of the group's own proposals (`propose_internal`).
+    next_internal: u64,
     queued: Vec<Proposal>,
     /// Fragments waiting for room in `fragment_window`, in order. Bounded
     /// by the writesets queued (each at most `repl.max_ws_size`), which
@@ -219,6 +230,10 @@ pub struct Group {
     leaving: bool,
     /// A leaving leader handed leadership over once already.
     handed_over: bool,
+    /// This incarnation told the group its protocol versions.
+    supports_told: bool,
+    /// When this leader last proposed a cluster version.
+    version_proposed: Option<u64>,
     left: bool,
     /// Started from a snapshot: (deliveries before it, last seqno in it).
     restored_at: Option<(u64, i64)>,
@@ -295,6 +310,7 @@ impl Group {
             seq: Sequencer::new(),
             now,
             next_id: 1,
+            next_internal: INTERNAL_IDS,
             queued: Vec::new(),
             fragments: VecDeque::new(),
             pending: BTreeMap::new(),
@@ -307,6 +323,8 @@ impl Group {
             was_member: false,
             leaving: false,
             handed_over: false,
+            supports_told: false,
+            version_proposed: None,
             left: false,
             restored_at: None,
             pending_snapshot: None,
@@ -464,6 +482,15 @@ impl Group {
     /// Proposals not yet seen delivered.
     pub fn in_flight(&self) -> usize {
         self.queued.len() + self.fragments.len() + self.pending.len()
+    }
+
+    /// Queues an action of the group's own (`Supports`, `ClusterVersion`)
+    /// under ids of a space of its own, so the caller's numbering (from
+    /// 1, or with the top bit set) is not disturbed.
+    fn propose_internal(&mut self, action: Action) {
+        let id = self.next_internal;
+        self.next_internal += 1;
+        self.propose_with_id(id, action);
     }
 
     /// Queues an action for the total order; returns its proposal id.
@@ -982,6 +1009,17 @@ impl Group {
             self.lead_term = self.raw.raft.term;
             self.last_heard.clear();
         }
+        if let Some(version) = self.seq.upgradable_to() {
+            // Every member speaks a newer version: switch, at one log
+            // position for all (re-proposed if the entry is lost).
+            if self
+                .version_proposed
+                .is_none_or(|t| now >= t + self.cfg.retry_ms)
+            {
+                self.version_proposed = Some(now);
+                self.propose_internal(Action::ClusterVersion { version });
+            }
+        }
         let wanted = wanted_voters(self.seq.members());
         let mut promote = None;
         let mut demote = None;
@@ -1311,9 +1349,8 @@ impl Group {
         self.restored_at = Some((self.seq.delivered(), self.seq.last_seqno()));
         self.cached_after = Some(self.seq.last_seqno());
         self.pending_snapshot = None;
-        if view.members.iter().any(|m| m.raft_id == self.me.raft_id) {
-            self.was_member = true;
-        }
+        let restored = Delivery::View(view.clone());
+        self.observe(&restored);
         self.out.push(Output::Restored(view));
         Ok(())
     }
@@ -1575,9 +1612,26 @@ impl Group {
                 self.pending.remove(id);
                 self.retries.remove(id);
             }
+            Delivery::TooOld {
+                raft_id,
+                max_version,
+                cluster_version,
+            } if *raft_id == me => self.fail(format!(
+                "this node speaks group protocol versions up to {max_version}, and the cluster \
+                 already runs at {cluster_version}: upgrade this node to a release that \
+                 speaks {cluster_version}"
+            )),
             Delivery::View(v) => {
                 if v.members.iter().any(|m| m.raft_id == me) {
                     self.was_member = true;
+                    if !self.supports_told {
+                        // Once per incarnation; retried like any proposal.
+                        self.supports_told = true;
+                        self.propose_internal(Action::Supports {
+                            raft_id: me,
+                            max_version: self.cfg.protocol_max,
+                        });
+                    }
                 }
                 for m in &v.members {
                     self.last_heard.entry(m.raft_id).or_insert(self.now);
@@ -1682,6 +1736,7 @@ mod weight_tests {
             voter,
             weight,
             arbitrator: false,
+            max_version: 0,
         }
     }
 

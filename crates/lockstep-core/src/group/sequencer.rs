@@ -9,6 +9,7 @@ use super::action::{Action, CacheIst, MemberInfo, Proposal, Writeset};
 use super::member_state::MemberState;
 use super::vote::{VoteEvent, Votes};
 use crate::certification::{CertError, CertOutcome, CertRequest, Certifier, Seqno};
+use crate::wire::peer::MIN_PROTOCOL_VERSION;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
@@ -43,6 +44,9 @@ pub struct Member {
     /// An arbitrator (`Action::Arbitrator`): it votes in Raft but holds no
     /// data, so it never donates and has no say in consistency votes.
     pub arbitrator: bool,
+    /// The newest protocol version it speaks (`Action::Supports`); 0
+    /// until it said.
+    pub max_version: u32,
 }
 
 /// A primary view.
@@ -118,6 +122,17 @@ pub enum Delivery {
     VoteResult {
         seqno: Seqno,
         digest: u64,
+    },
+    /// The cluster now runs at this protocol version.
+    ClusterVersion {
+        version: u32,
+    },
+    /// A member speaks only versions older than the cluster's: it must
+    /// leave (and be upgraded).
+    TooOld {
+        raft_id: u64,
+        max_version: u32,
+        cluster_version: u32,
     },
     /// A member whose outcome for `seqno` differs from the group's: it is
     /// inconsistent and must leave.
@@ -199,6 +214,10 @@ pub struct Sequencer {
     /// id); bounded per origin (`MAX_PARTIAL_PER_ORIGIN`, and
     /// `MAX_PARTIAL_BYTES` in all), dropped when the origin leaves.
     pub(super) partial: BTreeMap<(u64, u64), Partial>,
+    /// The protocol version the cluster runs at (`Action::ClusterVersion`):
+    /// behaviour that differs between versions follows this, so every
+    /// node switches at the same log position.
+    pub(super) cluster_version: u32,
 }
 
 pub use super::reassembly::Partial;
@@ -243,6 +262,7 @@ impl Sequencer {
             delivered: 0,
             votes: Votes::default(),
             partial: BTreeMap::new(),
+            cluster_version: MIN_PROTOCOL_VERSION,
         }
     }
 
@@ -258,6 +278,18 @@ impl Sequencer {
     pub fn last_seqno(&self) -> Seqno {
         self.last_seqno
     }
+    /// The protocol version the cluster runs at.
+    pub fn cluster_version(&self) -> u32 {
+        self.cluster_version
+    }
+
+    /// The version every member speaks, once all have said, if it is
+    /// newer than the cluster's: what the leader proposes.
+    pub fn upgradable_to(&self) -> Option<u32> {
+        let common = self.members.iter().map(|m| m.max_version).min()?;
+        (common > self.cluster_version).then_some(common)
+    }
+
     pub fn members(&self) -> &[Member] {
         &self.members
     }
@@ -337,6 +369,7 @@ impl Sequencer {
                     voter: false,
                     weight: 1,
                     arbitrator: false,
+                    max_version: 0,
                 });
                 self.new_view(out)?;
                 Ok(true)
@@ -585,6 +618,33 @@ impl Sequencer {
                 }
                 out.push(settled);
             }
+            Action::Supports {
+                raft_id,
+                max_version,
+            } => {
+                if raft_id == p.origin {
+                    if let Some(m) = self.members.iter_mut().find(|m| m.info.raft_id == raft_id) {
+                        m.max_version = max_version;
+                        if max_version < self.cluster_version {
+                            out.push(Delivery::TooOld {
+                                raft_id,
+                                max_version,
+                                cluster_version: self.cluster_version,
+                            });
+                        }
+                    }
+                }
+                out.push(settled);
+            }
+            Action::ClusterVersion { version } => {
+                if version > self.cluster_version
+                    && self.members.iter().all(|m| m.max_version >= version)
+                {
+                    self.cluster_version = version;
+                    out.push(Delivery::ClusterVersion { version });
+                }
+                out.push(settled);
+            }
             Action::Remerge { raft_id } => {
                 if raft_id == p.origin && self.is_member(raft_id) {
                     self.new_view(out)?;
@@ -649,6 +709,7 @@ impl Sequencer {
             voter: true,
             weight: 1,
             arbitrator: false,
+            max_version: 0,
         }];
         self.new_view(out)
     }

@@ -238,3 +238,58 @@ fn an_arbitrator_never_donates_nor_votes_on_consistency() {
         "{out:?}"
     );
 }
+
+/// The cluster version moves only to a version every member said it
+/// speaks, never back; a member that speaks only older ones is told to
+/// leave.
+#[test]
+fn the_cluster_version_follows_the_oldest_member() {
+    let (mut seq, mut id) = founder_writes_while_2_joins(0);
+    let base = seq.cluster_version();
+    let supports = |raft_id, max_version| Action::Supports {
+        raft_id,
+        max_version,
+    };
+    one(&mut seq, 1, id, supports(1, base + 1));
+    id += 1;
+    assert_eq!(seq.upgradable_to(), None, "member 2 has not said");
+    one(
+        &mut seq,
+        1,
+        id,
+        Action::ClusterVersion { version: base + 1 },
+    );
+    id += 1;
+    assert_eq!(seq.cluster_version(), base, "not every member speaks it");
+    // Member 1 cannot speak for member 2.
+    one(&mut seq, 1, id, supports(2, base + 1));
+    id += 1;
+    assert_eq!(seq.upgradable_to(), None);
+    one(&mut seq, 2, 1, supports(2, base + 2));
+    assert_eq!(seq.upgradable_to(), Some(base + 1));
+    let out = one(
+        &mut seq,
+        1,
+        id,
+        Action::ClusterVersion { version: base + 1 },
+    );
+    id += 1;
+    assert!(out.contains(&Delivery::ClusterVersion { version: base + 1 }));
+    assert_eq!(seq.cluster_version(), base + 1);
+    one(&mut seq, 1, id, Action::ClusterVersion { version: base });
+    assert_eq!(seq.cluster_version(), base + 1, "never back");
+    // A member that speaks only the old version must leave.
+    let mut out = Vec::new();
+    seq.membership(&Membership::Add(member(3)), &mut out)
+        .expect("joiner added");
+    let out = one(&mut seq, 3, 1, supports(3, base));
+    assert!(out.contains(&Delivery::TooOld {
+        raft_id: 3,
+        max_version: base,
+        cluster_version: base + 1
+    }));
+    // It survives a snapshot.
+    let restored = Sequencer::restore(&seq.snapshot()).expect("restores");
+    assert_eq!(restored.cluster_version(), base + 1);
+    assert_eq!(restored.member(2).map(|m| m.max_version), Some(base + 2));
+}

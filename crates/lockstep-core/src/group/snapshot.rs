@@ -69,11 +69,14 @@ impl Sequencer {
         w.i64(s.certifier.initial_position())
             .i64(s.certifier.purged_upto());
         w.i64(s.certifier.last_pa_unsafe());
-        w.u64(s.delivered);
+        w.u64(s.delivered).u32(s.cluster_version);
         w.u32(s.members.len() as u32);
         for m in &s.members {
             write_member(&mut w, &m.info);
-            w.u8(state_code(m.state)).u8(member_flags(m)).u32(m.weight);
+            w.u8(state_code(m.state))
+                .u8(member_flags(m))
+                .u32(m.weight)
+                .u32(m.max_version);
         }
         let mut committed: Vec<_> = s.committed.iter().collect();
         committed.sort();
@@ -146,6 +149,7 @@ impl Sequencer {
         let cert_purged = r.i64("snapshot.cert_purged")?;
         let last_pa_unsafe = r.i64("snapshot.last_pa_unsafe")?;
         let delivered = r.u64("snapshot.delivered")?;
+        let cluster_version = r.u32("snapshot.cluster_version")?;
         let n = r.count("snapshot.members", 34)?;
         let mut members = Vec::with_capacity(n);
         for _ in 0..n {
@@ -159,12 +163,14 @@ impl Sequencer {
                 });
             }
             let weight = r.u32("member.weight")?;
+            let max_version = r.u32("member.max_version")?;
             members.push(Member {
                 info,
                 state,
                 voter: flags & VOTER != 0,
                 weight,
                 arbitrator: flags & ARBITRATOR != 0,
+                max_version,
             });
         }
         let n = r.count("snapshot.committed", 16)?;
@@ -271,6 +277,7 @@ impl Sequencer {
             delivered,
             votes: Default::default(),
             partial,
+            cluster_version,
         })
     }
 }

@@ -31,6 +31,11 @@ use wsrep_abi::Uuid;
 /// election priority that keeps an arbitrator from leading; round-trip
 /// probes (`Ping`, `Pong`).
 pub const PROTOCOL_VERSION: u32 = 8;
+/// The oldest version this build speaks: peers whose range overlaps ours
+/// connect, and the cluster runs at the newest version every member
+/// speaks (`Action::ClusterVersion`, docs/formats.md). 8 is the first
+/// with ranges; older nodes expected an exact match.
+pub const MIN_PROTOCOL_VERSION: u32 = 8;
 /// Bound on one message on the group channel: the largest Raft message
 /// (one writeset up to `repl.max_ws_size` travels in one log entry). On
 /// the wire it travels in chunks (`wire::lanes`).
@@ -52,10 +57,14 @@ const K_PONG: u8 = 13;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PeerMsg {
     Hello {
+        /// The newest protocol version this node speaks.
         version: u32,
         cluster: String,
         raft_id: u64,
         peer_addr: String,
+        /// The oldest it still speaks (from version 8 on; absent before,
+        /// read as `version`).
+        min_version: u32,
     },
     /// Why the connection is refused (logged by the receiver).
     Refuse {
@@ -116,9 +125,13 @@ impl PeerMsg {
                 cluster,
                 raft_id,
                 peer_addr,
+                min_version,
             } => {
                 let mut w = Writer::new();
                 w.u32(*version).str(cluster).u64(*raft_id).str(peer_addr);
+                // Last, so a node of version 7 still reads the fields it
+                // knows and refuses with a clear version mismatch.
+                w.u32(*min_version);
                 (K_HELLO, w.finish())
             }
             PeerMsg::Refuse { reason } => {
@@ -172,14 +185,23 @@ impl PeerMsg {
         match f.kind {
             K_HELLO => {
                 let mut r = Reader::new(&f.payload);
-                let msg = PeerMsg::Hello {
-                    version: r.u32("hello.version")?,
-                    cluster: r.string("hello.cluster")?,
-                    raft_id: r.u64("hello.raft_id")?,
-                    peer_addr: r.string("hello.peer_addr")?,
+                let version = r.u32("hello.version")?;
+                let cluster = r.string("hello.cluster")?;
+                let raft_id = r.u64("hello.raft_id")?;
+                let peer_addr = r.string("hello.peer_addr")?;
+                let min_version = if r.remaining() > 0 {
+                    r.u32("hello.min_version")?
+                } else {
+                    version
                 };
                 r.end()?;
-                Ok(msg)
+                Ok(PeerMsg::Hello {
+                    version,
+                    cluster,
+                    raft_id,
+                    peer_addr,
+                    min_version,
+                })
             }
             K_REFUSE => {
                 let mut r = Reader::new(&f.payload);
@@ -250,10 +272,15 @@ impl PeerMsg {
 
 /// Checks a peer's hello against ours: `Err` is the reason to refuse,
 /// worded for the log of both sides.
-pub fn check_hello(ours_cluster: &str, version: u32, cluster: &str) -> Result<(), String> {
-    if version != PROTOCOL_VERSION {
+pub fn check_hello(
+    ours_cluster: &str,
+    (min_version, version): (u32, u32),
+    cluster: &str,
+) -> Result<(), String> {
+    if !versions_overlap(min_version, version) {
         return Err(format!(
-            "protocol version mismatch: peer speaks group protocol {version}, this node {PROTOCOL_VERSION}"
+            "protocol version mismatch: peer speaks group protocol {min_version}..={version}, \
+             this node {MIN_PROTOCOL_VERSION}..={PROTOCOL_VERSION}"
         ));
     }
     if cluster != ours_cluster {
@@ -262,6 +289,11 @@ pub fn check_hello(ours_cluster: &str, version: u32, cluster: &str) -> Result<()
         ));
     }
     Ok(())
+}
+
+/// Whether a peer speaking `min..=max` and this build share a version.
+pub fn versions_overlap(min: u32, max: u32) -> bool {
+    min <= PROTOCOL_VERSION && max >= MIN_PROTOCOL_VERSION && min <= max
 }
 
 #[cfg(test)]
@@ -290,6 +322,7 @@ mod tests {
             cluster: "my_wsrep_cluster".into(),
             raft_id: 42,
             peer_addr: "127.0.0.1:4567".into(),
+            min_version: MIN_PROTOCOL_VERSION,
         });
         round_trip(PeerMsg::Refuse {
             reason: "no".into(),
@@ -323,11 +356,17 @@ mod tests {
 
     #[test]
     fn hello_mismatches_are_refused_with_reason() {
-        assert!(check_hello("a", PROTOCOL_VERSION, "a").is_ok());
-        let e = check_hello("a", PROTOCOL_VERSION, "b").unwrap_err();
+        let ours = (MIN_PROTOCOL_VERSION, PROTOCOL_VERSION);
+        assert!(check_hello("a", ours, "a").is_ok());
+        let e = check_hello("a", ours, "b").unwrap_err();
         assert!(e.contains("cluster name mismatch"), "{e}");
-        let e = check_hello("a", PROTOCOL_VERSION + 1, "a").unwrap_err();
+        // The next version that still speaks ours: accepted.
+        assert!(check_hello("a", (PROTOCOL_VERSION, PROTOCOL_VERSION + 1), "a").is_ok());
+        // One that no longer does, and one older than ours: refused.
+        let e = check_hello("a", (PROTOCOL_VERSION + 1, PROTOCOL_VERSION + 2), "a").unwrap_err();
         assert!(e.contains("protocol version mismatch"), "{e}");
+        let e = check_hello("a", (7, 7), "a").unwrap_err();
+        assert!(e.contains("7..=7"), "{e}");
     }
 
     #[test]

@@ -151,6 +151,9 @@ pub struct SimConfig {
     /// Hosts that run an arbitrator (`GroupConfig::arbitrator`): they join
     /// without a state transfer, never write, and must never donate.
     pub arbitrator_hosts: Vec<usize>,
+    /// Per host, the newest protocol version its build speaks (rolling
+    /// upgrades); hosts beyond the list speak `group.protocol_max`.
+    pub host_protocol: Vec<u32>,
 }
 
 /// Group timing scaled down 5x from the defaults (tick 50 → 10 ms), so a
@@ -182,6 +185,7 @@ pub fn group_config() -> GroupConfig {
         // Two fragments in flight: big writesets wait for the window.
         fragment_window: 192,
         arbitrator: false,
+        protocol_max: lockstep_core::wire::peer::PROTOCOL_VERSION,
     }
 }
 
@@ -207,6 +211,7 @@ impl SimConfig {
             leave_grace_ms: 2000,
             genesis_seqno: rng.range(0, 1000) as i64,
             arbitrator_hosts: Vec::new(),
+            host_protocol: Vec::new(),
         }
     }
 }
@@ -675,6 +680,9 @@ impl Sim {
         let mut cfg = self.cfg.group.clone();
         cfg.election_ticks += self.rng.below(cfg.election_ticks as u64 / 2 + 1) as usize;
         cfg.arbitrator = self.is_arbitrator(host);
+        if let Some(v) = self.cfg.host_protocol.get(host) {
+            cfg.protocol_max = *v;
+        }
         cfg
     }
 

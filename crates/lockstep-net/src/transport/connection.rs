@@ -11,7 +11,9 @@ use crate::secure::{Reader, Writer};
 use lockstep_core::wire::frame::FrameDecoder;
 use lockstep_core::wire::lanes::Lane;
 use lockstep_core::wire::lanes::{Inbox, MAX_WIRE_FRAME};
-use lockstep_core::wire::peer::{check_hello, PeerMsg, PROTOCOL_VERSION};
+use lockstep_core::wire::peer::{
+    check_hello, versions_overlap, PeerMsg, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
+};
 use log::{info, warn};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -245,6 +247,7 @@ fn serve_connection(
         cluster: ctx.me.cluster.clone(),
         raft_id: ctx.me.raft_id,
         peer_addr: ctx.me.peer_addr.clone(),
+        min_version: MIN_PROTOCOL_VERSION,
     };
     let hello = hello.to_frame().ok()?;
     // The dialer speaks first; the acceptor answers only a hello that
@@ -273,14 +276,15 @@ fn serve_connection(
             cluster,
             raft_id,
             peer_addr,
-        } => match check_hello(&ctx.me.cluster, version, &cluster) {
+            min_version,
+        } => match check_hello(&ctx.me.cluster, (min_version, version), &cluster) {
             Ok(()) => (raft_id, peer_addr),
             Err(reason) => {
                 if ctx.log_refusal_now(&peer_addr) {
                     warn!("refusing group connection from {peer} ({peer_addr}): {reason}");
                 }
                 // The dialer learns why, but not our cluster's name.
-                let told = if version == PROTOCOL_VERSION {
+                let told = if versions_overlap(min_version, version) {
                     format!(
                         "cluster name mismatch: this node is not in cluster '{cluster}' \
                          (wsrep_cluster_name)"

@@ -200,6 +200,7 @@ fn a_peer_the_allowlist_refuses_is_closed_before_anything_is_said() {
         cluster: "c".into(),
         raft_id: 2,
         peer_addr: "test-2".into(),
+        min_version: PROTOCOL_VERSION,
     };
     let _ = s.write_all(&hello.to_frame().unwrap());
     let mut got = Vec::new();

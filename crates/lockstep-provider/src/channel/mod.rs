@@ -417,6 +417,11 @@ impl Worker {
     fn publish_proposals(&self, g: &mut crate::state::Inner) {
         g.proposals_taken = self.taken;
         g.send_queue = self.group.in_flight();
+        let version = self.group.sequencer().cluster_version();
+        if version != g.cluster_version {
+            info!("the cluster now runs group protocol version {version}");
+            g.cluster_version = version;
+        }
     }
 
     /// A message from a connected peer (its bytes already given back to
