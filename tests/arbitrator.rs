@@ -5,7 +5,9 @@
 //! node restarts and rejoins. At the end every acknowledged commit is on
 //! both nodes and they are identical. `lockstep status --arbitrator` and
 //! `lockstep check --arbitrator` report the arbitrator, and report it gone
-//! once it is stopped.
+//! once it is stopped; the arbitrator's `/metrics` (through `lockstep
+//! check --arbitrator`) shows it in the primary component with a round
+//! trip to each node.
 
 #[path = "support/multi_node.rs"]
 mod multi_node;
@@ -18,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use lockstep_testkit::{Cluster, Provider};
 use multi_node::{acked_load, check, status, OrLogs};
-use operator::{check_once, lockstep, lockstep_bin};
+use operator::{check_once, lockstep, lockstep_bin, CheckService};
 
 const WAIT: Duration = Duration::from_secs(60);
 const PROGRESS: u64 = 100;
@@ -121,6 +123,36 @@ fn two_nodes_and_an_arbitrator_survive_the_loss_of_either_node() {
     check(&cluster, code == 0, || {
         format!("check --arbitrator: exit {code}: {text}")
     });
+    // Its metrics, through the same service: in the primary component, with
+    // a round trip to both nodes (probed every second).
+    let service = CheckService::start(&["--arbitrator", &wd, "--cache-ms", "200"]);
+    let deadline = Instant::now() + WAIT;
+    let metrics = loop {
+        let body = service.get("/metrics").body;
+        let peers = body
+            .lines()
+            .filter(|l| l.starts_with("lockstep_peer_rtt_seconds_count{peer="))
+            .count();
+        if peers == 2 || Instant::now() > deadline {
+            break body;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    for line in [
+        "lockstep_wsrep_primary 1",
+        "mysql_global_status_wsrep_cluster_size 3",
+    ] {
+        check(&cluster, metrics.lines().any(|l| l == line), || {
+            format!("no `{line}` in the arbitrator's metrics:\n{metrics}")
+        });
+    }
+    check(
+        &cluster,
+        metrics.contains("lockstep_peer_rtt_seconds_count{peer=\"node1\"}")
+            && metrics.contains("lockstep_peer_rtt_seconds_count{peer=\"node2\"}"),
+        || format!("round trips to both nodes:\n{metrics}"),
+    );
+    drop(service);
 
     let load = acked_load(&cluster, PROGRESS, WAIT);
 

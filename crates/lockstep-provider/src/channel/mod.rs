@@ -359,8 +359,9 @@ impl Worker {
     }
 
     /// Once a second, a round-trip probe to every other member (answered
-    /// on its reading thread, `read_ask::quick`; ADR 0019). Only over
-    /// open connections: a probe never dials.
+    /// on its reading thread, `read_ask::quick`; ADR 0019). A member with
+    /// no connection yet is dialed (Raft alone connects followers only to
+    /// the leader); the probe that found none is dropped.
     fn ping_peers(&mut self) {
         if self.last_ping.elapsed() < PING_EVERY {
             return;
@@ -378,8 +379,9 @@ impl Worker {
         for peer in peers {
             let sent = crate::state::mono_ns();
             if let Ok(frame) = (PeerMsg::Ping { sent }).to_frame() {
+                let addr = self.address_of(peer);
                 self.transport
-                    .send(peer, Out::Frame(frame), Lane::Control, None);
+                    .send(peer, Out::Frame(frame), Lane::Control, addr.as_deref());
             }
         }
     }
