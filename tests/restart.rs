@@ -359,3 +359,42 @@ fn a_node_that_was_primary_alone_without_writes_rejoins_by_full_sst() {
         format!("the nodes differ:\n{sums}")
     });
 }
+
+/// `gmcast.segment`: node 1 in segment 0, nodes 2 and 3 in segment 1.
+/// Node 3's state transfer comes from node 2, its own segment's synced
+/// member, not from node 1 (the first synced member, which it was before
+/// segments counted): an SST does not cross a site's link when a local
+/// member can serve it.
+#[test]
+fn a_joiner_takes_its_state_from_a_donor_in_its_own_segment() {
+    let mut cluster = Cluster::builder(3)
+        .provider(Provider::lockstep_default())
+        .cluster_name("segments")
+        .build()
+        .unwrap_or_else(|e| panic!("building 3 Lockstep nodes: {e}"));
+    for n in &cluster.nodes()[1..] {
+        let port = n.base_port();
+        multi_node::edit_cnf(n, |text| {
+            text.replace(
+                &format!("base_port={port};"),
+                &format!("base_port={port}; gmcast.segment=1;"),
+            )
+        });
+    }
+    cluster
+        .start_all()
+        .unwrap_or_else(|e| multi_node::fail(&cluster, &format!("starting: {e}")));
+    const DONATING: &str = "donating state ";
+    let donations: Vec<usize> = (0..3)
+        .map(|i| log_count(cluster.node(i), DONATING))
+        .collect();
+    // Node 2 could only get its state from node 1; node 3 from node 2.
+    check(&cluster, donations == [1, 1, 0], || {
+        format!("donations per node: {donations:?} (node 3 should have had node 2's)")
+    });
+    let segment = status(cluster.node(2), "wsrep_gmcast_segment").or_logs(&cluster, "segment");
+    check(&cluster, segment == "1", || {
+        format!("node 3 reports segment {segment}")
+    });
+    cluster.stop_all().or_logs(&cluster, "stop");
+}

@@ -12,6 +12,7 @@ fn me() -> MemberInfo {
         name: "node1".into(),
         incoming: "127.0.0.1:3306".into(),
         peer_addr: "127.0.0.1:4567".into(),
+        segment: 0,
     }
 }
 

@@ -344,6 +344,16 @@ impl Provider {
             .unwrap_or(1)
     }
 
+    /// `gmcast.segment` (0..=255, checked by the option table): the
+    /// member's site, for donor choice.
+    pub fn segment(&self) -> u8 {
+        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        o.int("gmcast.segment")
+            .ok()
+            .and_then(|s| u8::try_from(s).ok())
+            .unwrap_or(0)
+    }
+
     /// The option values hot paths read, without parsing text.
     pub fn tunables(&self) -> Tunables {
         *self.tunables.read().unwrap_or_else(|p| p.into_inner())

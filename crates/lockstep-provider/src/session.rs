@@ -210,6 +210,7 @@ impl Provider {
                 name: self.node_name.clone(),
                 incoming: self.node_incoming.clone(),
                 peer_addr: advertised,
+                segment: self.segment(),
             },
             cluster: cluster_name.to_string(),
             listen,

@@ -109,7 +109,15 @@ impl Provider {
                 Str(if primary { "OPERATIONAL" } else { "CLOSED" }.into()),
             ),
             ("gcomm_uuid", Str(member_id.to_string())),
-            ("gmcast_segment", Str("0".into())),
+            (
+                "gmcast_segment",
+                Str(g
+                    .members
+                    .iter()
+                    .find(|m| m.uuid == member_id.data)
+                    .map_or(0, |m| m.segment)
+                    .to_string()),
+            ),
             // Lockstep's own: the first seqno the in-memory group log can
             // replay (-1: all of it; it moves when the log is compacted),
             // and writesets of the receive queue waiting on disk.

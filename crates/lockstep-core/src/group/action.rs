@@ -30,6 +30,9 @@ pub struct MemberInfo {
     pub incoming: String,
     /// `host:port` where the group channel listens.
     pub peer_addr: String,
+    /// `gmcast.segment`: the member's site (0-255); a joiner's donor is
+    /// chosen in its own segment when one can serve.
+    pub segment: u8,
 }
 
 impl MemberInfo {
@@ -51,6 +54,7 @@ impl MemberInfo {
     fn write(&self, w: &mut Writer) {
         w.u64(self.raft_id).uuid(&self.uuid);
         w.str(&self.name).str(&self.incoming).str(&self.peer_addr);
+        w.u8(self.segment);
     }
 
     fn read(r: &mut Reader<'_>) -> Result<MemberInfo, DecodeError> {
@@ -60,6 +64,7 @@ impl MemberInfo {
             name: r.string("member.name")?,
             incoming: r.string("member.incoming")?,
             peer_addr: r.string("member.peer_addr")?,
+            segment: r.u8("member.segment")?,
         })
     }
 }
@@ -652,6 +657,7 @@ pub(crate) mod tests {
             name: format!("node{id}"),
             incoming: "127.0.0.1:3306".into(),
             peer_addr: "127.0.0.1:4567".into(),
+            segment: (id % 3) as u8,
         }
     }
 

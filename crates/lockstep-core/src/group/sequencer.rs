@@ -814,10 +814,20 @@ impl Sequencer {
                 .filter(candidate)
                 .find(|m| m.info.name == *n)
         });
+        // Any donor: one in the joiner's own segment (`gmcast.segment`)
+        // first, so a state transfer does not cross a WAN link when a
+        // local member can serve it (Galera does the same).
+        let segment = self.member(joiner).map_or(0, |m| m.info.segment);
         let chosen = named
             .or_else(|| {
                 if any {
-                    self.members.iter().find(candidate)
+                    let mut candidates = self.members.iter().filter(candidate);
+                    let local = self
+                        .members
+                        .iter()
+                        .filter(candidate)
+                        .find(|m| m.info.segment == segment);
+                    local.or_else(|| candidates.next())
                 } else {
                     None
                 }

@@ -10,6 +10,7 @@ fn member(raft_id: u64) -> MemberInfo {
         name: format!("node{raft_id}"),
         incoming: String::new(),
         peer_addr: format!("127.0.0.1:{raft_id}"),
+        segment: 0,
     }
 }
 
@@ -292,4 +293,66 @@ fn the_cluster_version_follows_the_oldest_member() {
     let restored = Sequencer::restore(&seq.snapshot()).expect("restores");
     assert_eq!(restored.cluster_version(), base + 1);
     assert_eq!(restored.member(2).map(|m| m.max_version), Some(base + 2));
+}
+
+/// Member 1 founds in segment 0; the others are added in theirs, and
+/// member 2 is synced.
+fn segmented(others: &[(u64, u8)]) -> Sequencer {
+    let in_segment = |raft_id: u64, segment: u8| MemberInfo {
+        segment,
+        ..member(raft_id)
+    };
+    let mut seq = Sequencer::new();
+    let genesis = Action::Genesis {
+        history: [7; 16],
+        last_seqno: 0,
+        founder: in_segment(1, 0),
+    };
+    one(&mut seq, 1, 1, genesis);
+    let mut out = Vec::new();
+    for (id, segment) in others {
+        seq.membership(&Membership::Add(in_segment(*id, *segment)), &mut out)
+            .expect("added");
+    }
+    one(
+        &mut seq,
+        2,
+        1,
+        Action::Joined {
+            raft_id: 2,
+            seqno: 1,
+        },
+    );
+    one(&mut seq, 2, 2, Action::Synced { raft_id: 2 });
+    seq
+}
+
+/// The donor a state request of `joiner` gets.
+fn donor_for(seq: &mut Sequencer, joiner: u64, donors: &str, id: u64) -> Option<u64> {
+    let request = Action::StateRequest {
+        joiner,
+        donors: donors.into(),
+        request: b"rsync".to_vec(),
+        ist_after: None,
+        from_cache: None,
+    };
+    one(seq, joiner, id, request).iter().find_map(|d| match d {
+        Delivery::Donate { donor, .. } => Some(*donor),
+        _ => None,
+    })
+}
+
+/// Any donor is chosen in the joiner's own segment when one can serve;
+/// otherwise any other; a named donor wins over the segment.
+#[test]
+fn a_joiner_gets_a_donor_in_its_own_segment() {
+    let mut seq = segmented(&[(2, 1), (3, 1), (4, 2)]);
+    // Member 3 (segment 1): member 2, its segment's, not the founder.
+    assert_eq!(donor_for(&mut seq, 3, "", 1), Some(2));
+    // Member 4 (segment 2) has no synced neighbour: any (the founder;
+    // member 2 is a donor now).
+    assert_eq!(donor_for(&mut seq, 4, "", 1), Some(1));
+    // Named, the founder is chosen although member 3's segment has one.
+    let mut seq = segmented(&[(2, 1), (3, 1)]);
+    assert_eq!(donor_for(&mut seq, 3, "node1,", 1), Some(1));
 }

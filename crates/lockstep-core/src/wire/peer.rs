@@ -351,6 +351,7 @@ mod tests {
             name: "n".into(),
             incoming: String::new(),
             peer_addr: "h:1".into(),
+            segment: 0,
         }));
     }
 

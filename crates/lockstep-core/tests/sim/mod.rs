@@ -339,6 +339,7 @@ fn member_info(id: u64, host: usize) -> MemberInfo {
         name: format!("node{host}"),
         incoming: format!("10.0.0.{host}:3306"),
         peer_addr: format!("10.0.0.{host}:4567"),
+        segment: 0,
     }
 }
 
