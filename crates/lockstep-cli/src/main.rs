@@ -55,12 +55,10 @@ fn main() -> ExitCode {
     // Installed as `garbd` (a symlink), it is the arbitrator with garbd's
     // command line.
     let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let as_garbd = argv.first().is_some_and(|a| {
-        std::path::Path::new(a)
-            .file_name()
-            .is_some_and(|n| n == "garbd")
-    });
-    if as_garbd {
+    if argv
+        .first()
+        .is_some_and(|a| commands::arbitrator::invoked_as_garbd(a))
+    {
         argv.insert(1, "arbitrator".into());
     }
     let cli = Cli::parse_from(argv);

@@ -46,6 +46,15 @@ fn setup(name: &str, seed: u64) -> (SimConfig, Rng) {
     (cfg, rng)
 }
 
+/// With this chance, a bad network (delays, reordering, duplicates) with
+/// at most 5 % loss.
+fn sometimes_lossy(cfg: &mut SimConfig, rng: &mut Rng, chance: f64) {
+    if rng.chance(chance) {
+        cfg.net = Net::bad(rng);
+        cfg.net.loss = cfg.net.loss.min(0.05);
+    }
+}
+
 fn check(ok: bool, sim: &mut Sim, why: impl FnOnce() -> String) -> Result<(), String> {
     if ok {
         Ok(())
@@ -226,10 +235,7 @@ fn cut_leaders(name: &str, seed: u64, causal_read: f64) -> Result<Stats, String>
     let (mut cfg, mut rng) = setup(name, seed);
     cfg.nodes = if rng.chance(0.5) { 3 } else { 5 };
     cfg.causal_read = causal_read;
-    if rng.chance(0.5) {
-        cfg.net = Net::bad(&mut rng);
-        cfg.net.loss = cfg.net.loss.min(0.05);
-    }
+    sometimes_lossy(&mut cfg, &mut rng, 0.5);
     let mut sim = Sim::new(name, seed, cfg, rng);
     sim.wait_formed(20_000)?;
     let mut cuts = LeaderCuts::new(sim.now);
@@ -282,10 +288,7 @@ fn an_arbitrator_keeps_quorum_but_never_leads_or_donates() {
         cfg.nodes = 3;
         cfg.arbitrator_hosts = vec![2];
         cfg.sst_ms = (10, 800);
-        if rng.chance(0.3) {
-            cfg.net = Net::bad(&mut rng);
-            cfg.net.loss = cfg.net.loss.min(0.05);
-        }
+        sometimes_lossy(&mut cfg, &mut rng, 0.3);
         let mut sim = Sim::new(name, seed, cfg, rng);
         sim.wait_formed(20_000)?;
         let mut next = sim.now + 200;
@@ -379,10 +382,7 @@ fn a_rolling_upgrade_switches_the_version_only_once_every_member_speaks_it() {
         let (mut cfg, mut rng) = setup(name, seed);
         cfg.nodes = 3;
         cfg.host_protocol = vec![v; 3];
-        if rng.chance(0.3) {
-            cfg.net = Net::bad(&mut rng);
-            cfg.net.loss = cfg.net.loss.min(0.05);
-        }
+        sometimes_lossy(&mut cfg, &mut rng, 0.3);
         let mut sim = Sim::new(name, seed, cfg, rng);
         sim.wait_formed(20_000)?;
         for host in 0..3 {
@@ -435,10 +435,7 @@ fn crashes_and_restarts() {
         // Long state transfers: leader changes happen while joiners are
         // still learners.
         cfg.sst_ms = (10, 2500);
-        if rng.chance(0.3) {
-            cfg.net = Net::bad(&mut rng);
-            cfg.net.loss = cfg.net.loss.min(0.05);
-        }
+        sometimes_lossy(&mut cfg, &mut rng, 0.3);
         let mut sim = Sim::new(name, seed, cfg, rng);
         sim.wait_formed(20_000)?;
         let mut next = sim.now + 200;

@@ -646,6 +646,19 @@ impl Inner {
         Some(event)
     }
 
+    /// The node's state is `gtid` (a state transfer, or an arbitrator's
+    /// join): the gates stand there and queued events it covers go.
+    /// Callers recount the queue (`recount_events`) once they are done
+    /// with it.
+    pub fn start_at(&mut self, gtid: Gtid) {
+        self.history = gtid.uuid;
+        self.finished.reset(gtid.seqno);
+        self.commit.reset(gtid.seqno);
+        self.last_ordered = self.last_ordered.max(gtid.seqno);
+        self.events
+            .retain(|e| e.seqno().is_none_or(|s| s > gtid.seqno));
+    }
+
     /// After `events` was cleared or filtered other than by `pop_event`.
     pub fn recount_events(&mut self) {
         self.events_memory = self.events.iter().map(Event::memory_bytes).sum();

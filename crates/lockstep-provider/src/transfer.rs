@@ -186,14 +186,12 @@ impl Provider {
         {
             // Everything before the view counts as done: there is nothing
             // to apply it to.
-            let before = group_pos.seqno - 1;
             let mut g = self.lock();
-            g.history = group_pos.uuid;
-            g.finished.reset(before);
-            g.commit.reset(before);
-            g.last_ordered = g.last_ordered.max(before);
             g.ist.clear();
-            g.events.retain(|e| e.seqno().is_none_or(|s| s > before));
+            g.start_at(Gtid {
+                uuid: group_pos.uuid,
+                seqno: group_pos.seqno - 1,
+            });
             g.recount_events();
         }
         if let Some(rc) = self.deliver_primary_view(ctx, view) {
@@ -436,13 +434,8 @@ impl Provider {
             g.ist.clear();
             Vec::new()
         };
-        g.history = gtid.uuid;
         g.diverged = false;
-        g.finished.reset(gtid.seqno);
-        g.commit.reset(gtid.seqno);
-        g.last_ordered = g.last_ordered.max(gtid.seqno);
-        g.events
-            .retain(|e| e.seqno().is_none_or(|s| s > gtid.seqno));
+        g.start_at(gtid);
         let writesets = replay
             .iter()
             .filter(|e| matches!(e, Event::Apply(_)))

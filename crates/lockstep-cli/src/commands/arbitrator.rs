@@ -137,6 +137,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
 }
 
+/// Whether the program was started under the name `garbd` (a symlink),
+/// which makes it this command with garbd's command line.
+pub fn invoked_as_garbd(arg0: &std::ffi::OsStr) -> bool {
+    Path::new(arg0).file_name().is_some_and(|n| n == "garbd")
+}
+
 /// Command line over `--cfg` over `--defaults-file`.
 fn settings(args: &Args) -> Result<Settings, CliError> {
     let read = |p: &Path| {
@@ -177,7 +183,7 @@ fn daemonize(log: Option<&str>) -> Result<ExitCode, CliError> {
     let mut argv = std::env::args_os();
     let argv0 = argv.next();
     let mut cmd = Command::new(exe);
-    if argv0.is_some_and(|a| Path::new(&a).file_name().is_some_and(|n| n == "garbd")) {
+    if argv0.is_some_and(|a| invoked_as_garbd(&a)) {
         cmd.arg("arbitrator");
     }
     let stderr = match log {

@@ -30,7 +30,7 @@ use super::log_store::LogStore;
 use super::member_state::MemberState;
 use super::payload::Payload;
 use super::read_fence::{lease_ms, ReadFences};
-use super::sequencer::{Delivery, GroupView, Membership, Sequencer};
+use super::sequencer::{Delivery, GroupView, Member, Membership, Sequencer};
 use protobuf::Message as _;
 use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, Message, Snapshot};
 use raft::storage::MemStorage;
@@ -865,13 +865,7 @@ impl Group {
             // once: if leadership comes back (the other node is leaving
             // too), this node removes itself as leader; Raft then elects a
             // leader among the rest.
-            let other = self
-                .seq
-                .members()
-                .iter()
-                .filter(|m| m.voter && m.info.raft_id != self.me.raft_id)
-                .map(|m| m.info.raft_id)
-                .max_by_key(|id| self.last_heard.get(id).copied().unwrap_or(0));
+            let other = self.voter_heard_last(|_| true);
             if let Some(other) = other {
                 self.handed_over = true;
                 self.raw.transfer_leader(other);
@@ -879,6 +873,18 @@ impl Group {
             }
         }
         self.propose_change(ConfChangeType::RemoveNode, self.me.raft_id);
+    }
+
+    /// The other voter this node heard from last among those `pick`
+    /// accepts: the one with the newest log it knows of, and not a dead
+    /// one (a leadership transfer to a dead voter only stalls).
+    fn voter_heard_last(&self, pick: impl Fn(&Member) -> bool) -> Option<u64> {
+        self.seq
+            .members()
+            .iter()
+            .filter(|m| m.voter && m.info.raft_id != self.me.raft_id && pick(m))
+            .map(|m| m.info.raft_id)
+            .max_by_key(|id| self.last_heard.get(id).copied().unwrap_or(0))
     }
 
     fn conf_change_due(&mut self) -> bool {
@@ -1063,14 +1069,13 @@ impl Group {
             // An arbitrator won an election (its log was the longest):
             // hand over to the data voter heard from last, which has the
             // newest log among them.
-            let to = self
-                .seq
-                .members()
-                .iter()
-                .filter(|m| m.voter && !m.arbitrator && m.info.raft_id != me)
-                .map(|m| m.info.raft_id)
-                .filter(|id| self.last_heard.get(id).is_some_and(|h| now <= h + fresh))
-                .max_by_key(|id| self.last_heard.get(id).copied().unwrap_or(0));
+            let to = self.voter_heard_last(|m| {
+                !m.arbitrator
+                    && self
+                        .last_heard
+                        .get(&m.info.raft_id)
+                        .is_some_and(|h| now <= h + fresh)
+            });
             if let Some(to) = to {
                 if self.conf_change_due() {
                     self.raw.transfer_leader(to);

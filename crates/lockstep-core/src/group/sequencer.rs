@@ -821,13 +821,11 @@ impl Sequencer {
         let chosen = named
             .or_else(|| {
                 if any {
-                    let mut candidates = self.members.iter().filter(candidate);
-                    let local = self
-                        .members
+                    self.members
                         .iter()
                         .filter(candidate)
-                        .find(|m| m.info.segment == segment);
-                    local.or_else(|| candidates.next())
+                        .find(|m| m.info.segment == segment)
+                        .or_else(|| self.members.iter().find(candidate))
                 } else {
                     None
                 }

@@ -34,17 +34,23 @@ fn one(seq: &mut Sequencer, origin: u64, id: u64, action: Action) -> Vec<Deliver
     out
 }
 
-/// A founder (1) writes and reports its commits while member 2 has joined
-/// but waits for its state transfer. Returns the sequencer and the next
-/// proposal id.
-fn founder_writes_while_2_joins(writesets: i64) -> (Sequencer, u64) {
+/// A sequencer whose history `founder` founded (proposal 1).
+fn founded_by(founder: MemberInfo) -> Sequencer {
     let mut seq = Sequencer::new();
     let genesis = Action::Genesis {
         history: [7; 16],
         last_seqno: 0,
-        founder: member(1),
+        founder,
     };
     one(&mut seq, 1, 1, genesis);
+    seq
+}
+
+/// A founder (1) writes and reports its commits while member 2 has joined
+/// but waits for its state transfer. Returns the sequencer and the next
+/// proposal id.
+fn founder_writes_while_2_joins(writesets: i64) -> (Sequencer, u64) {
+    let mut seq = founded_by(member(1));
     let mut out = Vec::new();
     seq.membership(&Membership::Add(member(2)), &mut out)
         .expect("joiner added");
@@ -105,13 +111,7 @@ fn a_joined_member_counts_again() {
 
 #[test]
 fn a_purged_big_writeset_is_handed_over_to_be_freed_elsewhere() {
-    let mut seq = Sequencer::new();
-    let genesis = Action::Genesis {
-        history: [7; 16],
-        last_seqno: 0,
-        founder: member(1),
-    };
-    one(&mut seq, 1, 1, genesis);
+    let mut seq = founded_by(member(1));
     let writeset = |id: u64, keys: usize| {
         let keys = (0..keys as u32)
             .map(|k| {
@@ -148,13 +148,7 @@ fn a_purged_big_writeset_is_handed_over_to_be_freed_elsewhere() {
 /// there is no donor at all; and a consistency vote leaves it out.
 #[test]
 fn an_arbitrator_never_donates_nor_votes_on_consistency() {
-    let mut seq = Sequencer::new();
-    let genesis = Action::Genesis {
-        history: [7; 16],
-        last_seqno: 0,
-        founder: member(1),
-    };
-    one(&mut seq, 1, 1, genesis);
+    let mut seq = founded_by(member(1));
     let mut out = Vec::new();
     seq.membership(&Membership::Add(member(2)), &mut out)
         .expect("arbitrator added");
@@ -302,13 +296,7 @@ fn segmented(others: &[(u64, u8)]) -> Sequencer {
         segment,
         ..member(raft_id)
     };
-    let mut seq = Sequencer::new();
-    let genesis = Action::Genesis {
-        history: [7; 16],
-        last_seqno: 0,
-        founder: in_segment(1, 0),
-    };
-    one(&mut seq, 1, 1, genesis);
+    let mut seq = founded_by(in_segment(1, 0));
     let mut out = Vec::new();
     for (id, segment) in others {
         seq.membership(&Membership::Add(in_segment(*id, *segment)), &mut out)
