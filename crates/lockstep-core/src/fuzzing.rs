@@ -33,6 +33,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("peer_message", peer_message),
     ("provider_options", provider_options),
     ("raft_message", raft_message),
+    ("relay_bundle", relay_bundle),
     ("saved_state", saved_state),
     ("saved_view", saved_view),
     ("sequencer_snapshot", sequencer_snapshot),
@@ -146,6 +147,17 @@ pub fn raft_message(data: &[u8]) {
         let again = m.write_to_bytes().expect("a parsed message encodes");
         let back = raft::eraftpb::Message::parse_from_bytes(&again).expect("and parses again");
         assert_eq!(format!("{back:?}"), format!("{m:?}"));
+    }
+}
+
+/// A leader's relay bundle (`group::relay`): decodes or fails, and what
+/// decodes encodes and decodes again to the same messages.
+pub fn relay_bundle(data: &[u8]) {
+    use crate::group::relay;
+    if let Ok(msgs) = relay::decode(&bytes::Bytes::copy_from_slice(data)) {
+        let again = relay::encode(&msgs).expect("decoded messages encode");
+        let back = relay::decode(&bytes::Bytes::from(again)).expect("and decode again");
+        assert_eq!(format!("{back:?}"), format!("{msgs:?}"));
     }
 }
 

@@ -265,6 +265,10 @@ pub struct Inner {
     /// The group protocol version the cluster runs at (the sequencer's,
     /// published by the group thread).
     pub cluster_version: u32,
+    /// What crossed to other segments (`gmcast.segment`, ADR 0020), and
+    /// the bytes of it, published by the group thread.
+    pub wan: lockstep_core::group::node::WanCounters,
+    pub wan_bytes_sent: u64,
     /// Multi-node session: the group thread's input, this node's Raft id.
     pub group: Option<GroupLink>,
     /// An isolating event is running: no other applier may start one.
@@ -411,6 +415,8 @@ impl Inner {
             stages: Default::default(),
             peer_rtt: Default::default(),
             cluster_version: lockstep_core::wire::peer::MIN_PROTOCOL_VERSION,
+            wan: Default::default(),
+            wan_bytes_sent: 0,
             group: None,
             isolating: false,
             waiting: HashMap::new(),

@@ -127,10 +127,28 @@ impl Provider {
             ),
             // The group protocol version the cluster runs at (rolling
             // upgrades, docs/formats.md).
+            // The Raft leader's name ("" while none is known).
+            (
+                "lockstep_leader",
+                Str(g
+                    .members
+                    .iter()
+                    .find(|m| m.raft_id == g.raft_leader && g.raft_leader != 0)
+                    .map_or(String::new(), |m| m.name.clone())),
+            ),
             (
                 "lockstep_protocol_version",
                 Int(i64::from(g.cluster_version)),
             ),
+            // What crossed to other segments (ADR 0020): entries a remote
+            // segment got once each when the relay works, their bytes,
+            // bundles sent as leader, messages passed on as a relay.
+            // The Raft log index applied here: entries ordered so far.
+            ("lockstep_applied_index", Int(g.applied_index as i64)),
+            ("lockstep_wan_entries_sent", Int(g.wan.entries_sent as i64)),
+            ("lockstep_wan_bytes_sent", Int(g.wan_bytes_sent as i64)),
+            ("lockstep_wan_bundles_sent", Int(g.wan.bundles_sent as i64)),
+            ("lockstep_relayed", Int(g.wan.forwarded as i64)),
             (
                 "lockstep_recv_spilled",
                 Int(g.spool.as_ref().map_or(0, |s| s.outstanding()) as i64),

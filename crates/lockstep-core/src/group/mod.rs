@@ -12,6 +12,8 @@
 //! - `node`: the Raft driver around tikv/raft-rs (ADR 0004), with batching,
 //!   retries and the leader's membership duties; sans-IO, driven by the
 //!   provider's group thread or by the simulation tests;
+//! - `relay`: the leader's appends to a remote segment as one bundle that
+//!   a member there passes on (`gmcast.segment`, ADR 0020);
 //! - `member_state`: this node's own member status and desync counting;
 //! - `recovery`: who re-forms the primary component after a crash of the
 //!   whole cluster (`pc.recovery`).
@@ -26,6 +28,7 @@ pub mod payload;
 pub mod read_fence;
 mod reassembly;
 pub mod recovery;
+pub mod relay;
 pub mod sequencer;
 mod snapshot;
 pub mod vote;

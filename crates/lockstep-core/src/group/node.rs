@@ -30,6 +30,7 @@ use super::log_store::LogStore;
 use super::member_state::MemberState;
 use super::payload::Payload;
 use super::read_fence::{lease_ms, ReadFences};
+use super::relay;
 use super::sequencer::{Delivery, GroupView, Member, Membership, Sequencer};
 use protobuf::Message as _;
 use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, Message, Snapshot};
@@ -198,6 +199,36 @@ pub enum Output {
     },
     /// The log cannot be processed: stop this node.
     Fatal(String),
+    /// Leader: send these appends to `via` as one bundle (`relay`, ADR
+    /// 0020); it steps its own and forwards the others in its segment.
+    Relay {
+        via: u64,
+        msgs: Vec<Message>,
+    },
+    /// A relay passes on a leader's message to a member of its segment
+    /// (`Group::step_relay`).
+    Forward {
+        to: u64,
+        msg: Message,
+    },
+}
+
+/// The first group protocol version whose leader relays appends and
+/// moves to the segment with the most voters (ADR 0020).
+pub const RELAY_VERSION: u32 = 9;
+
+/// What crossed to other segments (`gmcast.segment`), for the WAN status
+/// counters: the relay works when a remote segment of several members
+/// gets each entry once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WanCounters {
+    /// Log entries this node sent to members of other segments (a
+    /// bundle's entries counted once).
+    pub entries_sent: u64,
+    /// Bundles this node sent as leader.
+    pub bundles_sent: u64,
+    /// Messages this node forwarded as a relay.
+    pub forwarded: u64,
 }
 
 pub struct Group {
@@ -222,6 +253,7 @@ pub struct Group {
     /// index) and until when it is not repeated; one per peer.
     big_appends: HashMap<u64, ((u64, u64, u64), u64)>,
     last_heard: HashMap<u64, u64>,
+    wan: WanCounters,
     /// Term of this node's current (or last) leadership.
     lead_term: u64,
     last_join: Option<u64>,
@@ -316,6 +348,7 @@ impl Group {
             pending: BTreeMap::new(),
             retries: HashMap::new(),
             big_appends: HashMap::new(),
+            wan: WanCounters::default(),
             last_heard: HashMap::new(),
             lead_term: 0,
             last_join: None,
@@ -875,6 +908,39 @@ impl Group {
         self.propose_change(ConfChangeType::RemoveNode, self.me.raft_id);
     }
 
+    /// A leader whose segment has fewer data voters than another: the
+    /// voter heard from last in the segment with the most (ties to the
+    /// lower segment number), if one answers. Never while the cluster runs
+    /// a version before `RELAY_VERSION`.
+    fn voter_in_a_bigger_segment(&self, fresh: u64) -> Option<u64> {
+        if self.seq.cluster_version() < RELAY_VERSION {
+            return None;
+        }
+        let mut voters: BTreeMap<u8, usize> = BTreeMap::new();
+        for m in self
+            .seq
+            .members()
+            .iter()
+            .filter(|m| m.voter && !m.arbitrator)
+        {
+            *voters.entry(m.info.segment).or_default() += 1;
+        }
+        let mine = voters.get(&self.me.segment).copied().unwrap_or(0);
+        let (&best, &most) = voters.iter().rev().max_by_key(|(_, n)| **n)?;
+        if most <= mine {
+            return None;
+        }
+        let now = self.now;
+        self.voter_heard_last(|m| {
+            !m.arbitrator
+                && m.info.segment == best
+                && self
+                    .last_heard
+                    .get(&m.info.raft_id)
+                    .is_some_and(|h| now <= h + fresh)
+        })
+    }
+
     /// The other voter this node heard from last among those `pick`
     /// accepts: the one with the newest log it knows of, and not a dead
     /// one (a leadership transfer to a dead voter only stalls).
@@ -1081,6 +1147,12 @@ impl Group {
                     self.raw.transfer_leader(to);
                 }
             }
+        } else if let Some(to) = self.voter_in_a_bigger_segment(fresh) {
+            // Writes from the leader's site commit without a WAN round
+            // trip, so the leader belongs where most voters are (ADR 0020).
+            if self.conf_change_due() {
+                self.raw.transfer_leader(to);
+            }
         } else if !wanted.contains(&me) {
             // The leader itself should not vote: hand over to a wanted
             // voter, which then demotes this node.
@@ -1198,6 +1270,7 @@ impl Group {
     }
 
     fn send_all(&mut self, msgs: Vec<Message>) {
+        let mut ready = Vec::with_capacity(msgs.len());
         for mut msg in msgs {
             if self.repeats_big_append(&msg) {
                 continue;
@@ -1209,8 +1282,73 @@ impl Group {
                 // in this message.
                 msg.commit = self.read_index();
             }
+            ready.push(msg);
+        }
+        let (direct, bundles) = if self.is_leader() && self.seq.cluster_version() >= RELAY_VERSION {
+            let fresh = self.election_timeout_ms();
+            relay::plan(
+                ready,
+                self.me.segment,
+                |id| self.seq.member(id).map(|m| m.info.segment),
+                |to| self.relay_among(to, fresh),
+            )
+        } else {
+            (ready, Vec::new())
+        };
+        for msg in direct {
+            if self.in_other_segment(msg.to) {
+                self.wan.entries_sent += msg.entries.len() as u64;
+            }
             self.out.push(Output::Send { to: msg.to, msg });
         }
+        for (via, msgs) in bundles {
+            self.wan.entries_sent += relay::distinct_entries(&msgs) as u64;
+            self.wan.bundles_sent += 1;
+            self.out.push(Output::Relay { via, msgs });
+        }
+    }
+
+    /// The relay for a remote segment's destinations `to`: the one heard
+    /// from last, if within an election timeout (a dead relay would hold
+    /// the others' appends until Raft probes them again).
+    fn relay_among(&self, to: &[u64], fresh: u64) -> Option<u64> {
+        to.iter()
+            .filter_map(|id| Some((*id, *self.last_heard.get(id)?)))
+            .filter(|(_, at)| self.now <= at + fresh)
+            .max_by_key(|(_, at)| *at)
+            .map(|(id, _)| id)
+    }
+
+    fn in_other_segment(&self, id: u64) -> bool {
+        self.seq
+            .member(id)
+            .is_some_and(|m| m.info.segment != self.me.segment)
+    }
+
+    /// Messages from a leader's bundle (`relay`), received from `from`: a
+    /// relay passes on only its sender's own messages, each to a member of
+    /// this node's segment; its own it steps.
+    pub fn step_relay(&mut self, from: u64, msgs: Vec<Message>) {
+        for msg in msgs {
+            if msg.from != from {
+                continue;
+            }
+            if msg.to == self.me.raft_id {
+                self.step(msg);
+            } else if self
+                .seq
+                .member(msg.to)
+                .is_some_and(|m| m.info.segment == self.me.segment)
+            {
+                self.wan.forwarded += 1;
+                self.out.push(Output::Forward { to: msg.to, msg });
+            }
+        }
+    }
+
+    /// What crossed to other segments so far.
+    pub fn wan_counters(&self) -> WanCounters {
+        self.wan
     }
 
     /// Whether `msg` sends a peer the same big entries again while the

@@ -30,7 +30,10 @@ use wsrep_abi::Uuid;
 /// 8: arbitrators (action tag 16; snapshot member flags), and a Raft
 /// election priority that keeps an arbitrator from leading; round-trip
 /// probes (`Ping`, `Pong`).
-pub const PROTOCOL_VERSION: u32 = 8;
+/// 9: the leader relays appends to a remote segment through one member
+/// there (`Relay`, `Relayed`; ADR 0020) and moves to the segment with the
+/// most voters; both only once the cluster runs at 9.
+pub const PROTOCOL_VERSION: u32 = 9;
 /// The oldest version this build speaks: peers whose range overlaps ours
 /// connect, and the cluster runs at the newest version every member
 /// speaks (`Action::ClusterVersion`, docs/formats.md). 8 is the first
@@ -53,6 +56,8 @@ const K_READ_ASK: u8 = 10;
 const K_READ_ANSWER: u8 = 11;
 const K_PING: u8 = 12;
 const K_PONG: u8 = 13;
+const K_RELAY: u8 = 14;
+const K_RELAYED: u8 = 15;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PeerMsg {
@@ -101,6 +106,12 @@ pub enum PeerMsg {
     Pong {
         sent: u64,
     },
+    /// From the leader to a member of another segment: appends for it and
+    /// others of its segment, each entry once (`group::relay`).
+    Relay(Vec<u8>),
+    /// A leader's Raft message (protobuf) passed on by a relay: its
+    /// `from` is the leader, not the connection's peer.
+    Relayed(Vec<u8>),
 }
 
 impl PeerMsg {
@@ -108,11 +119,9 @@ impl PeerMsg {
     /// bytes are not copied twice).
     pub fn into_frame(self) -> Result<Vec<u8>, FrameError> {
         match self {
-            PeerMsg::Raft(bytes) => {
-                let mut out = Vec::with_capacity(bytes.len() + 16);
-                frame::encode(K_RAFT, &bytes, MAX_PEER_MESSAGE, &mut out)?;
-                Ok(out)
-            }
+            PeerMsg::Raft(bytes) => raw_frame(K_RAFT, &bytes),
+            PeerMsg::Relay(bytes) => raw_frame(K_RELAY, &bytes),
+            PeerMsg::Relayed(bytes) => raw_frame(K_RELAYED, &bytes),
             other => other.to_frame(),
         }
     }
@@ -140,6 +149,8 @@ impl PeerMsg {
                 (K_REFUSE, w.finish())
             }
             PeerMsg::Raft(bytes) => (K_RAFT, bytes.clone()),
+            PeerMsg::Relay(bytes) => (K_RELAY, bytes.clone()),
+            PeerMsg::Relayed(bytes) => (K_RELAYED, bytes.clone()),
             PeerMsg::Join(info) => (K_JOIN, info.encode()),
             PeerMsg::Farewell => (K_FAREWELL, Vec::new()),
             PeerMsg::NotMember => (K_NOT_MEMBER, Vec::new()),
@@ -210,6 +221,8 @@ impl PeerMsg {
                 Ok(PeerMsg::Refuse { reason })
             }
             K_RAFT => Ok(PeerMsg::Raft(f.payload)),
+            K_RELAY => Ok(PeerMsg::Relay(f.payload)),
+            K_RELAYED => Ok(PeerMsg::Relayed(f.payload)),
             K_JOIN => Ok(PeerMsg::Join(MemberInfo::decode(&f.payload)?)),
             K_FAREWELL if f.payload.is_empty() => Ok(PeerMsg::Farewell),
             K_NOT_MEMBER if f.payload.is_empty() => Ok(PeerMsg::NotMember),
@@ -268,6 +281,13 @@ impl PeerMsg {
             }),
         }
     }
+}
+
+/// A frame around bytes encoded elsewhere (a Raft message, a bundle).
+fn raw_frame(kind: u8, bytes: &[u8]) -> Result<Vec<u8>, FrameError> {
+    let mut out = Vec::with_capacity(bytes.len() + 16);
+    frame::encode(kind, bytes, MAX_PEER_MESSAGE, &mut out)?;
+    Ok(out)
 }
 
 /// Checks a peer's hello against ours: `Err` is the reason to refuse,

@@ -17,7 +17,8 @@
 
 use lockstep_core::certification::{CertRequest, Certifier, Key, KeyType};
 use lockstep_core::group::{
-    Action, Delivery, Group, GroupConfig, GroupView, MemberInfo, MemberState, Output, Writeset,
+    relay, Action, Delivery, Group, GroupConfig, GroupView, MemberInfo, MemberState, Output,
+    Writeset,
 };
 use raft::eraftpb::{Message, MessageType};
 use std::cmp::Ordering;
@@ -154,6 +155,8 @@ pub struct SimConfig {
     /// Per host, the newest protocol version its build speaks (rolling
     /// upgrades); hosts beyond the list speak `group.protocol_max`.
     pub host_protocol: Vec<u32>,
+    /// Per host, its `gmcast.segment` (hosts beyond the list: 0).
+    pub host_segment: Vec<u8>,
 }
 
 /// Group timing scaled down 5x from the defaults (tick 50 → 10 ms), so a
@@ -212,6 +215,7 @@ impl SimConfig {
             genesis_seqno: rng.range(0, 1000) as i64,
             arbitrator_hosts: Vec::new(),
             host_protocol: Vec::new(),
+            host_segment: Vec::new(),
         }
     }
 }
@@ -332,14 +336,14 @@ fn uuid_of(id: u64) -> [u8; 16] {
     u
 }
 
-fn member_info(id: u64, host: usize) -> MemberInfo {
+fn member_info(id: u64, host: usize, segment: u8) -> MemberInfo {
     MemberInfo {
         raft_id: id,
         uuid: uuid_of(id),
         name: format!("node{host}"),
         incoming: format!("10.0.0.{host}:3306"),
         peer_addr: format!("10.0.0.{host}:4567"),
-        segment: 0,
+        segment,
     }
 }
 
@@ -348,6 +352,8 @@ fn member_info(id: u64, host: usize) -> MemberInfo {
 #[derive(Clone, Debug)]
 enum Payload {
     Raft(Message),
+    /// A leader's bundle (`relay`), from the node with this Raft id.
+    Relay(u64, Vec<Message>),
     Join(MemberInfo),
     /// From the node with this Raft id.
     Farewell(u64),
@@ -382,6 +388,10 @@ impl Kind {
                 payload: Payload::Raft(_),
                 ..
             } => "raft",
+            Kind::Msg {
+                payload: Payload::Relay(..),
+                ..
+            } => "relay",
             Kind::Msg {
                 payload: Payload::Join(_),
                 ..
@@ -478,6 +488,9 @@ pub struct Stats {
     pub leader_commit_ms: u64,
     pub follower_commits: u64,
     pub follower_commit_ms: u64,
+    /// Relay bundles sent by leaders, and messages relays passed on.
+    pub bundles: u64,
+    pub forwarded: u64,
 }
 
 impl Stats {
@@ -503,6 +516,8 @@ impl Stats {
         self.joins += o.joins;
         self.purged += o.purged;
         self.fences += o.fences;
+        self.bundles += o.bundles;
+        self.forwarded += o.forwarded;
         self.leader_commits += o.leader_commits;
         self.leader_commit_ms += o.leader_commit_ms;
         self.follower_commits += o.follower_commits;
@@ -661,7 +676,7 @@ impl Sim {
         self.hosts += 1;
         let cfg = self.node_config(host);
         let g = Group::bootstrap(
-            member_info(id, host),
+            member_info(id, host, self.segment_of(host)),
             cfg,
             self.history,
             self.cfg.genesis_seqno,
@@ -687,6 +702,10 @@ impl Sim {
         cfg
     }
 
+    pub fn segment_of(&self, host: usize) -> u8 {
+        self.cfg.host_segment.get(host).copied().unwrap_or(0)
+    }
+
     pub fn is_arbitrator(&self, host: usize) -> bool {
         self.cfg.arbitrator_hosts.contains(&host)
     }
@@ -694,7 +713,8 @@ impl Sim {
     fn join_node(&mut self, host: usize) -> usize {
         let id = self.new_id();
         let cfg = self.node_config(host);
-        let g = Group::join(member_info(id, host), cfg, self.now).expect("join");
+        let g =
+            Group::join(member_info(id, host, self.segment_of(host)), cfg, self.now).expect("join");
         self.milestone(format!("join id={id} host={host}"));
         self.stats.joins += 1;
         self.start_node(host, g)
@@ -871,6 +891,14 @@ impl Sim {
                         // (it hid a hang of the last member: `tell_commit`).
                         g.tick(now);
                     }
+                    Payload::Relay(from, msgs) => {
+                        if msgs.iter().any(|m| m.to == node.id) {
+                            node.last_leader_contact = now;
+                        }
+                        g.set_clock(now);
+                        g.step_relay(from, msgs);
+                        g.tick(now);
+                    }
                     Payload::Join(info) => g.handle_join(info),
                     Payload::Farewell(from) => {
                         g.handle_farewell(from);
@@ -1010,6 +1038,18 @@ impl Sim {
     fn output(&mut self, slot: usize, o: Output) {
         match o {
             Output::Send { to, msg } => self.send(slot, to, Payload::Raft(msg)),
+            // Through the bundle's codec, as on the wire.
+            Output::Relay { via, msgs } => {
+                let bytes = relay::encode(&msgs).expect("a bundle encodes");
+                let msgs = relay::decode(&bytes.into()).expect("and decodes");
+                self.stats.bundles += 1;
+                let from = self.nodes[slot].id;
+                self.send(slot, via, Payload::Relay(from, msgs));
+            }
+            Output::Forward { to, msg } => {
+                self.stats.forwarded += 1;
+                self.send(slot, to, Payload::Raft(msg));
+            }
             Output::Join(info) => {
                 let host = self.nodes[slot].host;
                 let members: Vec<u64> = self

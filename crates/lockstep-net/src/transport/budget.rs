@@ -55,7 +55,7 @@ impl InputBudget {
 /// What a peer message counts against [`INPUT_BUDGET`].
 pub fn input_bytes(msg: &PeerMsg) -> usize {
     match msg {
-        PeerMsg::Raft(bytes) => bytes.len(),
+        PeerMsg::Raft(bytes) | PeerMsg::Relay(bytes) | PeerMsg::Relayed(bytes) => bytes.len(),
         _ => 64,
     }
 }

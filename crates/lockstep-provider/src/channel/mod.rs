@@ -15,7 +15,7 @@ use crate::log::{error, info, warn};
 use crate::shared::Shared;
 use crate::state::Resolution;
 use lockstep_core::group::node::weight_majority;
-use lockstep_core::group::{Action, Delivery, Group, GroupConfig, MemberInfo, Output};
+use lockstep_core::group::{relay, Action, Delivery, Group, GroupConfig, MemberInfo, Output};
 use lockstep_core::metrics::Stage;
 use lockstep_core::wire::lanes::Lane;
 use lockstep_core::wire::peer::PeerMsg;
@@ -158,6 +158,7 @@ impl GroupChannel {
             lease_published: (None, 0),
             last_ping: Instant::now(),
             taken: 0,
+            wan_bytes: 0,
             last_report: Instant::now(),
             reported: -1,
             reported_applied: 0,
@@ -237,7 +238,13 @@ struct Worker {
     last_ping: Instant,
     /// Proposals taken from the input (`Inner::proposals_taken`).
     taken: u64,
+    /// Bytes sent to members of other segments (`Inner::wan_bytes_sent`).
+    wan_bytes: u64,
 }
+
+/// A frame's bytes around a Raft message (header and checksum), as the
+/// WAN byte counter adds them to the message's own size.
+const FRAME_OVERHEAD: u64 = 16;
 
 /// Frees big purged writesets on a short-lived thread: a million keys
 /// are a million and more allocations, a second of this thread under load
@@ -418,6 +425,8 @@ impl Worker {
     /// send queue).
     fn publish_proposals(&self, g: &mut crate::state::Inner) {
         g.proposals_taken = self.taken;
+        g.wan = self.group.wan_counters();
+        g.wan_bytes_sent = self.wan_bytes;
         g.send_queue = self.group.in_flight();
         let version = self.group.sequencer().cluster_version();
         if version != g.cluster_version {
@@ -444,6 +453,17 @@ impl Worker {
                     m.from
                 ),
                 Err(e) => warn!("peer {from} sent an undecodable Raft message: {e}"),
+            },
+            PeerMsg::Relay(bytes) => match relay::decode(&bytes::Bytes::from(bytes)) {
+                Ok(msgs) => self.group.step_relay(from, msgs),
+                Err(e) => warn!("peer {from} sent an undecodable relay bundle: {e}"),
+            },
+            // A leader's message passed on by a member of this segment.
+            PeerMsg::Relayed(bytes) => match raft::eraftpb::Message::parse_from_carllerche_bytes(
+                &bytes::Bytes::from(bytes),
+            ) {
+                Ok(m) => self.group.step(m),
+                Err(e) => warn!("peer {from} relayed an undecodable Raft message: {e}"),
             },
             PeerMsg::Join(info) if info.raft_id == from => self.group.handle_join(info),
             PeerMsg::Join(_) => warn!("peer {from} asked to add another node; ignored"),
@@ -843,6 +863,56 @@ impl Worker {
         self.group.propose(Action::FlowControl { raft_id, level });
     }
 
+    fn in_other_segment(&self, raft_id: u64) -> bool {
+        let mine = self.group.me().segment;
+        self.group
+            .sequencer()
+            .member(raft_id)
+            .is_some_and(|m| m.info.segment != mine)
+    }
+
+    /// A leader's appends for several members of a remote segment, as one
+    /// bundle to the relay `via` (ADR 0020); one too big for a message
+    /// goes as raft-rs made it.
+    fn send_bundle(&mut self, via: u64, msgs: Vec<raft::eraftpb::Message>) {
+        let frame = relay::encode(&msgs)
+            .map_err(|e| e.to_string())
+            .and_then(|b| PeerMsg::Relay(b).into_frame().map_err(|e| e.to_string()));
+        let addr = self.address_of(via);
+        match frame {
+            Ok(frame) => {
+                self.wan_bytes += frame.len() as u64;
+                self.transport
+                    .send(via, Out::Frame(frame), Lane::Bulk, addr.as_deref());
+            }
+            Err(e) => {
+                info!("appends to {via}'s segment go one by one ({e})");
+                for msg in msgs {
+                    self.wan_bytes += msg.compute_size() as u64 + FRAME_OVERHEAD;
+                    let addr = self.address_of(msg.to);
+                    self.transport
+                        .send(msg.to, Out::Raft(msg), Lane::Bulk, addr.as_deref());
+                }
+            }
+        }
+    }
+
+    /// As a relay, passes a leader's message on inside this segment.
+    fn forward(&mut self, to: u64, msg: raft::eraftpb::Message) {
+        let frame = msg
+            .write_to_bytes()
+            .map_err(|e| e.to_string())
+            .and_then(|b| PeerMsg::Relayed(b).into_frame().map_err(|e| e.to_string()));
+        match frame {
+            Ok(frame) => {
+                let addr = self.address_of(to);
+                self.transport
+                    .send(to, Out::Frame(frame), Lane::Bulk, addr.as_deref());
+            }
+            Err(e) => warn!("cannot pass a leader's message on to {to}: {e}"),
+        }
+    }
+
     fn address_of(&self, raft_id: u64) -> Option<String> {
         self.group
             .sequencer()
@@ -858,6 +928,9 @@ impl Worker {
         for o in outputs {
             match o {
                 Output::Send { to, msg } => {
+                    if self.in_other_segment(to) {
+                        self.wan_bytes += msg.compute_size() as u64 + FRAME_OVERHEAD;
+                    }
                     // Appends, forwarded proposals and snapshots carry
                     // writesets: the bulk lane, in order. Everything
                     // else (heartbeats, votes, answers) overtakes them.
@@ -871,6 +944,8 @@ impl Worker {
                     self.transport
                         .send(to, Out::Raft(msg), lane, addr.as_deref());
                 }
+                Output::Relay { via, msgs } => self.send_bundle(via, msgs),
+                Output::Forward { to, msg } => self.forward(to, msg),
                 Output::Join(info) => {
                     if let Ok(frame) = PeerMsg::Join(info).to_frame() {
                         self.transport.broadcast(&frame);

@@ -1,0 +1,168 @@
+//! WAN segments (`gmcast.segment`, issue 15, ADR 0020): the leader sends a
+//! remote segment each log entry once, to one member there that passes it
+//! on to the others of its site; a joiner takes its state from a donor of
+//! its own site. Four real Lockstep nodes on loopback, two
+//! per segment; the WAN is what the status counters say crossed between
+//! segments.
+
+#[path = "support/multi_node.rs"]
+mod multi_node;
+
+use std::time::{Duration, Instant};
+
+use lockstep_testkit::{Cluster, Node, Provider};
+use multi_node::{check, fail, log_count, status, status_u64, OrLogs};
+
+const WAIT: Duration = Duration::from_secs(60);
+const INSERTS: u64 = 200;
+
+/// Sends the segments' nodes `gmcast.segment` = their entry in `segments`.
+fn segmented(name: &str, segments: &[u8]) -> Cluster {
+    let mut cluster = Cluster::builder(segments.len())
+        .provider(Provider::lockstep_default())
+        .cluster_name(name)
+        .build()
+        .unwrap_or_else(|e| panic!("building {} Lockstep nodes: {e}", segments.len()));
+    for (n, segment) in cluster.nodes().iter().zip(segments) {
+        let port = n.base_port();
+        multi_node::edit_cnf(n, |text| {
+            text.replace(
+                &format!("base_port={port};"),
+                &format!("base_port={port}; gmcast.segment={segment};"),
+            )
+        });
+    }
+    cluster
+        .start_all()
+        .unwrap_or_else(|e| fail(&cluster, &format!("starting: {e}")));
+    cluster
+}
+
+/// The WAN counters of one node.
+#[derive(Debug, Clone, Copy)]
+struct Wan {
+    applied: u64,
+    entries: u64,
+    bytes: u64,
+    bundles: u64,
+    relayed: u64,
+}
+
+fn wan(cluster: &Cluster, node: &Node) -> Wan {
+    let get = |name: &str| status_u64(node, name).or_logs(cluster, name);
+    Wan {
+        applied: get("wsrep_lockstep_applied_index"),
+        entries: get("wsrep_lockstep_wan_entries_sent"),
+        bytes: get("wsrep_lockstep_wan_bytes_sent"),
+        bundles: get("wsrep_lockstep_wan_bundles_sent"),
+        relayed: get("wsrep_lockstep_relayed"),
+    }
+}
+
+/// Segments 0, 0, 1, 1: writes on the leader (segment 0) cross to
+/// segment 1 once per log entry, not once per member there, and the
+/// member that receives the bundle passes it on. The nodes end identical.
+#[test]
+fn a_remote_segment_gets_each_entry_once() {
+    let cluster = segmented("relay", &[0, 0, 1, 1]);
+    // The relay starts once the cluster runs the protocol version that has it.
+    let t0 = Instant::now();
+    while cluster.nodes().iter().any(|n| {
+        status(n, "wsrep_lockstep_protocol_version")
+            .is_ok_and(|v| v.parse::<u32>().is_ok_and(|v| v < 9))
+    }) {
+        check(&cluster, t0.elapsed() < WAIT, || {
+            "the cluster did not switch to protocol version 9".into()
+        });
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let leader_name = status(cluster.node(0), "wsrep_lockstep_leader").or_logs(&cluster, "leader");
+    let Some(leader) = cluster.nodes().iter().position(|n| n.name() == leader_name) else {
+        fail(&cluster, &format!("no leader known: {leader_name:?}"));
+    };
+    // Two voters per segment: the founder's site keeps the leadership.
+    check(&cluster, leader < 2, || {
+        format!("the leader {leader_name} left segment 0 although both have two voters")
+    });
+    let leader_node = cluster.node(leader);
+    leader_node
+        .sql("CREATE DATABASE wan; CREATE TABLE wan.t (id INT PRIMARY KEY, v VARCHAR(200))")
+        .or_logs(&cluster, "create");
+    cluster
+        .wait_for_equal_last_committed(WAIT)
+        .or_logs(&cluster, "settle");
+    let before: Vec<Wan> = cluster.nodes().iter().map(|n| wan(&cluster, n)).collect();
+    let mut session = leader_node.session().or_logs(&cluster, "session");
+    for i in 0..INSERTS {
+        session
+            .sql(&format!("INSERT INTO wan.t VALUES ({i}, REPEAT('x', 200))"))
+            .or_logs(&cluster, "insert");
+    }
+    drop(session);
+    cluster
+        .wait_for_equal_last_committed(WAIT)
+        .or_logs(&cluster, "replicated");
+    // Let the last commit reports reach the log before counting.
+    std::thread::sleep(Duration::from_secs(1));
+    let after: Vec<Wan> = cluster.nodes().iter().map(|n| wan(&cluster, n)).collect();
+    let d = |i: usize, f: fn(&Wan) -> u64| f(&after[i]) - f(&before[i]);
+    let entries = d(leader, |w| w.applied);
+    let wan_entries = d(leader, |w| w.entries);
+    let wan_bytes = d(leader, |w| w.bytes);
+    let bundles = d(leader, |w| w.bundles);
+    let relayed: u64 = (2..4).map(|i| d(i, |w| w.relayed)).sum();
+    eprintln!(
+        "{INSERTS} inserts: {entries} log entries, {wan_entries} sent to segment 1 in \
+         {bundles} bundles, {relayed} passed on there; {wan_bytes} WAN bytes, {} per insert",
+        wan_bytes / INSERTS
+    );
+    check(&cluster, entries >= INSERTS, || {
+        format!("only {entries} log entries for {INSERTS} inserts")
+    });
+    // Without the relay each entry would cross twice (two members there).
+    let copies = wan_entries as f64 / entries as f64;
+    check(&cluster, (0.8..=1.2).contains(&copies), || {
+        format!("{copies:.2} WAN copies per log entry ({wan_entries} for {entries})")
+    });
+    check(
+        &cluster,
+        relayed * 10 >= bundles * 8 && bundles >= INSERTS,
+        || format!("{bundles} bundles sent, {relayed} messages passed on"),
+    );
+    let sums = cluster.checksums(&["wan.t"]).or_logs(&cluster, "checksums");
+    check(&cluster, sums.is_consistent(), || {
+        format!("the nodes differ:\n{sums}")
+    });
+    let count = cluster
+        .node(3)
+        .sql("SELECT COUNT(*) FROM wan.t")
+        .or_logs(&cluster, "count");
+    check(&cluster, count.trim() == INSERTS.to_string(), || {
+        format!("node 4 has {count} rows")
+    });
+    let mut cluster = cluster;
+    cluster.stop_all().or_logs(&cluster, "stop");
+}
+
+/// `gmcast.segment`: node 1 in segment 0, nodes 2 and 3 in segment 1.
+/// Node 3's state transfer comes from node 2, its own segment's synced
+/// member, not from node 1 (the first synced member, which it was before
+/// segments counted): an SST does not cross a site's link when a local
+/// member can serve it.
+#[test]
+fn a_joiner_takes_its_state_from_a_donor_in_its_own_segment() {
+    let mut cluster = segmented("segments", &[0, 1, 1]);
+    const DONATING: &str = "donating state ";
+    let donations: Vec<usize> = (0..3)
+        .map(|i| log_count(cluster.node(i), DONATING))
+        .collect();
+    // Node 2 could only get its state from node 1; node 3 from node 2.
+    check(&cluster, donations == [1, 1, 0], || {
+        format!("donations per node: {donations:?} (node 3 should have had node 2's)")
+    });
+    let segment = status(cluster.node(2), "wsrep_gmcast_segment").or_logs(&cluster, "segment");
+    check(&cluster, segment == "1", || {
+        format!("node 3 reports segment {segment}")
+    });
+    cluster.stop_all().or_logs(&cluster, "stop");
+}
