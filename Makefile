@@ -6,7 +6,7 @@ CARGO ?= cargo
 TESTS ?=
 PROVIDER ?= lockstep
 
-.PHONY: setup build demo test lint unit integration mtr mtr-suite compat bench bench-cert rejoin-bench soak hot-spots options-doc fuzz clean
+.PHONY: setup build demo test lint unit integration mtr mtr-suite compat bench bench-cert rejoin-bench wan-bench soak hot-spots options-doc fuzz clean
 
 setup:
 	@scripts/setup.sh
@@ -56,6 +56,13 @@ bench: build
 #   make rejoin-bench REJOIN_ARGS="--size-mb 1024 --cut-secs 60"
 rejoin-bench: build
 	$(CARGO) run --release -p lockstep-integration --example rejoin_times -- $(REJOIN_ARGS)
+
+# Commit latency and WAN bytes per commit from each of two sites 50 ms
+# apart (2 + 1 nodes, gmcast.segment), Lockstep next to Galera; the WAN is
+# emulated in user space (scripts/wan-emulator.py; needs root) (~3 min):
+#   make wan-bench WAN_ARGS="--delay-ms 25 --commits 200"
+wan-bench: build
+	$(CARGO) run --release -p lockstep-integration --example wan_latency -- $(WAN_ARGS)
 
 # Memory of every mariadbd under a mixed load with one node slowed to ~15 %
 # (SIGSTOP/SIGCONT): RSS every 10 s, growth over the second half (~12 min):

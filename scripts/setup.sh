@@ -5,7 +5,8 @@ set -euo pipefail
 
 PKGS=(mariadb-server mariadb-client mariadb-backup mariadb-test galera-4
       sysbench rsync socat lsof iproute2 procps fonts-dejavu-core
-      openssl)  # the encrypted-key test makes its key with the openssl command
+      python3 openssl)  # python3: the WAN emulator (make wan-bench); openssl: the
+                        # encrypted-key test makes its key with the openssl command
 
 missing=()
 for p in "${PKGS[@]}"; do

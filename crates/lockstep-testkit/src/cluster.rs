@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use crate::config::{self, CnfParams, NodeConfig};
+use crate::config::{self, CnfParams, NodeConfig, Place};
 use crate::error::{Error, Result};
 use crate::node::{Node, Timeouts};
 use crate::ports::{self, NodePorts};
@@ -36,6 +36,8 @@ pub struct ClusterSpec {
     verbose: bool,
     keep: bool,
     tls: bool,
+    /// Where each node runs (by number); nodes beyond it on loopback.
+    places: Vec<Place>,
 }
 
 impl ClusterSpec {
@@ -56,7 +58,15 @@ impl ClusterSpec {
             verbose: true,
             keep: false,
             tls: false,
+            places: Vec::new(),
         }
+    }
+
+    /// Places node `i` (0-based) at `places[i]`: its address, network
+    /// namespace and segment (the WAN benchmark's sites).
+    pub fn places(mut self, places: Vec<Place>) -> Self {
+        self.places = places;
+        self
     }
     pub fn nodes(mut self, n: usize) -> Self {
         self.nodes = n;
@@ -175,7 +185,13 @@ impl ClusterSpec {
         let configs = ports
             .iter()
             .enumerate()
-            .map(|(i, p)| NodeConfig::new(&base, i + 1, *p))
+            .map(|(i, p)| {
+                let mut cfg = NodeConfig::new(&base, i + 1, *p)?;
+                if let Some(place) = self.places.get(i) {
+                    cfg.place = place.clone();
+                }
+                Ok(cfg)
+            })
             .collect::<Result<Vec<_>>>()?;
         let address = config::cluster_address(&configs);
         let template = NodeTemplate {

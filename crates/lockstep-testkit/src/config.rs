@@ -27,6 +27,31 @@ pub struct NodeConfig {
     /// The generated my.cnf, passed as `--defaults-file`.
     pub defaults_file: PathBuf,
     pub ports: NodePorts,
+    /// Where the node runs: loopback unless a test places it.
+    #[serde(default)]
+    pub place: Place,
+}
+
+/// Where a node runs on this machine: its own address, optionally in a
+/// network namespace (the WAN benchmark's emulated sites), and its
+/// `gmcast.segment`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Place {
+    /// The node's address for its peers, SST and IST.
+    pub host: String,
+    /// Started with `ip netns exec <netns>` (as root).
+    pub netns: Option<String>,
+    pub segment: u8,
+}
+
+impl Default for Place {
+    fn default() -> Place {
+        Place {
+            host: "127.0.0.1".into(),
+            netns: None,
+            segment: 0,
+        }
+    }
 }
 
 impl NodeConfig {
@@ -52,6 +77,7 @@ impl NodeConfig {
             name,
             dir,
             ports,
+            place: Place::default(),
         })
     }
 }
@@ -73,11 +99,11 @@ pub(crate) struct CnfParams<'a> {
     pub extra_lines: &'a [String],
 }
 
-/// `gcomm://127.0.0.1:<base_port>,...` for the given nodes.
+/// `gcomm://<host>:<base_port>,...` for the given nodes.
 pub(crate) fn cluster_address(nodes: &[NodeConfig]) -> String {
     let peers: Vec<String> = nodes
         .iter()
-        .map(|n| format!("127.0.0.1:{}", n.ports.base))
+        .map(|n| format!("{}:{}", n.place.host, n.ports.base))
         .collect();
     format!("gcomm://{}", peers.join(","))
 }
@@ -85,6 +111,7 @@ pub(crate) fn cluster_address(nodes: &[NodeConfig]) -> String {
 /// The `[mysqld]` section for one node. Extra lines come last so they win.
 pub(crate) fn render(node: &NodeConfig, p: &CnfParams<'_>) -> String {
     let ports = &node.ports;
+    let host = &node.place.host;
     let mut s = String::new();
     let mut line = |l: String| {
         s.push_str(&l);
@@ -105,7 +132,7 @@ pub(crate) fn render(node: &NodeConfig, p: &CnfParams<'_>) -> String {
     line(format!("pid-file={}", node.pid_file.display()));
     line(format!("log-error={}", node.error_log.display()));
     line(format!("port={}", ports.client));
-    line("bind-address=127.0.0.1".into());
+    line(format!("bind-address={host}"));
     line("skip-name-resolve".into());
     line("performance_schema=OFF".into());
     line("innodb_buffer_pool_size=64M".into());
@@ -118,16 +145,19 @@ pub(crate) fn render(node: &NodeConfig, p: &CnfParams<'_>) -> String {
     line(format!("wsrep_cluster_name={}", p.cluster_name));
     line(format!("wsrep_cluster_address={}", p.cluster_address));
     line(format!("wsrep_node_name={}", node.name));
-    line(format!("wsrep_node_address=127.0.0.1:{}", ports.base));
+    line(format!("wsrep_node_address={host}:{}", ports.base));
     line(format!(
-        "wsrep_node_incoming_address=127.0.0.1:{}",
+        "wsrep_node_incoming_address={host}:{}",
         ports.client
     ));
     let mut opts = format!(
-        "base_port={}; ist.recv_addr=127.0.0.1:{}; gcache.size=64M",
+        "base_port={}; ist.recv_addr={host}:{}; gcache.size=64M",
         ports.base,
         ports.ist()
     );
+    if node.place.segment != 0 {
+        let _ = write!(opts, "; gmcast.segment={}", node.place.segment);
+    }
     if p.tls_ca.is_some() {
         let _ = write!(
             opts,
@@ -140,7 +170,7 @@ pub(crate) fn render(node: &NodeConfig, p: &CnfParams<'_>) -> String {
         let _ = write!(opts, "; {extra}");
     }
     line(format!("wsrep_provider_options=\"{opts}\""));
-    line(format!("wsrep_sst_receive_address=127.0.0.1:{}", ports.sst));
+    line(format!("wsrep_sst_receive_address={host}:{}", ports.sst));
     line(format!("wsrep_sst_method={}", p.sst_method));
     // mariabackup connects to the donor as this user (rsync ignores it).
     line("wsrep_sst_auth=lockstep:lockstep".into());

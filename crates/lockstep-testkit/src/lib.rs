@@ -38,7 +38,7 @@ pub mod tls;
 pub mod user;
 
 pub use cluster::{Cluster, ClusterSpec, TCP_PASSWORD, TCP_USER};
-pub use config::NodeConfig;
+pub use config::{NodeConfig, Place};
 pub use consistency::ChecksumReport;
 pub use error::{Error, LogTail, Result};
 pub use load::{AckedLoad, WriterReport};

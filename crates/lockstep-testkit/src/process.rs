@@ -29,7 +29,16 @@ pub(crate) fn spawn(node: &NodeConfig, extra: &[&str], detach: bool) -> io::Resu
         .create(true)
         .append(true)
         .open(&node.console_log)?;
-    let mut cmd = Command::new(server_binary());
+    // A node placed in a network namespace (the WAN benchmark's sites)
+    // starts through `ip netns exec`, which execs the server in place.
+    let mut cmd = match &node.place.netns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).arg(server_binary());
+            c
+        }
+        None => Command::new(server_binary()),
+    };
     // Scripts the cluster provides (`<cluster dir>/bin`, e.g. a custom
     // `wsrep_sst_<method>` a test installs while the servers run) come
     // first in the server's PATH, which MariaDB searches for its SST

@@ -80,6 +80,7 @@ impl NodeState {
                 base: self.base_port,
                 sst: self.sst_port,
             },
+            place: Default::default(),
         }
     }
 }
