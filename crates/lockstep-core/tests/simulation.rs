@@ -368,6 +368,8 @@ fn an_arbitrator_keeps_quorum_but_never_leads_or_donates() {
 /// - The leader moves out of the one-voter site (to a site with the most
 ///   voters) and relays its appends to the remote site of two through one
 ///   member there: bundles are sent and passed on.
+/// - A follower's own entries come back to it as stubs (`echo`), which it
+///   fills from its copy; one it cannot fill costs a retry.
 /// - The usual checks of every simulation hold: a relay that is lost,
 ///   late, duplicated or crashed never breaks the order.
 #[test]
@@ -414,15 +416,17 @@ fn segments_relay_appends_and_the_leader_moves_to_the_biggest_site() {
         })?;
         stats.bundles = sim.stats.bundles;
         stats.forwarded = sim.stats.forwarded;
+        stats.stubs = sim.stats.stubs;
         Ok(stats)
     });
     assert_exercised("segments", &total);
     let share = in_small_site.get() as f64 / sampled.get().max(1) as f64;
     eprintln!(
-        "segments: {} bundles, {} messages passed on; the leader was in the one-voter site \
-         {:.1}% of {} samples",
+        "segments: {} bundles, {} messages passed on, {} entries sent back to their origin \
+         as stubs; the leader was in the one-voter site {:.1}% of {} samples",
         total.bundles,
         total.forwarded,
+        total.stubs,
         share * 100.0,
         sampled.get()
     );
@@ -431,6 +435,7 @@ fn segments_relay_appends_and_the_leader_moves_to_the_biggest_site() {
         total.forwarded > 1000,
         "too few messages passed on: {total:?}"
     );
+    assert!(total.stubs > 1000, "too few stubs: {total:?}");
     assert!(
         share < 0.05,
         "the leader stayed in the one-voter site {:.1}% of the time",

@@ -149,6 +149,10 @@ impl Provider {
             ("lockstep_wan_bytes_sent", Int(g.wan_bytes_sent as i64)),
             ("lockstep_wan_bundles_sent", Int(g.wan.bundles_sent as i64)),
             ("lockstep_relayed", Int(g.wan.forwarded as i64)),
+            // A follower's own entries sent back to it as stubs (as leader:
+            // the bytes left out), and stubs it could not fill (a retry).
+            ("lockstep_echo_elided_bytes", Int(g.wan.elided_bytes as i64)),
+            ("lockstep_echo_unfilled", Int(g.wan.unfilled as i64)),
             (
                 "lockstep_recv_spilled",
                 Int(g.spool.as_ref().map_or(0, |s| s.outstanding()) as i64),

@@ -12,6 +12,8 @@
 //! - `node`: the Raft driver around tikv/raft-rs (ADR 0004), with batching,
 //!   retries and the leader's membership duties; sans-IO, driven by the
 //!   provider's group thread or by the simulation tests;
+//! - `echo`: a follower's own entries come back from the leader without
+//!   their data, which the follower still holds (ADR 0020);
 //! - `relay`: the leader's appends to a remote segment as one bundle that
 //!   a member there passes on (`gmcast.segment`, ADR 0020);
 //! - `member_state`: this node's own member status and desync counting;
@@ -19,6 +21,7 @@
 //!   whole cluster (`pc.recovery`).
 
 pub mod action;
+pub mod echo;
 mod follower_commit;
 pub mod fragments;
 mod log_store;

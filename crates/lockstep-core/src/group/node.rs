@@ -30,8 +30,8 @@ use super::log_store::LogStore;
 use super::member_state::MemberState;
 use super::payload::Payload;
 use super::read_fence::{lease_ms, ReadFences};
-use super::relay;
 use super::sequencer::{Delivery, GroupView, Member, Membership, Sequencer};
+use super::{echo, relay};
 use protobuf::Message as _;
 use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, Message, Snapshot};
 use raft::storage::MemStorage;
@@ -229,6 +229,10 @@ pub struct WanCounters {
     pub bundles_sent: u64,
     /// Messages this node forwarded as a relay.
     pub forwarded: u64,
+    /// Bytes of entries the leader sent their origin as stubs (`echo`).
+    pub elided_bytes: u64,
+    /// Appends this node dropped because it could not fill a stub.
+    pub unfilled: u64,
 }
 
 pub struct Group {
@@ -254,6 +258,12 @@ pub struct Group {
     big_appends: HashMap<u64, ((u64, u64, u64), u64)>,
     last_heard: HashMap<u64, u64>,
     wan: WanCounters,
+    /// What this node forwarded to the leader, to fill its stubs, and the
+    /// next sequence number of such an entry (`echo`).
+    forwarded: echo::Forwarded,
+    next_forward: u64,
+    /// Leader: the stubs sent (`echo`).
+    stubs: echo::Stubs,
     /// Term of this node's current (or last) leadership.
     lead_term: u64,
     last_join: Option<u64>,
@@ -349,6 +359,9 @@ impl Group {
             retries: HashMap::new(),
             big_appends: HashMap::new(),
             wan: WanCounters::default(),
+            forwarded: echo::Forwarded::default(),
+            next_forward: 1,
+            stubs: echo::Stubs::default(),
             last_heard: HashMap::new(),
             lead_term: 0,
             last_join: None,
@@ -582,7 +595,7 @@ impl Group {
     }
 
     /// A Raft message from a peer.
-    pub fn step(&mut self, msg: Message) {
+    pub fn step(&mut self, mut msg: Message) {
         if self.retired {
             // A member that campaigns may not know our removal committed.
             // Only campaigns are answered: an answer to an answer could
@@ -618,6 +631,12 @@ impl Group {
             return;
         }
         self.last_heard.insert(msg.from, self.now);
+        if !self.forwarded.fill(self.me.raft_id, &mut msg) {
+            // A stub of an entry this node no longer holds: Raft's retry
+            // brings the data (`echo`).
+            self.wan.unfilled += 1;
+            return;
+        }
         match msg.get_msg_type() {
             raft::eraftpb::MessageType::MsgReadIndex if self.is_leader() => {
                 self.fences.saw_read(self.now);
@@ -1081,6 +1100,9 @@ impl Group {
             self.lead_term = self.raw.raft.term;
             self.last_heard.clear();
         }
+        let prs = self.raw.raft.prs();
+        self.stubs
+            .prune(|id| prs.get(id).map_or(u64::MAX, |p| p.matched));
         if let Some(version) = self.seq.upgradable_to() {
             // Every member speaks a newer version: switch, at one log
             // position for all (re-proposed if the entry is lost).
@@ -1237,7 +1259,15 @@ impl Group {
 
     fn propose_batch(&mut self, batch: Vec<Proposal>) {
         // A dropped proposal stays pending and is retried.
-        let accepted = self.raw.propose(vec![], encode_batch(&batch)).is_ok();
+        // A follower's batch goes to the leader and comes back in its
+        // append: named, so the leader can leave the data out (`echo`).
+        let context = if !self.is_leader() && self.seq.cluster_version() >= RELAY_VERSION {
+            self.next_forward += 1;
+            echo::context(self.me.raft_id, self.next_forward)
+        } else {
+            Vec::new()
+        };
+        let accepted = self.raw.propose(context, encode_batch(&batch)).is_ok();
         for p in batch {
             let pending = Pending {
                 at: self.now,
@@ -1282,16 +1312,30 @@ impl Group {
                 // in this message.
                 msg.commit = self.read_index();
             }
+            self.forwarded.remember(self.me.raft_id, &msg);
             ready.push(msg);
         }
         let (direct, bundles) = if self.is_leader() && self.seq.cluster_version() >= RELAY_VERSION {
             let fresh = self.election_timeout_ms();
-            relay::plan(
+            let (mut direct, mut bundles) = relay::plan(
                 ready,
                 self.me.segment,
                 |id| self.seq.member(id).map(|m| m.info.segment),
-                |to| self.relay_among(to, fresh),
-            )
+                |to, msgs| self.relay_among(to, msgs, fresh),
+            );
+            for m in direct.iter_mut() {
+                if m.get_msg_type() == raft::eraftpb::MessageType::MsgAppend {
+                    let to = m.to;
+                    let matched = self.matched(to);
+                    let saved = self.stubs.elide(to, matched, std::slice::from_mut(m));
+                    self.wan.elided_bytes += saved as u64;
+                }
+            }
+            for (via, msgs) in bundles.iter_mut() {
+                let matched = self.matched(*via);
+                self.wan.elided_bytes += self.stubs.elide(*via, matched, msgs) as u64;
+            }
+            (direct, bundles)
         } else {
             (ready, Vec::new())
         };
@@ -1308,15 +1352,31 @@ impl Group {
         }
     }
 
-    /// The relay for a remote segment's destinations `to`: the one heard
-    /// from last, if within an election timeout (a dead relay would hold
-    /// the others' appends until Raft probes them again).
-    fn relay_among(&self, to: &[u64], fresh: u64) -> Option<u64> {
+    /// The relay for a remote segment's destinations `to`: the origin of
+    /// most of the entries (it fills their stubs itself, `echo`), else the
+    /// one heard from last; only one heard within an election timeout (a
+    /// dead relay would hold the others' appends until Raft probes them).
+    fn relay_among(&self, to: &[u64], msgs: &[Message], fresh: u64) -> Option<u64> {
+        let alive = |id: &u64| {
+            self.last_heard
+                .get(id)
+                .is_some_and(|at| self.now <= at + fresh)
+        };
+        if let Some(origin) = echo::Stubs::main_origin(msgs) {
+            if to.contains(&origin) && alive(&origin) {
+                return Some(origin);
+            }
+        }
         to.iter()
             .filter_map(|id| Some((*id, *self.last_heard.get(id)?)))
             .filter(|(_, at)| self.now <= at + fresh)
             .max_by_key(|(_, at)| *at)
             .map(|(id, _)| id)
+    }
+
+    /// What the leader knows `id` stores (u64::MAX: not a peer).
+    fn matched(&self, id: u64) -> u64 {
+        self.raw.raft.prs().get(id).map_or(u64::MAX, |p| p.matched)
     }
 
     fn in_other_segment(&self, id: u64) -> bool {
@@ -1329,8 +1389,14 @@ impl Group {
     /// relay passes on only its sender's own messages, each to a member of
     /// this node's segment; its own it steps.
     pub fn step_relay(&mut self, from: u64, msgs: Vec<Message>) {
-        for msg in msgs {
+        for mut msg in msgs {
             if msg.from != from {
+                continue;
+            }
+            // The leader left out what this node forwarded (`echo`): put
+            // it back before passing the message on.
+            if !self.forwarded.fill(self.me.raft_id, &mut msg) {
+                self.wan.unfilled += 1;
                 continue;
             }
             if msg.to == self.me.raft_id {
@@ -1415,6 +1481,7 @@ impl Group {
             self.fail(format!("cannot append to the Raft log: {e}"));
             return;
         }
+        self.forwarded.stored(self.me.raft_id, ready.entries());
         if let Some(hs) = ready.hs() {
             store.set_hardstate(hs.clone());
         }

@@ -37,7 +37,7 @@ pub fn plan(
     msgs: Vec<Message>,
     my_segment: u8,
     segment_of: impl Fn(u64) -> Option<u8>,
-    pick_relay: impl Fn(&[u64]) -> Option<u64>,
+    pick_relay: impl Fn(&[u64], &[Message]) -> Option<u64>,
 ) -> (Vec<Message>, Vec<(u64, Vec<Message>)>) {
     let mut direct = Vec::new();
     let mut by_segment: BTreeMap<u8, Vec<Message>> = BTreeMap::new();
@@ -56,7 +56,7 @@ pub fn plan(
         to.sort_unstable();
         to.dedup();
         let relay = if to.len() >= 2 && same_entries(&group) {
-            pick_relay(&to)
+            pick_relay(&to, &group)
         } else {
             None
         };
@@ -242,7 +242,7 @@ mod tests {
             append(5, e()),
             heartbeat(3),
         ];
-        let (direct, bundles) = plan(msgs, 0, segment_of, |to| to.first().copied());
+        let (direct, bundles) = plan(msgs, 0, segment_of, |to, _| to.first().copied());
         let direct_to: Vec<u64> = direct.iter().map(|m| m.to).collect();
         assert_eq!(
             direct_to,
@@ -260,13 +260,13 @@ mod tests {
             append(2, vec![entry(8, 3, b"a")]),
             append(3, vec![entry(8, 3, b"a")]),
         ];
-        let (direct, bundles) = plan(msgs, 0, segment_of, |_| None);
+        let (direct, bundles) = plan(msgs, 0, segment_of, |_, _| None);
         assert_eq!((direct.len(), bundles.len()), (2, 0));
         let msgs = vec![
             append(2, vec![entry(8, 3, b"a")]),
             append(3, vec![entry(8, 4, b"a")]),
         ];
-        let (direct, bundles) = plan(msgs, 0, segment_of, |to| to.first().copied());
+        let (direct, bundles) = plan(msgs, 0, segment_of, |to, _| to.first().copied());
         assert_eq!((direct.len(), bundles.len()), (2, 0));
     }
 

@@ -17,7 +17,7 @@
 
 use lockstep_core::certification::{CertRequest, Certifier, Key, KeyType};
 use lockstep_core::group::{
-    relay, Action, Delivery, Group, GroupConfig, GroupView, MemberInfo, MemberState, Output,
+    echo, relay, Action, Delivery, Group, GroupConfig, GroupView, MemberInfo, MemberState, Output,
     Writeset,
 };
 use raft::eraftpb::{Message, MessageType};
@@ -491,6 +491,8 @@ pub struct Stats {
     /// Relay bundles sent by leaders, and messages relays passed on.
     pub bundles: u64,
     pub forwarded: u64,
+    /// Entries sent to their origin without data (`echo`).
+    pub stubs: u64,
 }
 
 impl Stats {
@@ -518,6 +520,7 @@ impl Stats {
         self.fences += o.fences;
         self.bundles += o.bundles;
         self.forwarded += o.forwarded;
+        self.stubs += o.stubs;
         self.leader_commits += o.leader_commits;
         self.leader_commit_ms += o.leader_commit_ms;
         self.follower_commits += o.follower_commits;
@@ -1037,12 +1040,20 @@ impl Sim {
 
     fn output(&mut self, slot: usize, o: Output) {
         match o {
-            Output::Send { to, msg } => self.send(slot, to, Payload::Raft(msg)),
+            Output::Send { to, msg } => {
+                self.stats.stubs += msg.entries.iter().filter(|e| echo::is_stub(e)).count() as u64;
+                self.send(slot, to, Payload::Raft(msg))
+            }
             // Through the bundle's codec, as on the wire.
             Output::Relay { via, msgs } => {
                 let bytes = relay::encode(&msgs).expect("a bundle encodes");
                 let msgs = relay::decode(&bytes.into()).expect("and decodes");
                 self.stats.bundles += 1;
+                self.stats.stubs += msgs
+                    .iter()
+                    .flat_map(|m| m.entries.iter())
+                    .filter(|e| echo::is_stub(e))
+                    .count() as u64;
                 let from = self.nodes[slot].id;
                 self.send(slot, via, Payload::Relay(from, msgs));
             }
