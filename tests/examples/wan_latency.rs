@@ -1,13 +1,14 @@
 //! Commit latency and WAN bytes across two emulated sites (issue 15,
 //! ADR 0020), Lockstep next to Galera, both in one run on this machine. A
 //! command, not a test: `make wan-bench [WAN_ARGS="--delay-ms 25 --commits 200"]`
-//! (as root: it makes network namespaces).
+//! (as root: it makes network namespaces); `--site-a 3 --site-b 2` for
+//! other site sizes.
 //!
 //! The WAN is `scripts/wan-emulator.py`: two network namespaces joined
 //! through TUN devices by a process that holds every packet between the
 //! sites for `--delay-ms` each way (this kernel has no `tc netem`) and
-//! counts the bytes that cross. Site A holds nodes 2 and 3 (segment 0),
-//! site B node 1 (segment 1), which founds the cluster, so each provider
+//! counts the bytes that cross. Site A holds two nodes (segment 0), site B
+//! one (segment 1): node 1, which founds the cluster, so each provider
 //! starts with its first member in the small site.
 //!
 //! Per site, one client commits `--commits` single-row updates one after
@@ -16,6 +17,7 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use lockstep_testkit::{Cluster, Place, Provider};
@@ -28,20 +30,35 @@ const WAIT: Duration = Duration::from_secs(300);
 const STATS: &str = "/tmp/lockstep-wan-stats.json";
 const READY: &str = "/tmp/lockstep-wan-ready";
 
+/// The emulator's pid, so that `die` (which exits without unwinding)
+/// stops it and its namespaces go too.
+static EMULATOR_PID: AtomicU32 = AtomicU32::new(0);
+
 fn die(what: &str, e: impl std::fmt::Display) -> ! {
+    stop_emulator(EMULATOR_PID.swap(0, Ordering::SeqCst));
     example_args::die("wan-bench", what, e)
+}
+
+fn stop_emulator(pid: u32) {
+    if pid != 0 {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
 }
 
 /// The emulator process; stopped (namespaces removed) on drop.
 struct Emulator(Child);
 
 impl Emulator {
-    fn start(delay_ms: u64) -> Emulator {
+    fn start(delay_ms: u64, layout: Layout) -> Emulator {
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/wan-emulator.py");
         let _ = std::fs::remove_file(READY);
         let child = Command::new("python3")
             .arg(&script)
-            .args(["up", "--sites", "2", "--hosts", "2,1"])
+            .args(["up", "--sites", "2", "--hosts"])
+            .arg(format!("{},{}", layout.a, layout.b))
             .args(["--delay-ms", &delay_ms.to_string(), "--stats", STATS])
             .args(["--ready", READY])
             .spawn()
@@ -53,6 +70,7 @@ impl Emulator {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+        EMULATOR_PID.store(child.id(), Ordering::SeqCst);
         Emulator(child)
     }
 
@@ -71,10 +89,7 @@ impl Emulator {
 
 impl Drop for Emulator {
     fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.0.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
+        stop_emulator(EMULATOR_PID.swap(0, Ordering::SeqCst));
         let _ = self.0.wait();
     }
 }
@@ -93,17 +108,38 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
-fn places() -> Vec<Place> {
-    let at = |host: &str, ns: &str, segment: u8| Place {
-        host: host.into(),
-        netns: Some(ns.into()),
-        segment,
-    };
-    vec![
-        at("10.77.1.1", "lswan1", 1),
-        at("10.77.0.1", "lswan0", 0),
-        at("10.77.0.2", "lswan0", 0),
-    ]
+/// Nodes per site: A (the emulator's site 0, segment 0) and B.
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    a: u64,
+    b: u64,
+}
+
+impl Layout {
+    /// Node 1 is B's first host (it founds the cluster), then A's hosts,
+    /// then B's others.
+    fn places(self) -> Vec<Place> {
+        let at = |site: u64, n: u64| Place {
+            host: format!("10.77.{site}.{n}"),
+            netns: Some(format!("lswan{site}")),
+            segment: site as u8,
+        };
+        let mut v = vec![at(1, 1)];
+        v.extend((1..=self.a).map(|n| at(0, n)));
+        v.extend((2..=self.b).map(|n| at(1, n)));
+        v
+    }
+
+    fn nodes(self) -> usize {
+        (self.a + self.b) as usize
+    }
+
+    /// Whether node `name` (`nodeN`) is in site A.
+    fn in_a(self, name: &str) -> bool {
+        name.strip_prefix("node")
+            .and_then(|n| n.parse::<u64>().ok())
+            .is_some_and(|n| (2..=self.a + 1).contains(&n))
+    }
 }
 
 fn leader(cluster: &Cluster) -> String {
@@ -115,17 +151,32 @@ fn leader(cluster: &Cluster) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
-fn measure(provider: Provider, emu: &Emulator, commits: u64) -> Vec<Row> {
+fn measure(provider: Provider, emu: &Emulator, commits: u64, layout: Layout) -> Vec<Row> {
     let label = provider.label();
-    eprintln!("wan-bench: {label}: starting 3 nodes (site B: node1; site A: node2, node3)");
-    let cluster = Cluster::builder(3)
-        .provider(provider)
-        .cluster_name("wan")
-        .places(places())
-        .provider_options("evs.suspect_timeout=PT10S")
-        .start_timeout(WAIT)
-        .start()
-        .unwrap_or_else(|e| die("starting the cluster", e));
+    eprintln!(
+        "wan-bench: {label}: starting {} nodes ({} in site A, {} in site B, node1 in B)",
+        layout.nodes(),
+        layout.a,
+        layout.b
+    );
+    // Galera in network namespaces now and then refuses a joiner with "a
+    // node with the same UUID already exists": a new cluster then.
+    let mut attempt = 0;
+    let cluster = loop {
+        attempt += 1;
+        match Cluster::builder(layout.nodes())
+            .provider(provider.clone())
+            .cluster_name("wan")
+            .places(layout.places())
+            .provider_options("evs.suspect_timeout=PT10S")
+            .start_timeout(WAIT)
+            .start()
+        {
+            Ok(c) => break c,
+            Err(e) if attempt < 3 => eprintln!("wan-bench: {label}: start failed ({e}); again"),
+            Err(e) => die("starting the cluster", e),
+        }
+    };
     cluster
         .node(0)
         .sql(
@@ -140,7 +191,7 @@ fn measure(provider: Provider, emu: &Emulator, commits: u64) -> Vec<Row> {
     // the protocol version that moves it (ADR 0020).
     let t0 = Instant::now();
     while label == "lockstep"
-        && !matches!(leader(&cluster).as_str(), "node2" | "node3")
+        && !layout.in_a(&leader(&cluster))
         && t0.elapsed() < Duration::from_secs(30)
     {
         std::thread::sleep(Duration::from_millis(200));
@@ -150,7 +201,7 @@ fn measure(provider: Provider, emu: &Emulator, commits: u64) -> Vec<Row> {
     std::thread::sleep(Duration::from_secs(5));
     let idle_rate = (emu.bytes() - idle_from) as f64 / idle_t.elapsed().as_secs_f64();
     let mut rows = Vec::new();
-    for (site, i) in [("A (2 nodes)", 1), ("B (1 node)", 0)] {
+    for (site, i) in [("A", 1), ("B", 0)] {
         let node = cluster.node(i);
         let mut session = node.session().unwrap_or_else(|e| die("a session", e));
         let update = format!("UPDATE wan.t SET v = v + 1 WHERE id = {i}");
@@ -159,6 +210,26 @@ fn measure(provider: Provider, emu: &Emulator, commits: u64) -> Vec<Row> {
                 .sql(&update)
                 .unwrap_or_else(|e| die("warming up", e));
         }
+        // Lockstep's own WAN counters, summed over the nodes.
+        let counters = |c: &Cluster| -> Vec<u64> {
+            [
+                "wan_bytes_sent",
+                "wan_entries_sent",
+                "wan_bundles_sent",
+                "applied_index",
+                "echo_elided_bytes",
+            ]
+            .iter()
+            .map(|k| {
+                c.nodes()
+                    .iter()
+                    .filter_map(|n| n.status(&format!("wsrep_lockstep_{k}")).ok().flatten())
+                    .filter_map(|v| v.parse::<u64>().ok())
+                    .sum()
+            })
+            .collect()
+        };
+        let own_before = counters(&cluster);
         let before = emu.bytes();
         let t = Instant::now();
         let mut latencies_ms = Vec::new();
@@ -171,6 +242,15 @@ fn measure(provider: Provider, emu: &Emulator, commits: u64) -> Vec<Row> {
         }
         let busy = t.elapsed().as_secs_f64();
         let crossed = emu.bytes() - before;
+        let own: Vec<u64> = counters(&cluster)
+            .iter()
+            .zip(&own_before)
+            .map(|(a, b)| a - b)
+            .collect();
+        eprintln!(
+            "wan-bench: {label} site {site}: counters summed over the nodes (WAN bytes, WAN entries, bundles, applied \
+             entries, bytes left out of echoes) {own:?}"
+        );
         let net = (crossed as f64 - idle_rate * (busy + 0.6)).max(0.0);
         latencies_ms.sort_by(f64::total_cmp);
         rows.push(Row {
@@ -197,12 +277,22 @@ fn measure(provider: Provider, emu: &Emulator, commits: u64) -> Vec<Row> {
 fn main() {
     let delay_ms = arg("--delay-ms", 25);
     let commits = arg("--commits", 200);
-    let emu = Emulator::start(delay_ms);
-    let mut rows = measure(Provider::lockstep_default(), &emu, commits);
-    rows.extend(measure(Provider::Galera, &emu, commits));
+    let layout = Layout {
+        a: arg("--site-a", 2).max(1),
+        b: arg("--site-b", 1).max(1),
+    };
+    let emu = Emulator::start(delay_ms, layout);
+    let mut rows = measure(Provider::lockstep_default(), &emu, commits, layout);
+    // `--galera 0`: Lockstep alone (no comparison).
+    if arg("--galera", 1) == 1 {
+        rows.extend(measure(Provider::Galera, &emu, commits, layout));
+    }
     drop(emu);
     println!(
-        "\nWAN: two sites, {} ms round trip; {commits} single-row commits per site, one client\n",
+        "\nWAN: site A ({} nodes) and site B ({}), {} ms round trip; {commits} single-row \
+         commits per site, one client\n",
+        layout.a,
+        layout.b,
         2 * delay_ms
     );
     println!(
@@ -229,7 +319,7 @@ fn main() {
             }
         );
     }
-    let (ours, theirs) = rows.split_at(rows.len() / 2);
+    let (ours, theirs) = rows.split_at(2.min(rows.len()));
     println!();
     for (o, g) in ours.iter().zip(theirs) {
         println!(

@@ -181,21 +181,6 @@ impl Stubs {
     pub fn prune(&mut self, matched: impl Fn(u64) -> u64) {
         self.sent.retain(|(index, to)| *index > matched(*to));
     }
-
-    /// The member most of whose own entries `msgs` carry, by bytes (the
-    /// relay to prefer: it fills them itself).
-    pub fn main_origin(msgs: &[Message]) -> Option<u64> {
-        let mut by: BTreeMap<u64, usize> = BTreeMap::new();
-        let mut seen = BTreeSet::new();
-        for e in msgs.iter().flat_map(|m| m.entries.iter()) {
-            if let Some((origin, _, false)) = origin_of(e) {
-                if seen.insert(e.index) {
-                    *by.entry(origin).or_default() += e.data.len();
-                }
-            }
-        }
-        by.into_iter().max_by_key(|(_, b)| *b).map(|(o, _)| o)
-    }
 }
 
 #[cfg(test)]
@@ -268,19 +253,6 @@ mod tests {
             0,
             "never at or below matched"
         );
-    }
-
-    #[test]
-    fn the_relay_to_prefer_carries_the_most_of_its_own() {
-        let a = msg(
-            MessageType::MsgAppend,
-            4,
-            vec![
-                entry(5, Some((4, 1)), &[0; 100]),
-                entry(6, Some((5, 1)), &[0; 300]),
-            ],
-        );
-        assert_eq!(Stubs::main_origin(&[a]), Some(5));
     }
 
     #[test]

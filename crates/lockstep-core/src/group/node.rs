@@ -217,6 +217,9 @@ pub enum Output {
 /// moves to the segment with the most voters (ADR 0020).
 pub const RELAY_VERSION: u32 = 9;
 
+/// How often the leader reviews each remote segment's relay.
+const RELAY_REVIEW_MS: u64 = 1000;
+
 /// What crossed to other segments (`gmcast.segment`), for the WAN status
 /// counters: the relay works when a remote segment of several members
 /// gets each entry once.
@@ -262,8 +265,14 @@ pub struct Group {
     /// next sequence number of such an entry (`echo`).
     forwarded: echo::Forwarded,
     next_forward: u64,
-    /// Leader: the stubs sent (`echo`).
+    /// Leader: the stubs sent (`echo`), and each remote segment's relay
+    /// (kept while it answers).
     stubs: echo::Stubs,
+    relays: HashMap<u8, u64>,
+    /// Leader: bytes each member forwarded since `relay_review` (a
+    /// segment's relay is its main writer, whose echoes it fills itself).
+    proposed: HashMap<u64, u64>,
+    relay_review: u64,
     /// Term of this node's current (or last) leadership.
     lead_term: u64,
     last_join: Option<u64>,
@@ -362,6 +371,9 @@ impl Group {
             forwarded: echo::Forwarded::default(),
             next_forward: 1,
             stubs: echo::Stubs::default(),
+            relays: HashMap::new(),
+            proposed: HashMap::new(),
+            relay_review: 0,
             last_heard: HashMap::new(),
             lead_term: 0,
             last_join: None,
@@ -638,6 +650,10 @@ impl Group {
             return;
         }
         match msg.get_msg_type() {
+            raft::eraftpb::MessageType::MsgPropose if self.is_leader() => {
+                let bytes: usize = msg.entries.iter().map(|e| e.data.len()).sum();
+                *self.proposed.entry(msg.from).or_default() += bytes as u64;
+            }
             raft::eraftpb::MessageType::MsgReadIndex if self.is_leader() => {
                 self.fences.saw_read(self.now);
             }
@@ -1317,11 +1333,20 @@ impl Group {
         }
         let (direct, bundles) = if self.is_leader() && self.seq.cluster_version() >= RELAY_VERSION {
             let fresh = self.election_timeout_ms();
+            if self.now >= self.relay_review {
+                self.review_relays(fresh);
+            }
+            let segments: HashMap<u64, u8> = self
+                .seq
+                .members()
+                .iter()
+                .map(|m| (m.info.raft_id, m.info.segment))
+                .collect();
             let (mut direct, mut bundles) = relay::plan(
                 ready,
                 self.me.segment,
-                |id| self.seq.member(id).map(|m| m.info.segment),
-                |to, msgs| self.relay_among(to, msgs, fresh),
+                |id| segments.get(&id).copied(),
+                |segment| self.relay_of(segment, fresh),
             );
             for m in direct.iter_mut() {
                 if m.get_msg_type() == raft::eraftpb::MessageType::MsgAppend {
@@ -1352,26 +1377,66 @@ impl Group {
         }
     }
 
-    /// The relay for a remote segment's destinations `to`: the origin of
-    /// most of the entries (it fills their stubs itself, `echo`), else the
-    /// one heard from last; only one heard within an election timeout (a
-    /// dead relay would hold the others' appends until Raft probes them).
-    fn relay_among(&self, to: &[u64], msgs: &[Message], fresh: u64) -> Option<u64> {
-        let alive = |id: &u64| {
-            self.last_heard
-                .get(id)
-                .is_some_and(|at| self.now <= at + fresh)
-        };
-        if let Some(origin) = echo::Stubs::main_origin(msgs) {
-            if to.contains(&origin) && alive(&origin) {
-                return Some(origin);
+    /// The relay of a remote segment: the one chosen before while it
+    /// answers (a follower's appends keep one path, so their order), else
+    /// the member there that forwarded the most lately, else the one heard
+    /// from last; only one heard within an election timeout (a dead relay
+    /// would hold the others' appends until it is replaced).
+    fn relay_of(&mut self, segment: u8, fresh: u64) -> Option<u64> {
+        if let Some(&r) = self.relays.get(&segment) {
+            if self.may_relay(r, segment, fresh) {
+                return Some(r);
             }
         }
-        to.iter()
-            .filter_map(|id| Some((*id, *self.last_heard.get(id)?)))
-            .filter(|(_, at)| self.now <= at + fresh)
-            .max_by_key(|(_, at)| *at)
-            .map(|(id, _)| id)
+        let chosen = self.relay_candidates(segment, fresh).max_by_key(|id| {
+            let wrote = self.proposed.get(id).copied().unwrap_or(0);
+            (wrote, self.last_heard.get(id).copied().unwrap_or(0))
+        });
+        match chosen {
+            Some(r) => self.relays.insert(segment, r),
+            None => self.relays.remove(&segment),
+        };
+        chosen
+    }
+
+    /// The members of `segment` that may relay (`may_relay`).
+    fn relay_candidates(&self, segment: u8, fresh: u64) -> impl Iterator<Item = u64> + '_ {
+        self.seq
+            .members()
+            .iter()
+            .map(|m| m.info.raft_id)
+            .filter(move |id| self.may_relay(*id, segment, fresh))
+    }
+
+    fn may_relay(&self, id: u64, segment: u8, fresh: u64) -> bool {
+        id != self.me.raft_id
+            && self
+                .seq
+                .member(id)
+                .is_some_and(|m| m.info.segment == segment)
+            && self
+                .last_heard
+                .get(&id)
+                .is_some_and(|at| self.now <= at + fresh)
+    }
+
+    /// Once a second: a segment whose main writer forwarded more than
+    /// twice what its relay did gets that writer as relay, which then fills
+    /// the echoes of its writes itself, so they cross the WAN once. Rarely:
+    /// a change may let one append overtake another (a retry).
+    fn review_relays(&mut self, fresh: u64) {
+        self.relay_review = self.now + RELAY_REVIEW_MS;
+        let relays: Vec<(u8, u64)> = self.relays.iter().map(|(s, r)| (*s, *r)).collect();
+        for (segment, relay) in relays {
+            let wrote = |id: &u64| self.proposed.get(id).copied().unwrap_or(0);
+            let best = self.relay_candidates(segment, fresh).max_by_key(wrote);
+            if let Some(best) = best {
+                if wrote(&best) > 2 * wrote(&relay) {
+                    self.relays.insert(segment, best);
+                }
+            }
+        }
+        self.proposed.clear();
     }
 
     /// What the leader knows `id` stores (u64::MAX: not a peer).

@@ -27,39 +27,35 @@ const FORMAT: u8 = 1;
 /// More messages than this in one bundle are refused (one per member).
 pub const MAX_BUNDLE_MESSAGES: usize = crate::saved_view::MAX_MEMBERS;
 
-/// The appends among `msgs` worth bundling, per relay: those with entries
-/// for a member of another segment than ours, grouped by that segment when
-/// two or more go there in one round. `segment_of` knows each member's
-/// segment; `pick_relay` chooses the relay among a segment's destinations
-/// (None: no usable one, send directly). Returns the messages to send
-/// directly, and the bundles as (relay, messages).
+/// The leader's appends to members of other segments than ours, grouped
+/// by segment: every `MsgAppend` to a segment with a relay goes through it,
+/// with or without entries, so each follower's appends keep one path and
+/// their order (raft-rs rejects an append that overtakes an earlier one,
+/// and a rejection costs a probe and a resend). `relay_for` names the
+/// relay of a segment (None: send directly); appends to the relay alone
+/// go directly, on the same connection the bundles take. Returns the
+/// messages to send directly, and the bundles as (relay, messages).
 pub fn plan(
     msgs: Vec<Message>,
     my_segment: u8,
     segment_of: impl Fn(u64) -> Option<u8>,
-    pick_relay: impl Fn(&[u64], &[Message]) -> Option<u64>,
+    mut relay_for: impl FnMut(u8) -> Option<u64>,
 ) -> (Vec<Message>, Vec<(u64, Vec<Message>)>) {
     let mut direct = Vec::new();
     let mut by_segment: BTreeMap<u8, Vec<Message>> = BTreeMap::new();
     for m in msgs {
         let remote = segment_of(m.to).filter(|s| *s != my_segment);
         match remote {
-            Some(s) if m.get_msg_type() == MessageType::MsgAppend && !m.entries.is_empty() => {
+            Some(s) if m.get_msg_type() == MessageType::MsgAppend => {
                 by_segment.entry(s).or_default().push(m)
             }
             _ => direct.push(m),
         }
     }
     let mut bundles = Vec::new();
-    for (_, group) in by_segment {
-        let mut to: Vec<u64> = group.iter().map(|m| m.to).collect();
-        to.sort_unstable();
-        to.dedup();
-        let relay = if to.len() >= 2 && same_entries(&group) {
-            pick_relay(&to, &group)
-        } else {
-            None
-        };
+    for (segment, group) in by_segment {
+        let relay = relay_for(segment)
+            .filter(|via| group.iter().any(|m| m.to != *via) && same_entries(&group));
         match relay {
             Some(via) => bundles.push((via, group)),
             None => direct.extend(group),
@@ -242,16 +238,22 @@ mod tests {
             append(5, e()),
             heartbeat(3),
         ];
-        let (direct, bundles) = plan(msgs, 0, segment_of, |to, _| to.first().copied());
+        let relays = |s: u8| [None, Some(2), Some(4)][s as usize];
+        let (direct, bundles) = plan(msgs, 0, segment_of, relays);
         let direct_to: Vec<u64> = direct.iter().map(|m| m.to).collect();
         assert_eq!(
             direct_to,
             vec![5, 3, 4],
-            "own segment, heartbeats, lone remotes"
+            "own segment, heartbeats, the relay alone"
         );
         assert_eq!(bundles.len(), 1);
         assert_eq!(bundles[0].0, 2);
         assert_eq!(distinct_entries(&bundles[0].1), 2);
+        // An append to a member behind a relay goes through it, even alone
+        // and without entries: its appends keep one path.
+        let (direct, bundles) = plan(vec![append(3, vec![])], 0, segment_of, relays);
+        assert!(direct.is_empty());
+        assert_eq!((bundles[0].0, bundles[0].1.len()), (2, 1));
     }
 
     #[test]
@@ -260,13 +262,13 @@ mod tests {
             append(2, vec![entry(8, 3, b"a")]),
             append(3, vec![entry(8, 3, b"a")]),
         ];
-        let (direct, bundles) = plan(msgs, 0, segment_of, |_, _| None);
+        let (direct, bundles) = plan(msgs, 0, segment_of, |_| None);
         assert_eq!((direct.len(), bundles.len()), (2, 0));
         let msgs = vec![
             append(2, vec![entry(8, 3, b"a")]),
             append(3, vec![entry(8, 4, b"a")]),
         ];
-        let (direct, bundles) = plan(msgs, 0, segment_of, |to, _| to.first().copied());
+        let (direct, bundles) = plan(msgs, 0, segment_of, |_| Some(2));
         assert_eq!((direct.len(), bundles.len()), (2, 0));
     }
 

@@ -222,7 +222,7 @@ pub const TABLE: &[Spec] = &[
     o("gmcast.mira",                   Unset,                        Int,      Static).check(NON_NEG),
     o("gmcast.peer_addr",              Unset,                        Str,      Trigger).not_printed(),
     o("gmcast.peer_timeout",           Fixed("PT3S"),                Duration, Static),
-    o("gmcast.segment",                Fixed("0"),                   Int,      Static).check(BYTE).honoured(),  // donor choice by segment
+    o("gmcast.segment",                Fixed("0"),                   Int,      Static).check(BYTE).honoured(),  // donors, relays, the leader's site (ADR 0020)
     o("gmcast.time_wait",              Fixed("PT5S"),                Duration, Static),
     o("gmcast.version",                Fixed("0"),                   Int,      Static),
     o("ist.keep_keys",                 Unset,                        Bool,     Dynamic),   // hidden
