@@ -75,6 +75,12 @@ fn up_starts_a_replicating_cluster_status_reports_it_and_down_stops_it() {
             "no IST_FROM seqno in {line:?}:\n{text}"
         );
     }
+    // LEADER: exactly one node is the Raft leader.
+    let leaders = text
+        .lines()
+        .filter(|l| l.starts_with("node") && l.split_whitespace().last() == Some("yes"))
+        .count();
+    assert_eq!(leaders, 1, "one LEADER row expected:\n{text}");
     let rows = status_rows(&text);
     let names: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
     assert_eq!(names, ["node1", "node2", "node3"], "{text}");

@@ -218,6 +218,7 @@ fn measure(provider: Provider, emu: &Emulator, commits: u64, layout: Layout) -> 
                 "wan_bundles_sent",
                 "applied_index",
                 "echo_elided_bytes",
+                "echo_unfilled",
             ]
             .iter()
             .map(|k| {
@@ -249,7 +250,7 @@ fn measure(provider: Provider, emu: &Emulator, commits: u64, layout: Layout) -> 
             .collect();
         eprintln!(
             "wan-bench: {label} site {site}: counters summed over the nodes (WAN bytes, WAN entries, bundles, applied \
-             entries, bytes left out of echoes) {own:?}"
+             entries, bytes left out of echoes, stubs not filled) {own:?}"
         );
         let net = (crossed as f64 - idle_rate * (busy + 0.6)).max(0.0);
         latencies_ms.sort_by(f64::total_cmp);

@@ -52,6 +52,10 @@ const FLOW: [&str; 4] = [
     "wsrep_flow_control_paused",
 ];
 
+/// Where a node stands in a WAN layout: SEGMENT (`gmcast.segment`) and
+/// LEADER (`yes` on Lockstep's Raft leader, ADR 0020; Galera has none).
+const PLACE: [&str; 2] = ["wsrep_gmcast_segment", "wsrep_lockstep_leader"];
+
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let mut cluster = Cluster::attach(&args.dir.dir)?;
     for n in cluster.nodes_mut() {
@@ -73,6 +77,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         "RECV_Q",
         "FLOW",
         "PROVIDER",
+        "SEGMENT",
+        "LEADER",
     ];
     let mut rows = Vec::new();
     let mut healthy = true;
@@ -154,10 +160,13 @@ fn row_of(mut row: Vec<String>, values: Result<HashMap<String, String>, String>)
                 &get(&map, FLOW[3]),
             ));
             row.push(get(&map, COLUMNS[last]));
+            row.push(map.get(PLACE[0]).cloned().unwrap_or("-".into()));
+            let leads = map.get(PLACE[1]).is_some_and(|l| *l == row[0]);
+            row.push(if leads { "yes" } else { "-" }.into());
         }
         Err(state) => {
             row.push(state);
-            row.extend((1..COLUMNS.len() + 2).map(|_| "-".to_string()));
+            row.extend((1..COLUMNS.len() + 2 + PLACE.len()).map(|_| "-".to_string()));
         }
     }
     row
@@ -180,6 +189,7 @@ fn query(node: &Node) -> Result<HashMap<String, String>, String> {
     let list: Vec<String> = COLUMNS
         .iter()
         .chain(FLOW.iter())
+        .chain(PLACE.iter())
         .map(|c| format!("'{c}'"))
         .collect();
     let sql = format!(
