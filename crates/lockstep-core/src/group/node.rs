@@ -220,6 +220,10 @@ pub const RELAY_VERSION: u32 = 9;
 /// How often the leader reviews each remote segment's relay.
 const RELAY_REVIEW_MS: u64 = 1000;
 
+/// What a member must have forwarded since the last review to take the
+/// relay over (commit reports alone must not move it back and forth).
+const RELAY_WRITER_BYTES: u64 = 16 << 10;
+
 /// What crossed to other segments (`gmcast.segment`), for the WAN status
 /// counters: the relay works when a remote segment of several members
 /// gets each entry once.
@@ -1421,7 +1425,8 @@ impl Group {
     }
 
     /// Once a second: a segment whose main writer forwarded more than
-    /// twice what its relay did gets that writer as relay, which then fills
+    /// twice what its relay did (and at least `RELAY_WRITER_BYTES`) gets
+    /// that writer as relay, which then fills
     /// the echoes of its writes itself, so they cross the WAN once. Rarely:
     /// a change may let one append overtake another (a retry).
     fn review_relays(&mut self, fresh: u64) {
@@ -1431,7 +1436,8 @@ impl Group {
             let wrote = |id: &u64| self.proposed.get(id).copied().unwrap_or(0);
             let best = self.relay_candidates(segment, fresh).max_by_key(wrote);
             if let Some(best) = best {
-                if wrote(&best) > 2 * wrote(&relay) {
+                // A writer, not a member's occasional commit report.
+                if wrote(&best) >= RELAY_WRITER_BYTES && wrote(&best) > 2 * wrote(&relay) {
                     self.relays.insert(segment, best);
                 }
             }
