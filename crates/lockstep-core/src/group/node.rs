@@ -1414,10 +1414,7 @@ impl Group {
 
     fn may_relay(&self, id: u64, segment: u8, fresh: u64) -> bool {
         id != self.me.raft_id
-            && self
-                .seq
-                .member(id)
-                .is_some_and(|m| m.info.segment == segment)
+            && self.segment_of(id) == Some(segment)
             && self
                 .last_heard
                 .get(&id)
@@ -1450,10 +1447,14 @@ impl Group {
         self.raw.raft.prs().get(id).map_or(u64::MAX, |p| p.matched)
     }
 
-    fn in_other_segment(&self, id: u64) -> bool {
-        self.seq
-            .member(id)
-            .is_some_and(|m| m.info.segment != self.me.segment)
+    /// A member's segment (`gmcast.segment`); None for a non-member.
+    pub fn segment_of(&self, id: u64) -> Option<u8> {
+        self.seq.member(id).map(|m| m.info.segment)
+    }
+
+    /// Whether `id` is a member of another segment than this node's.
+    pub fn in_other_segment(&self, id: u64) -> bool {
+        self.segment_of(id).is_some_and(|s| s != self.me.segment)
     }
 
     /// Messages from a leader's bundle (`relay`), received from `from`: a
@@ -1472,11 +1473,7 @@ impl Group {
             }
             if msg.to == self.me.raft_id {
                 self.step(msg);
-            } else if self
-                .seq
-                .member(msg.to)
-                .is_some_and(|m| m.info.segment == self.me.segment)
-            {
+            } else if self.segment_of(msg.to) == Some(self.me.segment) {
                 self.wan.forwarded += 1;
                 self.out.push(Output::Forward { to: msg.to, msg });
             }

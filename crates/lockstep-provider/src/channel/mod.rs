@@ -17,7 +17,7 @@ use crate::state::Resolution;
 use lockstep_core::group::node::weight_majority;
 use lockstep_core::group::{relay, Action, Delivery, Group, GroupConfig, MemberInfo, Output};
 use lockstep_core::metrics::Stage;
-use lockstep_core::wire::lanes::Lane;
+use lockstep_core::wire::lanes::{Lane, Outgoing as _};
 use lockstep_core::wire::peer::PeerMsg;
 pub use lockstep_net::transport::Identity;
 use lockstep_net::transport::{self, Inbound, Out, Transport};
@@ -241,10 +241,6 @@ struct Worker {
     /// Bytes sent to members of other segments (`Inner::wan_bytes_sent`).
     wan_bytes: u64,
 }
-
-/// A frame's bytes around a Raft message (header and checksum), as the
-/// WAN byte counter adds them to the message's own size.
-const FRAME_OVERHEAD: u64 = 16;
 
 /// Frees big purged writesets on a short-lived thread: a million keys
 /// are a million and more allocations, a second of this thread under load
@@ -863,14 +859,6 @@ impl Worker {
         self.group.propose(Action::FlowControl { raft_id, level });
     }
 
-    fn in_other_segment(&self, raft_id: u64) -> bool {
-        let mine = self.group.me().segment;
-        self.group
-            .sequencer()
-            .member(raft_id)
-            .is_some_and(|m| m.info.segment != mine)
-    }
-
     /// A leader's appends for several members of a remote segment, as one
     /// bundle to the relay `via` (ADR 0020); one too big for a message
     /// goes as raft-rs made it.
@@ -888,10 +876,10 @@ impl Worker {
             Err(e) => {
                 info!("appends to {via}'s segment go one by one ({e})");
                 for msg in msgs {
-                    self.wan_bytes += msg.compute_size() as u64 + FRAME_OVERHEAD;
-                    let addr = self.address_of(msg.to);
-                    self.transport
-                        .send(msg.to, Out::Raft(msg), Lane::Bulk, addr.as_deref());
+                    let (to, out) = (msg.to, Out::Raft(msg));
+                    self.wan_bytes += out.frame_len() as u64;
+                    let addr = self.address_of(to);
+                    self.transport.send(to, out, Lane::Bulk, addr.as_deref());
                 }
             }
         }
@@ -928,9 +916,6 @@ impl Worker {
         for o in outputs {
             match o {
                 Output::Send { to, msg } => {
-                    if self.in_other_segment(to) {
-                        self.wan_bytes += msg.compute_size() as u64 + FRAME_OVERHEAD;
-                    }
                     // Appends, forwarded proposals and snapshots carry
                     // writesets: the bulk lane, in order. Everything
                     // else (heartbeats, votes, answers) overtakes them.
@@ -940,9 +925,12 @@ impl Worker {
                         | MessageType::MsgSnapshot => Lane::Bulk,
                         _ => Lane::Control,
                     };
+                    let out = Out::Raft(msg);
+                    if self.group.in_other_segment(to) {
+                        self.wan_bytes += out.frame_len() as u64;
+                    }
                     let addr = self.address_of(to);
-                    self.transport
-                        .send(to, Out::Raft(msg), lane, addr.as_deref());
+                    self.transport.send(to, out, lane, addr.as_deref());
                 }
                 Output::Relay { via, msgs } => self.send_bundle(via, msgs),
                 Output::Forward { to, msg } => self.forward(to, msg),
