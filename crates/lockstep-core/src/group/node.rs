@@ -654,7 +654,10 @@ impl Group {
             return;
         }
         match msg.get_msg_type() {
-            raft::eraftpb::MessageType::MsgPropose if self.is_leader() => {
+            // Counted only where `review_relays` clears it.
+            raft::eraftpb::MessageType::MsgPropose
+                if self.is_leader() && self.seq.cluster_version() >= RELAY_VERSION =>
+            {
                 let bytes: usize = msg.entries.iter().map(|e| e.data.len()).sum();
                 *self.proposed.entry(msg.from).or_default() += bytes as u64;
             }
@@ -1336,22 +1339,33 @@ impl Group {
             ready.push(msg);
         }
         let (direct, bundles) = if self.is_leader() && self.seq.cluster_version() >= RELAY_VERSION {
+            // Relays only where some member is in another segment: a
+            // one-site cluster (the usual one) skips the planning.
             let fresh = self.election_timeout_ms();
             if self.now >= self.relay_review {
                 self.review_relays(fresh);
             }
-            let segments: HashMap<u64, u8> = self
+            let sites = self
                 .seq
                 .members()
                 .iter()
-                .map(|m| (m.info.raft_id, m.info.segment))
-                .collect();
-            let (mut direct, mut bundles) = relay::plan(
-                ready,
-                self.me.segment,
-                |id| segments.get(&id).copied(),
-                |segment| self.relay_of(segment, fresh),
-            );
+                .any(|m| m.info.segment != self.me.segment);
+            let (mut direct, mut bundles) = if sites {
+                let segments: HashMap<u64, u8> = self
+                    .seq
+                    .members()
+                    .iter()
+                    .map(|m| (m.info.raft_id, m.info.segment))
+                    .collect();
+                relay::plan(
+                    ready,
+                    self.me.segment,
+                    |id| segments.get(&id).copied(),
+                    |segment| self.relay_of(segment, fresh),
+                )
+            } else {
+                (ready, Vec::new())
+            };
             for m in direct.iter_mut() {
                 if m.get_msg_type() == raft::eraftpb::MessageType::MsgAppend {
                     let to = m.to;
