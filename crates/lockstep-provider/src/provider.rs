@@ -337,21 +337,22 @@ impl Provider {
 
     /// `pc.weight` (0..=255, Galera's range; 1 by default).
     pub fn pc_weight(&self) -> u32 {
-        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
-        o.int("pc.weight")
-            .ok()
-            .and_then(|w| u32::try_from(w).ok())
-            .unwrap_or(1)
+        self.small_int("pc.weight", 1)
     }
 
     /// `gmcast.segment` (0..=255, checked by the option table): the
-    /// member's site, for donor choice.
+    /// member's site, for donor choice, relays and the leader's site.
     pub fn segment(&self) -> u8 {
+        self.small_int("gmcast.segment", 0)
+    }
+
+    /// An integer option in `T`'s range, or `default`.
+    fn small_int<T: TryFrom<i64>>(&self, key: &str, default: T) -> T {
         let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
-        o.int("gmcast.segment")
+        o.int(key)
             .ok()
-            .and_then(|s| u8::try_from(s).ok())
-            .unwrap_or(0)
+            .and_then(|v| T::try_from(v).ok())
+            .unwrap_or(default)
     }
 
     /// The option values hot paths read, without parsing text.
