@@ -7,7 +7,7 @@ use super::table::{
     Conn, OpeningSlot, MAX_ACCEPTS_PER_HOST_PER_SEC, MAX_OPENING, MAX_OPENING_PER_HOST,
 };
 use super::{Ctx, Handled, Inbound, Out, Side, CONNECT_TIMEOUT, HELLO_MAX_FRAME, HELLO_TIMEOUT};
-use crate::secure::{Reader, Writer};
+use crate::secure::Reader;
 use lockstep_core::wire::frame::FrameDecoder;
 use lockstep_core::wire::lanes::Lane;
 use lockstep_core::wire::lanes::{Inbox, MAX_WIRE_FRAME};
@@ -331,13 +331,11 @@ fn serve_connection(
         });
     }
     (ctx.sink)(Inbound::PeerUp { raft_id, peer_addr });
+    out.attach(writer);
     let writer_out = out.clone();
     ctx.threads.spawn("lockstep-peer-tx", move || {
-        let mut w: Writer = writer;
         while let Some(bytes) = writer_out.next() {
-            if w.write_all(&bytes).is_err() {
-                w.close();
-                writer_out.close();
+            if !writer_out.write(&bytes) {
                 return;
             }
         }

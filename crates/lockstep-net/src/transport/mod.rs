@@ -100,17 +100,19 @@ pub struct PeerSender {
 }
 
 impl PeerSender {
-    /// Queues `frame` for `to` on the control lane; `false` when there is
-    /// no connection to it (nothing is dialed: the caller falls back).
+    /// Sends `frame` to `to` on the control lane (from this thread when
+    /// nothing waits before it: `Queue::push`); `false` when there is no
+    /// connection to it (nothing is dialed: the caller falls back).
     pub fn send_control(&self, to: u64, frame: Vec<u8>) -> bool {
-        let t = self.table.lock().unwrap_or_else(|p| p.into_inner());
-        match t.by_peer.get(&to).and_then(|conns| conns.first()) {
-            Some(c) => {
-                c.out.push(Lane::Control, Out::Frame(frame));
-                true
+        let out = {
+            let t = self.table.lock().unwrap_or_else(|p| p.into_inner());
+            match t.by_peer.get(&to).and_then(|conns| conns.first()) {
+                Some(c) => c.out.clone(),
+                None => return false,
             }
-            None => false,
-        }
+        };
+        out.push(Lane::Control, Out::Frame(frame));
+        true
     }
 }
 
@@ -245,36 +247,45 @@ impl Transport {
     /// (rate limited) and drops the message: Raft resends.
     pub fn send(&self, to: u64, bytes: Out, lane: Lane, addr: Option<&str>) {
         let mut t = self.ctx.table.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(conns) = t.by_peer.get(&to) {
-            if let Some(c) = conns.first() {
-                c.out.push(lane, bytes);
-                return;
-            }
-        }
-        if let Some(addr) = addr {
+        let mut out = t.by_peer.get(&to).and_then(|conns| conns.first());
+        if out.is_none() {
             // The node at that address restarted under a new Raft id:
             // deliver there anyway, so it can answer (a leader tells a
             // former member that it is not one any more).
-            let same_place = t
-                .by_peer
-                .values()
-                .filter_map(|conns| conns.first())
-                .find(|c| c.addr == addr);
-            if let Some(c) = same_place {
-                c.out.push(lane, bytes);
-                return;
+            out = addr.and_then(|addr| {
+                t.by_peer
+                    .values()
+                    .filter_map(|conns| conns.first())
+                    .find(|c| c.addr == addr)
+            });
+        }
+        match out.map(|c| c.out.clone()) {
+            Some(out) => {
+                // Outside the table's lock: `push` may write to the socket.
+                drop(t);
+                out.push(lane, bytes);
             }
-            self.dial_locked(&mut t, addr);
+            None => {
+                if let Some(addr) = addr {
+                    self.dial_locked(&mut t, addr);
+                }
+            }
         }
     }
 
     /// Sends to every identified peer.
     pub fn broadcast(&self, bytes: &[u8]) {
-        let t = self.ctx.table.lock().unwrap_or_else(|p| p.into_inner());
-        for conns in t.by_peer.values() {
-            if let Some(c) = conns.first() {
-                c.out.push(Lane::Control, Out::Frame(bytes.to_vec()));
-            }
+        let outs: Vec<_> = {
+            let t = self.ctx.table.lock().unwrap_or_else(|p| p.into_inner());
+            t.by_peer
+                .values()
+                .filter_map(|conns| conns.first())
+                .map(|c| c.out.clone())
+                .collect()
+        };
+        // Outside the table's lock: `push` may write to the socket.
+        for out in outs {
+            out.push(Lane::Control, Out::Frame(bytes.to_vec()));
         }
     }
 
