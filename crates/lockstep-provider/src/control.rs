@@ -5,7 +5,6 @@ use crate::event::Event;
 use crate::log::{info, warn};
 use crate::provider::Provider;
 use crate::read_asks::Join;
-use crate::shared::Wake;
 use crate::state::{Conn, Inner, Resolution};
 use lockstep_core::group::Action;
 use lockstep_core::wire::peer::PeerMsg;
@@ -164,6 +163,7 @@ impl Provider {
         let id = g.next_proposal;
         g.next_proposal += 1;
         g.waiting.insert(id, Resolution::Pending);
+        g.read_waiters.insert(id, std::thread::current());
         let now = Instant::now();
         if let Join::Send { n } = g.read_asks.join(id, leader, now, ASK_WAIT) {
             drop(g);
@@ -174,10 +174,19 @@ impl Provider {
                 .is_ok_and(|frame| peers.send_control(leader, frame));
             g = self.lock();
         }
+        // Woken by the answer's connection thread alone (`read_waiters`);
+        // a close or a lost answer leaves it to the deadline.
         let wait = deadline.min(now + ASK_WAIT);
-        let (mut g, _) = self.wait_on(Wake::Resolved, g, Some(wait), |s| {
-            s.waiting.get(&id) != Some(&Resolution::Pending)
-        });
+        while g.waiting.get(&id) == Some(&Resolution::Pending) {
+            let now = Instant::now();
+            if now >= wait {
+                break;
+            }
+            drop(g);
+            std::thread::park_timeout(wait - now);
+            g = self.lock();
+        }
+        g.read_waiters.remove(&id);
         match g.waiting.remove(&id) {
             Some(Resolution::ReadIndex { index }) => (g, Some(index)),
             _ => (g, None),

@@ -52,12 +52,6 @@ impl Shared {
         self.changed.notify_all();
     }
 
-    /// Wakes the threads waiting for their proposal's (or causal read's)
-    /// resolution only.
-    pub fn notify_resolved(&self) {
-        self.resolved.notify_all();
-    }
-
     pub(crate) fn condvar(&self, wake: Wake) -> &Condvar {
         match wake {
             Wake::Changed => &self.changed,

@@ -213,6 +213,11 @@ pub struct Inner {
     pub read_asked: bool,
     /// This node's asks of the leader for causal reads (batched).
     pub read_asks: crate::read_asks::ReadAsks,
+    /// The server threads whose reads wait for an answer to an ask, each
+    /// woken alone (`Thread::unpark`) when its answer comes: a broadcast
+    /// also woke the reads that wait for the next ask, for nothing (ADR
+    /// 0016). One per waiting read, like `read_asks`.
+    pub read_waiters: HashMap<u64, std::thread::Thread>,
     /// What the group thread has taken of the proposals sent on the
     /// current link (those not ordered yet: `send_queue`).
     pub proposals_taken: u64,
@@ -400,6 +405,7 @@ impl Inner {
             peers: None,
             read_asked: false,
             read_asks: Default::default(),
+            read_waiters: HashMap::new(),
             proposals_taken: 0,
             send_queue_stats: QueueStats::default(),
             recv_q_hard_limit: None,

@@ -34,15 +34,20 @@ pub fn quick(shared: Arc<Shared>) -> Quick {
             }
             let resolution =
                 index.map_or(Resolution::NoLease, |index| Resolution::ReadIndex { index });
+            let mut wake = Vec::with_capacity(reads.len());
             for id in reads {
                 if let Some(w) = g.waiting.get_mut(&id) {
                     if *w == Resolution::Pending {
                         *w = resolution.clone();
                     }
                 }
+                wake.extend(g.read_waiters.remove(&id));
             }
             drop(g);
-            shared.notify_resolved();
+            // Only the reads this answer resolves (`Inner::read_waiters`).
+            for t in wake {
+                t.unpark();
+            }
             // The reads that began while this ask flew: their ask goes
             // back to the leader on this connection.
             Handled::Done(next.and_then(|n| PeerMsg::ReadAsk { n }.to_frame().ok()))
