@@ -12,6 +12,8 @@ pub enum Input {
     Peer { from: u64, msg: PeerMsg },
     /// A peer finished its hello.
     PeerUp { raft_id: u64, peer_addr: String },
+    /// The last connection to a peer closed.
+    PeerDown { raft_id: u64 },
     /// Order this action (proposal id chosen by the caller).
     Propose { id: u64, action: Action },
     /// A causal read: resolve proposal `id` with a fence

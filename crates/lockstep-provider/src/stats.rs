@@ -149,6 +149,8 @@ impl Provider {
             ("lockstep_wan_bytes_sent", Int(g.wan_bytes_sent as i64)),
             ("lockstep_wan_bundles_sent", Int(g.wan.bundles_sent as i64)),
             ("lockstep_relayed", Int(g.wan.forwarded as i64)),
+            // Relays replaced at once because their connections closed.
+            ("lockstep_relays_lost", Int(g.wan.relays_lost as i64)),
             // A follower's own entries sent back to it as stubs (as leader:
             // the bytes left out), and stubs it could not fill (a retry).
             ("lockstep_echo_elided_bytes", Int(g.wan.elided_bytes as i64)),

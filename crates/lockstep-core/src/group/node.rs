@@ -36,7 +36,7 @@ use protobuf::Message as _;
 use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, Message, Snapshot};
 use raft::storage::MemStorage;
 use raft::{Config, ProgressState, RawNode, ReadOnlyOption, SnapshotStatus, StateRole};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 /// A snapshot that would copy more than this (`Sequencer::snapshot_weight`)
 /// waits until the log is twice its budget.
@@ -240,6 +240,9 @@ pub struct WanCounters {
     pub elided_bytes: u64,
     /// Appends this node dropped because it could not fill a stub.
     pub unfilled: u64,
+    /// Relays this node (as leader) replaced because the transport lost
+    /// every connection to them (`Group::peer_lost`).
+    pub relays_lost: u64,
 }
 
 pub struct Group {
@@ -273,6 +276,11 @@ pub struct Group {
     /// (kept while it answers).
     stubs: echo::Stubs,
     relays: HashMap<u8, u64>,
+    /// Members whose every connection the transport saw close, until a
+    /// message from them comes again: no relay (a killed relay would
+    /// otherwise hold its segment's appends for an election timeout). At
+    /// most one per member.
+    disconnected: HashSet<u64>,
     /// Leader: bytes each member forwarded since `relay_review` (a
     /// segment's relay is its main writer, whose echoes it fills itself).
     proposed: HashMap<u64, u64>,
@@ -378,6 +386,7 @@ impl Group {
             relays: HashMap::new(),
             proposed: HashMap::new(),
             relay_review: 0,
+            disconnected: HashSet::new(),
             last_heard: HashMap::new(),
             lead_term: 0,
             last_join: None,
@@ -647,6 +656,7 @@ impl Group {
             return;
         }
         self.last_heard.insert(msg.from, self.now);
+        self.disconnected.remove(&msg.from);
         if !self.forwarded.fill(self.me.raft_id, &mut msg) {
             // A stub of an entry this node no longer holds: Raft's retry
             // brings the data (`echo`).
@@ -1395,6 +1405,18 @@ impl Group {
         }
     }
 
+    /// The transport lost every connection to member `id` (a crash, a
+    /// cut): it relays no more until it is heard from again, so that its
+    /// segment's appends go another way at once.
+    pub fn peer_lost(&mut self, id: u64) {
+        if self.seq.member(id).is_some() {
+            self.disconnected.insert(id);
+        }
+        let before = self.relays.len();
+        self.relays.retain(|_, relay| *relay != id);
+        self.wan.relays_lost += (before - self.relays.len()) as u64;
+    }
+
     /// The relay of a remote segment: the one chosen before while it
     /// answers (a follower's appends keep one path, so their order), else
     /// the member there that forwarded the most lately, else the one heard
@@ -1429,6 +1451,7 @@ impl Group {
     fn may_relay(&self, id: u64, segment: u8, fresh: u64) -> bool {
         id != self.me.raft_id
             && self.segment_of(id) == Some(segment)
+            && !self.disconnected.contains(&id)
             && self
                 .last_heard
                 .get(&id)

@@ -1687,6 +1687,13 @@ impl Sim {
         self.stats.crashes += 1;
         self.milestone(format!("crash id={id} host={host}"));
         self.stop(slot, Status::Crashed);
+        // The others' transports see its connections close (a killed
+        // process's sockets are closed by its kernel).
+        for n in self.nodes.iter_mut() {
+            if let Some(g) = n.group.as_mut() {
+                g.peer_lost(id);
+            }
+        }
         if let Some(ms) = restart_after {
             self.timer(self.now + ms, Kind::Restart(host));
         }

@@ -179,13 +179,17 @@ pub(super) fn run_connection(stream: TcpStream, ctx: Ctx, side: Side, slot: Opti
     let peer = serve_connection(stream, &ctx, conn_id, side, slot);
     let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
     t.open.remove(&conn_id);
-    if let Some(raft_id) = peer {
-        if let Some(conns) = t.by_peer.get_mut(&raft_id) {
-            conns.retain(|c| c.id != conn_id);
-            if conns.is_empty() {
-                t.by_peer.remove(&raft_id);
-            }
-        }
+    let Some(raft_id) = peer else {
+        return;
+    };
+    let Some(conns) = t.by_peer.get_mut(&raft_id) else {
+        return;
+    };
+    conns.retain(|c| c.id != conn_id);
+    if conns.is_empty() {
+        t.by_peer.remove(&raft_id);
+        drop(t);
+        (ctx.sink)(Inbound::PeerDown { raft_id });
     }
 }
 

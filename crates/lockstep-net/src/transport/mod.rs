@@ -72,6 +72,8 @@ pub enum Inbound {
     PeerUp { raft_id: u64, peer_addr: String },
     /// A whole message from an identified peer.
     Peer { from: u64, msg: PeerMsg },
+    /// The last connection to `raft_id` closed.
+    PeerDown { raft_id: u64 },
 }
 
 /// Where inbound messages go; `false` when the owner is gone (the

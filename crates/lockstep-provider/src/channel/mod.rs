@@ -57,6 +57,7 @@ fn inbound_sink(tx: Sender<Input>) -> transport::Sink {
         let input = match inbound {
             Inbound::PeerUp { raft_id, peer_addr } => Input::PeerUp { raft_id, peer_addr },
             Inbound::Peer { from, msg } => Input::Peer { from, msg },
+            Inbound::PeerDown { raft_id } => Input::PeerDown { raft_id },
         };
         tx.send(input).is_ok()
     })
@@ -495,6 +496,7 @@ impl Worker {
             Input::PeerUp { raft_id, peer_addr } => {
                 self.addrs.insert(raft_id, peer_addr);
             }
+            Input::PeerDown { raft_id } => self.group.peer_lost(raft_id),
             Input::Propose { id, action } => {
                 self.taken += 1;
                 self.group.propose_with_id(id, action);
