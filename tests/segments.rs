@@ -291,3 +291,84 @@ fn a_relay_killed_under_load_is_replaced_and_no_acknowledged_write_is_lost() {
     });
     cluster.stop_all().or_logs(&cluster, "stop");
 }
+
+/// kill -9 of the leader of a segmented cluster while every node writes:
+/// a new leader takes over (and moves to segment 1, now the bigger site),
+/// the writes go on, the killed node comes back by IST, some member
+/// relays again, and every acknowledged insert is on every node, which end
+/// identical.
+#[test]
+fn a_leader_killed_under_load_in_a_segmented_cluster_loses_no_acknowledged_write() {
+    let mut cluster = segmented("leaderkill", &[0, 0, 1, 1], "evs.suspect_timeout=PT3S;");
+    await_relay_version(&cluster);
+    let load = multi_node::acked_load(&cluster, 100, WAIT);
+    let leader_name = status(cluster.node(0), "wsrep_lockstep_leader").or_logs(&cluster, "leader");
+    let Some(leader) = cluster.nodes().iter().position(|n| n.name() == leader_name) else {
+        fail(&cluster, &format!("no leader known: {leader_name:?}"));
+    };
+    let survivor = (leader + 1) % 4;
+    let r = cluster.node_mut(leader).kill();
+    r.or_logs(&cluster, &format!("kill -9 {leader_name}"));
+    cluster
+        .node(survivor)
+        .wait_for_status("wsrep_cluster_size", "3", WAIT)
+        .or_logs(&cluster, &format!("{leader_name} removed"));
+    load.wait_for_progress(100, WAIT)
+        .or_logs(&cluster, "writes after the leader was killed");
+    // Segment 1 now has two voters against one: the leadership goes there.
+    check(&cluster, leader < 2, || {
+        format!("the first leader {leader_name} was not in segment 0")
+    });
+    let in_segment_1 = [cluster.node(2).name(), cluster.node(3).name()];
+    let t0 = Instant::now();
+    let new_leader = loop {
+        let name = status(cluster.node(survivor), "wsrep_lockstep_leader").unwrap_or_default();
+        if in_segment_1.contains(&name.as_str()) {
+            break name;
+        }
+        check(&cluster, t0.elapsed() < WAIT, || {
+            format!("the leader is {name:?}, not in segment 1, the bigger site now")
+        });
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let moved_after = t0.elapsed();
+    let r = cluster.node_mut(leader).start_recovered();
+    r.or_logs(&cluster, &format!("restart {leader_name}"));
+    for node in cluster.nodes() {
+        node.wait_for_status("wsrep_cluster_size", "4", WAIT)
+            .or_logs(&cluster, "four members again");
+    }
+    await_relay_version(&cluster);
+    let relayed = |c: &Cluster| -> u64 {
+        c.nodes()
+            .iter()
+            .map(|n| status_u64(n, "wsrep_lockstep_relayed").or_logs(c, "relayed"))
+            .sum()
+    };
+    let back = relayed(&cluster);
+    load.wait_for_progress(100, WAIT)
+        .or_logs(&cluster, "writes after the restart");
+    let resumed = relayed(&cluster) - back;
+    let (table, reports) = load.stop();
+    let slowest = reports.iter().map(|r| r.slowest).max().unwrap_or_default();
+    let ist = log_count(cluster.node(leader), "Receiving IST");
+    eprintln!(
+        "{leader_name} (leader) killed; {new_leader} led ({:.1} s after writes resumed); \
+         back by IST: {}; {resumed} messages passed on since; slowest acknowledged insert \
+         {:.2} s",
+        moved_after.as_secs_f64(),
+        ist > 0,
+        slowest.as_secs_f64()
+    );
+    check(&cluster, resumed > 0, || {
+        "no member relayed after the old leader came back".into()
+    });
+    let checked = cluster
+        .verify_acked(&table, &reports)
+        .or_logs(&cluster, "acknowledged rows after the leader's kill");
+    eprintln!("{checked} acknowledged rows on every node; nodes identical");
+    check(&cluster, checked >= 300, || {
+        format!("only {checked} rows were acknowledged")
+    });
+    cluster.stop_all().or_logs(&cluster, "stop");
+}
