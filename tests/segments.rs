@@ -10,7 +10,7 @@ mod multi_node;
 
 use std::time::{Duration, Instant};
 
-use lockstep_testkit::{Cluster, Node, Provider};
+use lockstep_testkit::{AckedLoad, Cluster, Node, Provider, WriterReport};
 use multi_node::{check, fail, log_count, status, status_u64, OrLogs};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -87,6 +87,19 @@ fn relayed_in_segment_1(cluster: &Cluster) -> [u64; 2] {
             0
         }
     })
+}
+
+/// Stops the load: what its writers did, and the slowest acknowledged
+/// insert (how long a fault held the writes).
+fn stop_load(load: AckedLoad) -> ((String, Vec<WriterReport>), Duration) {
+    let stopped = load.stop();
+    let slowest = stopped
+        .1
+        .iter()
+        .map(|r| r.slowest)
+        .max()
+        .unwrap_or_default();
+    (stopped, slowest)
 }
 
 /// Inserts rows `ids` of 200 bytes on `node`, one commit each, and waits
@@ -260,8 +273,7 @@ fn a_relay_killed_under_load_is_replaced_and_no_acknowledged_write_is_lost() {
         .or_logs(&cluster, "writes after the restart");
     let now = relayed_in_segment_1(&cluster);
     let resumed = (now[0] - back[0]) + (now[1] - back[1]);
-    let (table, reports) = load.stop();
-    let slowest = reports.iter().map(|r| r.slowest).max().unwrap_or_default();
+    let (stopped, slowest) = stop_load(load);
     eprintln!(
         "{relay_name} killed and restarted; {resumed} messages passed on in segment 1 \
          since; slowest acknowledged insert {:.2} s",
@@ -282,13 +294,7 @@ fn a_relay_killed_under_load_is_replaced_and_no_acknowledged_write_is_lost() {
     check(&cluster, lost >= 1, || {
         format!("no leader replaced the killed relay {relay_name} when its connections closed")
     });
-    let checked = cluster
-        .verify_acked(&table, &reports)
-        .or_logs(&cluster, "acknowledged rows after the relay's kill");
-    eprintln!("{checked} acknowledged rows on every node; nodes identical");
-    check(&cluster, checked >= 300, || {
-        format!("only {checked} rows were acknowledged")
-    });
+    multi_node::verify_acked_rows(&cluster, &stopped, 300, "the relay's kill");
     cluster.stop_all().or_logs(&cluster, "stop");
 }
 
@@ -349,8 +355,7 @@ fn a_leader_killed_under_load_in_a_segmented_cluster_loses_no_acknowledged_write
     load.wait_for_progress(100, WAIT)
         .or_logs(&cluster, "writes after the restart");
     let resumed = relayed(&cluster) - back;
-    let (table, reports) = load.stop();
-    let slowest = reports.iter().map(|r| r.slowest).max().unwrap_or_default();
+    let (stopped, slowest) = stop_load(load);
     let ist = log_count(cluster.node(leader), "Receiving IST");
     eprintln!(
         "{leader_name} (leader) killed; {new_leader} led ({:.1} s after writes resumed); \
@@ -363,12 +368,6 @@ fn a_leader_killed_under_load_in_a_segmented_cluster_loses_no_acknowledged_write
     check(&cluster, resumed > 0, || {
         "no member relayed after the old leader came back".into()
     });
-    let checked = cluster
-        .verify_acked(&table, &reports)
-        .or_logs(&cluster, "acknowledged rows after the leader's kill");
-    eprintln!("{checked} acknowledged rows on every node; nodes identical");
-    check(&cluster, checked >= 300, || {
-        format!("only {checked} rows were acknowledged")
-    });
+    multi_node::verify_acked_rows(&cluster, &stopped, 300, "the leader's kill");
     cluster.stop_all().or_logs(&cluster, "stop");
 }

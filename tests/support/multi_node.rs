@@ -3,7 +3,7 @@
 
 #![allow(dead_code)] // each test file uses a different subset
 
-use lockstep_testkit::{AckedLoad, Cluster, Error, Node, Provider, Result};
+use lockstep_testkit::{AckedLoad, Cluster, Error, Node, Provider, Result, WriterReport};
 use std::time::Duration;
 
 /// Error-log lines per node in a failure report.
@@ -168,6 +168,23 @@ pub fn kill_and_await_removal(cluster: &mut Cluster, i: usize, size: &str, wait:
         .node(0)
         .wait_for_status("wsrep_cluster_size", size, wait)
         .or_logs(cluster, &format!("{name} removed"));
+}
+
+/// Every insert the load's writers saw acknowledged is on every node, the
+/// nodes are identical, and at least `at_least` were acknowledged.
+pub fn verify_acked_rows(
+    cluster: &Cluster,
+    (table, reports): &(String, Vec<WriterReport>),
+    at_least: usize,
+    after: &str,
+) {
+    let checked = cluster
+        .verify_acked(table, reports)
+        .or_logs(cluster, &format!("acknowledged rows after {after}"));
+    eprintln!("{checked} acknowledged rows on every node; nodes identical");
+    check(cluster, checked >= at_least, || {
+        format!("only {checked} rows were acknowledged")
+    });
 }
 
 /// A database `r` with the acknowledged-writes load (`r.acked`) running
