@@ -279,7 +279,7 @@ pub struct Group {
     /// Members whose every connection the transport saw close, until a
     /// message from them comes again: no relay (a killed relay would
     /// otherwise hold its segment's appends for an election timeout). At
-    /// most one per member.
+    /// most one per member: former members are dropped at each change.
     disconnected: HashSet<u64>,
     /// Leader: bytes each member forwarded since `relay_review` (a
     /// segment's relay is its main writer, whose echoes it fills itself).
@@ -1409,12 +1409,21 @@ impl Group {
     /// cut): it relays no more until it is heard from again, so that its
     /// segment's appends go another way at once.
     pub fn peer_lost(&mut self, id: u64) {
+        // Former members leave the set here, so it holds members only.
+        let seq = &self.seq;
+        self.disconnected.retain(|m| seq.member(*m).is_some());
         if self.seq.member(id).is_some() {
             self.disconnected.insert(id);
         }
         let before = self.relays.len();
         self.relays.retain(|_, relay| *relay != id);
         self.wan.relays_lost += (before - self.relays.len()) as u64;
+    }
+
+    /// Members marked by `peer_lost` and not heard since (for tests of
+    /// the bound).
+    pub fn disconnected(&self) -> usize {
+        self.disconnected.len()
     }
 
     /// The relay of a remote segment: the one chosen before while it

@@ -1692,6 +1692,13 @@ impl Sim {
         for n in self.nodes.iter_mut() {
             if let Some(g) = n.group.as_mut() {
                 g.peer_lost(id);
+                // Bounded by the members (former ones are dropped).
+                let members = g.sequencer().members().len();
+                assert!(
+                    g.disconnected() <= members,
+                    "{} disconnected peers kept with {members} members",
+                    g.disconnected()
+                );
             }
         }
         if let Some(ms) = restart_after {
