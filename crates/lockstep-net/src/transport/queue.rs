@@ -11,7 +11,7 @@ use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use std::io::Write;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, TryLockError};
+use std::sync::{Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 /// What the group thread hands a connection: a framed message, or a Raft
@@ -137,7 +137,16 @@ impl Queue {
     /// Writes one frame the writer thread took (`next`); `false` once the
     /// connection is broken, which is then closed.
     pub(super) fn write(&self, bytes: &[u8]) -> bool {
-        let mut wire = self.wire.lock().unwrap_or_else(|p| p.into_inner());
+        let wire = self.wire.lock().unwrap_or_else(|p| p.into_inner());
+        let written = self.write_on(wire, bytes);
+        self.in_hand.store(false, Ordering::SeqCst);
+        written
+    }
+
+    /// Writes `bytes` on the locked writing half; a failed write ends the
+    /// connection (its socket, then this queue). `false` then, or when
+    /// there is no writing half.
+    fn write_on(&self, mut wire: MutexGuard<'_, Option<Writer>>, bytes: &[u8]) -> bool {
         let written = wire.as_mut().is_some_and(|w| match w.write_all(bytes) {
             Ok(()) => true,
             Err(_) => {
@@ -146,7 +155,6 @@ impl Queue {
             }
         });
         drop(wire);
-        self.in_hand.store(false, Ordering::SeqCst);
         if !written {
             self.close();
         }
@@ -170,26 +178,19 @@ impl Queue {
         }
         // Lock order: outbox, then wire; the writer thread never holds
         // both. Held by another thread writing directly: queue behind it.
-        let mut wire = match self.wire.try_lock() {
+        let wire = match self.wire.try_lock() {
             Ok(w) => w,
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
             Err(TryLockError::WouldBlock) => return Some(msg),
         };
         drop(outbox);
-        let Some(w) = wire.as_mut() else {
-            return Some(msg);
-        };
-        if !has_room(w.tcp()) {
+        if !wire.as_ref().is_some_and(|w| has_room(w.tcp())) {
             return Some(msg);
         }
         // A message that cannot be encoded is dropped, as the writer
         // thread drops it.
         let frame = msg.encode()?;
-        if w.write_all(&frame).is_err() {
-            w.close();
-            drop(wire);
-            self.close();
-        }
+        self.write_on(wire, &frame);
         None
     }
 
