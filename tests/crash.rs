@@ -96,7 +96,7 @@ fn the_whole_cluster_killed_at_once_comes_back_primary_by_itself() {
 
     // Power loss: SIGKILL to all three before any can notice the others.
     power_loss(&mut cluster, &[0, 1, 2]);
-    let (table, reports) = load.stop();
+    let stopped = load.stop();
 
     // The systemd way, with each node's normal configuration.
     let positions = recover_positions(&mut cluster);
@@ -118,13 +118,7 @@ fn the_whole_cluster_killed_at_once_comes_back_primary_by_itself() {
         "the cluster re-formed its primary component {:.1} s after the restart",
         t0.elapsed().as_secs_f64()
     );
-    let checked = cluster
-        .verify_acked(&table, &reports)
-        .or_logs(&cluster, "acknowledged rows after the crash");
-    eprintln!("{checked} acknowledged rows on every node; nodes identical");
-    check(&cluster, checked >= 300, || {
-        format!("only {checked} rows were acknowledged")
-    });
+    multi_node::verify_acked_rows(&cluster, &stopped, 300, "the crash");
     // And it takes writes again.
     cluster
         .node(1)

@@ -118,12 +118,5 @@ fn a_panic_in_the_group_thread_takes_the_node_out_and_the_others_go_on() {
         node.wait_for_status("wsrep_cluster_size", "3", WAIT)
             .or_logs(&cluster, "three members again");
     }
-    let (table, reports) = load.stop();
-    let checked = cluster
-        .verify_acked(&table, &reports)
-        .or_logs(&cluster, "acknowledged rows after the restart");
-    eprintln!("{checked} acknowledged rows on every node; nodes identical");
-    check(&cluster, checked >= 200, || {
-        format!("only {checked} rows were acknowledged")
-    });
+    multi_node::verify_acked_rows(&cluster, &load.stop(), 200, "the restart");
 }

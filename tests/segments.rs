@@ -89,6 +89,21 @@ fn relayed_in_segment_1(cluster: &Cluster) -> [u64; 2] {
     })
 }
 
+/// Restarts killed node `i` as systemd's unit does, with the position
+/// from `--wsrep-recover`, so it catches up by IST (a full rsync SST would
+/// block its donor's writers); waits until all four are members again and
+/// run the relay's protocol version.
+fn rejoin_recovered(cluster: &mut Cluster, i: usize) {
+    let name = cluster.node(i).name().to_string();
+    let r = cluster.node_mut(i).start_recovered();
+    r.or_logs(cluster, &format!("restart {name}"));
+    for node in cluster.nodes() {
+        node.wait_for_status("wsrep_cluster_size", "4", WAIT)
+            .or_logs(cluster, "four members again");
+    }
+    await_relay_version(cluster);
+}
+
 /// Stops the load: what its writers did, and the slowest acknowledged
 /// insert (how long a fault held the writes).
 fn stop_load(load: AckedLoad) -> ((String, Vec<WriterReport>), Duration) {
@@ -259,15 +274,7 @@ fn a_relay_killed_under_load_is_replaced_and_no_acknowledged_write_is_lost() {
     // commits prove the leader no longer waits on the dead relay.
     load.wait_for_progress(100, WAIT)
         .or_logs(&cluster, "writes after the relay was killed");
-    // As systemd's unit does: the position from `--wsrep-recover`, so the
-    // node catches up by IST (a full rsync SST would block its donor).
-    let r = cluster.node_mut(relay).start_recovered();
-    r.or_logs(&cluster, &format!("restart {relay_name}"));
-    for node in cluster.nodes() {
-        node.wait_for_status("wsrep_cluster_size", "4", WAIT)
-            .or_logs(&cluster, "four members again");
-    }
-    await_relay_version(&cluster);
+    rejoin_recovered(&mut cluster, relay);
     let back = relayed_in_segment_1(&cluster);
     load.wait_for_progress(100, WAIT)
         .or_logs(&cluster, "writes after the restart");
@@ -313,12 +320,7 @@ fn a_leader_killed_under_load_in_a_segmented_cluster_loses_no_acknowledged_write
         fail(&cluster, &format!("no leader known: {leader_name:?}"));
     };
     let survivor = (leader + 1) % 4;
-    let r = cluster.node_mut(leader).kill();
-    r.or_logs(&cluster, &format!("kill -9 {leader_name}"));
-    cluster
-        .node(survivor)
-        .wait_for_status("wsrep_cluster_size", "3", WAIT)
-        .or_logs(&cluster, &format!("{leader_name} removed"));
+    multi_node::kill_and_await_removal(&mut cluster, leader, "3", WAIT);
     load.wait_for_progress(100, WAIT)
         .or_logs(&cluster, "writes after the leader was killed");
     // Segment 1 now has two voters against one: the leadership goes there.
@@ -338,13 +340,7 @@ fn a_leader_killed_under_load_in_a_segmented_cluster_loses_no_acknowledged_write
         std::thread::sleep(Duration::from_millis(100));
     };
     let moved_after = t0.elapsed();
-    let r = cluster.node_mut(leader).start_recovered();
-    r.or_logs(&cluster, &format!("restart {leader_name}"));
-    for node in cluster.nodes() {
-        node.wait_for_status("wsrep_cluster_size", "4", WAIT)
-            .or_logs(&cluster, "four members again");
-    }
-    await_relay_version(&cluster);
+    rejoin_recovered(&mut cluster, leader);
     let relayed = |c: &Cluster| -> u64 {
         c.nodes()
             .iter()

@@ -158,14 +158,19 @@ pub fn position_seqno(position: &str) -> i64 {
         .unwrap_or(-1)
 }
 
-/// `kill -9` node `i`, then waits until node 1 sees the `size` members
-/// left (the dead one removed).
+/// `kill -9` node `i`, then waits until the first other running node sees
+/// the `size` members left (the dead one removed).
 pub fn kill_and_await_removal(cluster: &mut Cluster, i: usize, size: &str, wait: Duration) {
     let name = cluster.node(i).name().to_string();
     let r = cluster.node_mut(i).kill();
     r.or_logs(cluster, &format!("kill -9 {name}"));
+    // Seen from the first node still running (node 1 unless it was killed).
+    let Some(survivor) = (0..cluster.len()).find(|&j| j != i && cluster.node(j).is_running())
+    else {
+        fail(cluster, &format!("no node runs after {name} was killed"));
+    };
     cluster
-        .node(0)
+        .node(survivor)
         .wait_for_status("wsrep_cluster_size", size, wait)
         .or_logs(cluster, &format!("{name} removed"));
 }
