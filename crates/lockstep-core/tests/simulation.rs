@@ -268,7 +268,43 @@ fn causal_reads_are_never_stale() {
         "causal reads answered: {}",
         total.fences
     );
+    assert!(
+        total.local_reads > 1000 && total.leader_local_reads > 1000,
+        "reads from a lease: {} on followers, {} on leaders",
+        total.local_reads,
+        total.leader_local_reads
+    );
     assert!(total.partitions > 0 && total.leader_changes > 0);
+}
+
+/// Local causal reads (ADR 0022): half of the reads take their index
+/// from the lease `Group::read_lease` publishes, as the provider's
+/// readers do, on followers and on the leader, while leaders are cut off
+/// and replaced (`causal_reads_are_never_stale` checks them). The
+/// control: without the release gate, follower reads are stale.
+#[test]
+fn follower_lease_reads_are_stale_without_the_release_gate() {
+    let name = "follower_lease_reads_need_the_release_gate";
+    let mut stale = Vec::new();
+    let mut local = 0;
+    for seed in sim::seeds(20) {
+        let (mut cfg, rng) = setup(name, seed);
+        cfg.nodes = 3;
+        cfg.causal_read = 0.2;
+        cfg.group.release_gate = false;
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        let result = sim
+            .wait_formed(20_000)
+            .and_then(|()| sim.run(10_000, |_| {}));
+        local += sim.stats.local_reads;
+        if let Err(report) = result {
+            assert!(report.contains("stale lease read"), "{report}");
+            stale.push(seed);
+        }
+    }
+    eprintln!("{name}: without the gate, stale follower reads with seeds {stale:?}");
+    assert!(local > 0, "no follower read from a lease");
+    assert!(!stale.is_empty(), "no stale read without the release gate");
 }
 
 /// Two data nodes and an arbitrator (Galera's two-site setup with

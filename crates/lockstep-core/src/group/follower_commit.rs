@@ -68,6 +68,13 @@ impl FollowerCommit {
         self.conf_changes.insert(index);
     }
 
+    /// The newest configuration change stored above `applied`, if any
+    /// (possibly one since cut from the log: the set only grows between
+    /// applies, so this errs towards "pending").
+    pub fn pending_above(&self, applied: u64) -> Option<u64> {
+        self.conf_changes.range(applied + 1..).next_back().copied()
+    }
+
     /// The index this follower may commit up to now, if above its commit
     /// index.
     pub fn commit_index(&mut self, v: &FollowerView<'_>) -> Option<u64> {

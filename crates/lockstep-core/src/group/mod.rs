@@ -16,6 +16,8 @@
 //!   their data, which the follower still holds (ADR 0020);
 //! - `relay`: the leader's appends to a remote segment as one bundle that
 //!   a member there passes on (`gmcast.segment`, ADR 0020);
+//! - `read_fence`, `read_grants`: causal reads answered from a lease, on
+//!   the leader (ADR 0016) and on followers (ADR 0022);
 //! - `member_state`: this node's own member status and desync counting;
 //! - `recovery`: who re-forms the primary component after a crash of the
 //!   whole cluster (`pc.recovery`).
@@ -29,6 +31,7 @@ mod member_state;
 pub mod node;
 pub mod payload;
 pub mod read_fence;
+pub mod read_grants;
 mod reassembly;
 pub mod recovery;
 pub mod relay;
@@ -40,4 +43,5 @@ pub use action::{Action, CacheIst, MemberInfo, Proposal, Writeset};
 pub use fragments::EncodedBody;
 pub use member_state::{LocalState, MemberState, Notify};
 pub use node::{Group, GroupConfig, Output};
+pub use read_grants::LeaseMsg;
 pub use sequencer::{Delivery, GroupView, Member, Membership, Sequencer, SequencerError};

@@ -30,6 +30,7 @@ use super::log_store::LogStore;
 use super::member_state::MemberState;
 use super::payload::Payload;
 use super::read_fence::{lease_ms, ReadFences};
+use super::read_grants::{LeaseMsg, ReadGrants, OBLIGATION_MS};
 use super::sequencer::{Delivery, GroupView, Member, Membership, Sequencer};
 use super::{echo, relay};
 use protobuf::Message as _;
@@ -46,6 +47,9 @@ const SNAPSHOT_WEIGHT_DEFER: usize = 16 << 20;
 /// asked again (the leader drops it until it has committed an entry of its
 /// term, and raft-rs forgets it when the leader is unknown).
 const READ_RETRY_TICKS: u64 = 4;
+
+mod local_reads;
+pub use local_reads::LOCAL_READS_VERSION;
 
 /// Default `GroupConfig::fragment_bytes`: the part size of a big
 /// writeset, also what the provider cuts on its replicating thread.
@@ -136,6 +140,10 @@ pub struct GroupConfig {
     /// group with `Action::Supports`); `wire::peer::PROTOCOL_VERSION`
     /// outside simulations of rolling upgrades.
     pub protocol_max: u32,
+    /// The release gate of local causal reads (ADR 0022). Always on;
+    /// off only in the simulation's control, which shows that follower
+    /// reads are stale without it.
+    pub release_gate: bool,
 }
 
 impl Default for GroupConfig {
@@ -158,6 +166,7 @@ impl Default for GroupConfig {
             fragment_window: 256 << 10,
             arbitrator: false,
             protocol_max: crate::wire::peer::PROTOCOL_VERSION,
+            release_gate: true,
         }
     }
 }
@@ -210,6 +219,12 @@ pub enum Output {
     Forward {
         to: u64,
         msg: Message,
+    },
+    /// Local causal reads (ADR 0022): a ping, a grant or a stored claim
+    /// for member `to` (`Group::step_lease` there).
+    Lease {
+        to: u64,
+        msg: LeaseMsg,
     },
 }
 
@@ -324,6 +339,17 @@ pub struct Group {
     lease_clock: u64,
     /// Follower: commits what it stores when it and the leader are a quorum.
     follower_commit: FollowerCommit,
+    /// Local causal reads: this node's leases and what it owes (ADR 0022).
+    grants: ReadGrants,
+    /// Committed entries the release gate holds, in order
+    /// (`release_held`). Bounded: an entry waits only while a holder owed
+    /// has not stored it, and a holder more than `LAG_ENTRIES` behind
+    /// gets no grant, so at most the entries committed within an
+    /// obligation (`OBLIGATION_MS`) after the last grant, plus that lag.
+    held: VecDeque<Entry>,
+    /// The last entry released (given to the sequencer); raft-rs's
+    /// applied index catches up at the end of each poll.
+    released: u64,
     out: Vec<Output>,
 }
 
@@ -412,6 +438,14 @@ impl Group {
             cfg,
             lease_clock: now,
             follower_commit: FollowerCommit::default(),
+            grants: {
+                let mut g = ReadGrants::new();
+                // A restart forgets what the last incarnation promised.
+                g.owe_everyone_until(now + OBLIGATION_MS);
+                g
+            },
+            held: VecDeque::new(),
+            released: 0,
             out: Vec::new(),
         })
     }
@@ -726,6 +760,7 @@ impl Group {
     /// every event committed cluster-wide before now (`read_fence`).
     pub fn read_fence(&mut self, id: u64) {
         self.fences.read(id, self.now);
+        self.saw_local_read();
     }
 
     /// While this node leads under a valid lease: until when (ms) it
@@ -735,6 +770,9 @@ impl Group {
     /// provided this pair is published before any message that could carry
     /// a higher index leaves (ADR 0016).
     pub fn read_lease(&self) -> Option<(u64, u64)> {
+        if !self.is_leader() {
+            return self.local_lease();
+        }
         // A new leader's commit index covers every earlier commit only
         // once it has committed an entry of its own term.
         if !self.is_leader()
@@ -762,6 +800,7 @@ impl Group {
     /// driver (the provider's connection threads): keep the lease renewed.
     pub fn saw_read(&mut self) {
         self.fences.saw_read(self.now);
+        self.saw_local_read();
     }
 
     /// The time now, for the lease only: a leader judges its lease when it
@@ -1061,6 +1100,7 @@ impl Group {
             }
         }
         self.snapshot_watchdog();
+        self.ping_granters();
         if self.leaving {
             self.leave_step();
         } else if self.is_leader() {
@@ -1231,6 +1271,10 @@ impl Group {
         if !self.failed && !self.retired {
             self.flush_proposals();
             self.flush_reads();
+            // The gate may have opened: acknowledgements came, or what
+            // this node owed expired.
+            self.release_held();
+            self.sync_applied();
             while !self.failed && !self.retired && self.raw.has_ready() {
                 self.handle_ready();
             }
@@ -1600,13 +1644,19 @@ impl Group {
             store.set_hardstate(hs.clone());
         }
         self.send_all(ready.take_persisted_messages());
-        let mut light = self.raw.advance(ready);
+        let stored_new = !ready.entries().is_empty();
+        // Not `advance`: it would mark every committed entry applied,
+        // and the release gate may hold some (`held`).
+        let mut light = self.raw.advance_append(ready);
         if let Some(commit) = light.commit_index() {
             store.set_commit(commit);
         }
         self.send_all(light.take_messages());
         self.apply(light.take_committed_entries());
-        self.raw.advance_apply();
+        self.sync_applied();
+        if stored_new {
+            self.tell_stored();
+        }
         self.release_fences();
         self.commit_as_follower();
     }
@@ -1670,6 +1720,8 @@ impl Group {
             .install(snap, current)
             .map_err(|e| format!("cannot install the snapshot at log index {index}: {e}"))?;
         self.seq = seq;
+        self.held.retain(|e| e.index > index);
+        self.released = self.released.max(index);
         self.restored_at = Some((self.seq.delivered(), self.seq.last_seqno()));
         self.cached_after = Some(self.seq.last_seqno());
         self.pending_snapshot = None;
@@ -1805,40 +1857,50 @@ impl Group {
         self.out.push(Output::Fatal(why));
     }
 
+    /// Committed entries from raft-rs: released in order through the
+    /// gate (`release_held`).
     fn apply(&mut self, entries: Vec<Entry>) {
-        for entry in entries {
-            if self.failed {
-                return;
+        self.held.extend(entries);
+        self.release_held();
+    }
+
+    /// raft-rs's applied index follows what was released.
+    fn sync_applied(&mut self) {
+        if !self.failed && !self.retired && self.released > self.raw.raft.raft_log.applied {
+            self.raw.advance_apply_to(self.released);
+        }
+    }
+
+    /// One committed entry, to the sequencer; its deliveries go out.
+    fn apply_entry(&mut self, entry: Entry) {
+        let mut deliveries = Vec::new();
+        let result = match entry.get_entry_type() {
+            EntryType::EntryNormal if entry.data.is_empty() => Ok(()),
+            EntryType::EntryNormal => match decode_batch_shared(&entry.data) {
+                Ok(batch) => self
+                    .seq
+                    .entry(batch, &mut deliveries)
+                    .map_err(|e| e.to_string())
+                    .and_then(|()| self.adopt_founder()),
+                Err(e) => Err(format!("log entry {} does not decode: {e}", entry.index)),
+            },
+            EntryType::EntryConfChange => self.apply_conf_change(&entry, &mut deliveries),
+            EntryType::EntryConfChangeV2 => Err(format!(
+                "unexpected joint configuration change at log entry {}",
+                entry.index
+            )),
+        };
+        if let Err(e) = result {
+            self.fail(e);
+            return;
+        }
+        for d in deliveries {
+            if let (None, Delivery::View(v)) = (self.cached_after, &d) {
+                // The genesis view: the log starts just before it.
+                self.cached_after = Some(v.seqno - 1);
             }
-            let mut deliveries = Vec::new();
-            let result = match entry.get_entry_type() {
-                EntryType::EntryNormal if entry.data.is_empty() => Ok(()),
-                EntryType::EntryNormal => match decode_batch_shared(&entry.data) {
-                    Ok(batch) => self
-                        .seq
-                        .entry(batch, &mut deliveries)
-                        .map_err(|e| e.to_string())
-                        .and_then(|()| self.adopt_founder()),
-                    Err(e) => Err(format!("log entry {} does not decode: {e}", entry.index)),
-                },
-                EntryType::EntryConfChange => self.apply_conf_change(&entry, &mut deliveries),
-                EntryType::EntryConfChangeV2 => Err(format!(
-                    "unexpected joint configuration change at log entry {}",
-                    entry.index
-                )),
-            };
-            if let Err(e) = result {
-                self.fail(e);
-                return;
-            }
-            for d in deliveries {
-                if let (None, Delivery::View(v)) = (self.cached_after, &d) {
-                    // The genesis view: the log starts just before it.
-                    self.cached_after = Some(v.seqno - 1);
-                }
-                self.observe(&d);
-                self.out.push(Output::Deliver(d));
-            }
+            self.observe(&d);
+            self.out.push(Output::Deliver(d));
         }
     }
 
@@ -1907,6 +1969,7 @@ impl Group {
                 )
             })?;
             self.raw.raft.raft_log.store.set_conf_state(cs);
+            self.conf_applied();
             if let Some(to) = removed.filter(|_| self.is_leader()) {
                 self.out.push(Output::Farewell { to });
             }
@@ -1947,6 +2010,9 @@ impl Group {
             )),
             Delivery::View(v) => {
                 if v.members.iter().any(|m| m.raft_id == me) {
+                    if !self.was_member {
+                        self.owe_everyone();
+                    }
                     self.was_member = true;
                     if !self.supports_told {
                         // Once per incarnation; retried like any proposal.

@@ -9,7 +9,7 @@
 use super::codec::{DecodeError, Reader, Writer};
 use super::frame::{self, Frame, FrameError};
 use crate::group::recovery::Vote;
-use crate::group::MemberInfo;
+use crate::group::{LeaseMsg, MemberInfo};
 use crate::saved_view::MAX_MEMBERS;
 use wsrep_abi::Uuid;
 
@@ -33,7 +33,9 @@ use wsrep_abi::Uuid;
 /// 9: the leader relays appends to a remote segment through one member
 /// there (`Relay`, `Relayed`; ADR 0020) and moves to the segment with the
 /// most voters; both only once the cluster runs at 9.
-pub const PROTOCOL_VERSION: u32 = 9;
+/// 10: followers answer causal reads from leases granted by every member
+/// (`Lease`: ping, grant, stored; ADR 0022), once the cluster runs at 10.
+pub const PROTOCOL_VERSION: u32 = 10;
 /// The oldest version this build speaks: peers whose range overlaps ours
 /// connect, and the cluster runs at the newest version every member
 /// speaks (`Action::ClusterVersion`, docs/formats.md). 8 is the first
@@ -58,6 +60,9 @@ const K_PING: u8 = 12;
 const K_PONG: u8 = 13;
 const K_RELAY: u8 = 14;
 const K_RELAYED: u8 = 15;
+const K_LEASE_PING: u8 = 16;
+const K_LEASE_GRANT: u8 = 17;
+const K_LEASE_STORED: u8 = 18;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PeerMsg {
@@ -112,6 +117,8 @@ pub enum PeerMsg {
     /// A leader's Raft message (protobuf) passed on by a relay: its
     /// `from` is the leader, not the connection's peer.
     Relayed(Vec<u8>),
+    /// Local causal reads (ADR 0022, `group::read_grants`).
+    Lease(LeaseMsg),
 }
 
 impl PeerMsg {
@@ -174,6 +181,24 @@ impl PeerMsg {
                 let mut w = Writer::new();
                 w.u64(*n).u64(index.unwrap_or(0));
                 (K_READ_ANSWER, w.finish())
+            }
+            PeerMsg::Lease(m) => {
+                let mut w = Writer::new();
+                let kind = match *m {
+                    LeaseMsg::Ping { n, term, index } => {
+                        w.u64(n).u64(term).u64(index);
+                        K_LEASE_PING
+                    }
+                    LeaseMsg::Grant { n, released, conf } => {
+                        w.u64(n).u64(released).u64(conf);
+                        K_LEASE_GRANT
+                    }
+                    LeaseMsg::Stored { term, index } => {
+                        w.u64(term).u64(index);
+                        K_LEASE_STORED
+                    }
+                };
+                (kind, w.finish())
             }
             PeerMsg::Recovery(v) => {
                 let mut w = Writer::new();
@@ -248,6 +273,26 @@ impl PeerMsg {
                 let index = Some(r.u64("read_answer.index")?).filter(|i| *i > 0);
                 r.end()?;
                 Ok(PeerMsg::ReadAnswer { n, index })
+            }
+            K_LEASE_PING | K_LEASE_GRANT | K_LEASE_STORED => {
+                let mut r = Reader::new(&f.payload);
+                let a = r.u64("lease.a")?;
+                let b = r.u64("lease.b")?;
+                let msg = match f.kind {
+                    K_LEASE_PING => LeaseMsg::Ping {
+                        n: a,
+                        term: b,
+                        index: r.u64("lease.index")?,
+                    },
+                    K_LEASE_GRANT => LeaseMsg::Grant {
+                        n: a,
+                        released: b,
+                        conf: r.u64("lease.conf")?,
+                    },
+                    _ => LeaseMsg::Stored { term: a, index: b },
+                };
+                r.end()?;
+                Ok(PeerMsg::Lease(msg))
             }
             K_RECOVERY => {
                 let mut r = Reader::new(&f.payload);
@@ -357,6 +402,17 @@ mod tests {
         });
         round_trip(PeerMsg::ReadAnswer { n: 5, index: None });
         round_trip(PeerMsg::Ping { sent: 17 });
+        round_trip(PeerMsg::Lease(LeaseMsg::Ping {
+            n: 1,
+            term: 2,
+            index: u64::MAX,
+        }));
+        round_trip(PeerMsg::Lease(LeaseMsg::Grant {
+            n: 4,
+            released: 5,
+            conf: 6,
+        }));
+        round_trip(PeerMsg::Lease(LeaseMsg::Stored { term: 7, index: 8 }));
         round_trip(PeerMsg::Pong { sent: u64::MAX });
         round_trip(PeerMsg::Recovery(Vote {
             member: Uuid::from_bytes([1; 16]),

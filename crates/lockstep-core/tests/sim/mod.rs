@@ -17,8 +17,8 @@
 
 use lockstep_core::certification::{CertRequest, Certifier, Key, KeyType};
 use lockstep_core::group::{
-    echo, relay, Action, Delivery, Group, GroupConfig, GroupView, MemberInfo, MemberState, Output,
-    Writeset,
+    echo, relay, Action, Delivery, Group, GroupConfig, GroupView, LeaseMsg, MemberInfo, MemberState,
+    Output, Writeset,
 };
 use raft::eraftpb::{Message, MessageType};
 use std::cmp::Ordering;
@@ -189,6 +189,7 @@ pub fn group_config() -> GroupConfig {
         fragment_window: 192,
         arbitrator: false,
         protocol_max: lockstep_core::wire::peer::PROTOCOL_VERSION,
+        release_gate: true,
     }
 }
 
@@ -275,6 +276,19 @@ pub struct Node {
     /// read id → the highest seqno acknowledged anywhere when asked.
     pub reads: BTreeMap<u64, i64>,
     pub next_read: u64,
+    /// Causal reads that took their index from the lease the group
+    /// published (`Group::read_lease`), as the provider's do: (floor,
+    /// index to apply, leader when asked, on the leader).
+    pub lease_reads: Vec<LeaseRead>,
+}
+
+/// A causal read waiting for this node to apply up to its lease index.
+#[derive(Debug, Clone, Copy)]
+pub struct LeaseRead {
+    pub floor: i64,
+    pub index: u64,
+    pub leader: u64,
+    pub on_leader: bool,
 }
 
 impl Node {
@@ -307,6 +321,7 @@ impl Node {
             passed: 0,
             reads: BTreeMap::new(),
             next_read: 1,
+            lease_reads: Vec::new(),
         }
     }
 
@@ -359,6 +374,8 @@ enum Payload {
     Farewell(u64),
     /// The leader: you are not in the configuration.
     NotMember,
+    /// Local causal reads (ADR 0022), from the node with this Raft id.
+    Lease(u64, LeaseMsg),
 }
 
 #[derive(Debug)]
@@ -404,6 +421,10 @@ impl Kind {
                 payload: Payload::NotMember,
                 ..
             } => "not-member",
+            Kind::Msg {
+                payload: Payload::Lease(..),
+                ..
+            } => "lease",
             Kind::Tick(_) => "tick",
             Kind::Client(_) => "client",
             Kind::Report(_) => "report",
@@ -481,6 +502,10 @@ pub struct Stats {
     pub purged: u64,
     /// Causal reads answered with their fence.
     pub fences: u64,
+    /// Of those, answered from a lease without the group thread, as the
+    /// provider's readers do, on followers (ADR 0022) and on the leader.
+    pub local_reads: u64,
+    pub leader_local_reads: u64,
     /// Own writesets delivered back to their origin, and the virtual
     /// milliseconds from proposal to that delivery, by whether the origin
     /// led when it proposed.
@@ -518,6 +543,8 @@ impl Stats {
         self.joins += o.joins;
         self.purged += o.purged;
         self.fences += o.fences;
+        self.local_reads += o.local_reads;
+        self.leader_local_reads += o.leader_local_reads;
         self.bundles += o.bundles;
         self.forwarded += o.forwarded;
         self.stubs += o.stubs;
@@ -903,6 +930,13 @@ impl Sim {
                         g.tick(now);
                     }
                     Payload::Join(info) => g.handle_join(info),
+                    // As the provider's group thread: the clock is read
+                    // after the message arrived, before it is stepped.
+                    Payload::Lease(from, msg) => {
+                        g.set_clock(now);
+                        g.step_lease(from, msg);
+                        g.tick(now);
+                    }
                     Payload::Farewell(from) => {
                         g.handle_farewell(from);
                     }
@@ -1016,6 +1050,59 @@ impl Sim {
 
     /// Polls a node until it has nothing more to say, routing its outputs,
     /// then lets the "server" on top of it react.
+    /// The lease reads of node `slot` whose index it has applied: their
+    /// seqno (what it delivered) must cover every acknowledged write. A
+    /// read whose leader changed asks through Raft instead, as the
+    /// provider's does.
+    fn check_lease_reads(&mut self, slot: usize) {
+        let node = &mut self.nodes[slot];
+        let Some(g) = node.group.as_mut() else {
+            return;
+        };
+        if node.lease_reads.is_empty() {
+            return;
+        }
+        let (applied, leader) = (g.applied_index(), g.leader());
+        let seqno = node.last_seqno.unwrap_or(i64::MIN);
+        let mut stale = None;
+        let mut done = (0, 0);
+        let mut again = Vec::new();
+        node.lease_reads.retain(|r| {
+            if r.leader != leader {
+                again.push(r.floor);
+                return false;
+            }
+            if applied < r.index {
+                return true;
+            }
+            if seqno < r.floor {
+                stale = Some((r.floor, r.index));
+            }
+            if r.on_leader {
+                done.1 += 1;
+            } else {
+                done.0 += 1;
+            }
+            false
+        });
+        for floor in again {
+            let r = node.next_read;
+            node.next_read += 1;
+            node.reads.insert(r, floor);
+            g.read_fence(r);
+        }
+        self.stats.local_reads += done.0;
+        self.stats.leader_local_reads += done.1;
+        self.stats.fences += done.0 + done.1;
+        if let Some((floor, index)) = stale {
+            let id = self.nodes[slot].id;
+            self.fail(format!(
+                "stale lease read on node {id} (slot {slot}): applied to index {index}, \
+                 delivered up to seqno {seqno}, but seqno {floor} was acknowledged before the read"
+            ));
+        }
+    }
+
     fn poll(&mut self, slot: usize) {
         for _ in 0..16 {
             let outs = match self.nodes[slot].group.as_mut() {
@@ -1031,6 +1118,7 @@ impl Sim {
             self.drive(slot);
         }
         self.drive(slot);
+        self.check_lease_reads(slot);
         if let Some(why) = self.nodes[slot].restart_pending.take() {
             if self.nodes[slot].running() {
                 self.restart(slot, why);
@@ -1082,6 +1170,10 @@ impl Sim {
                 self.send(slot, to, Payload::Farewell(from));
             }
             Output::NotMember { to } => self.send(slot, to, Payload::NotMember),
+            Output::Lease { to, msg } => {
+                let from = self.nodes[slot].id;
+                self.send(slot, to, Payload::Lease(from, msg));
+            }
             Output::Fence { reads, seqno } => {
                 for r in reads {
                     let Some(floor) = self.nodes[slot].reads.remove(&r) else {
@@ -1565,7 +1657,25 @@ impl Sim {
         }
         if self.cfg.causal_read > 0.0 && self.rng.chance(self.cfg.causal_read) {
             let floor = self.acked;
+            let now = self.now;
+            let by_lease = self.rng.chance(0.5);
             let node = &mut self.nodes[slot];
+            let g = node.group.as_mut().expect("running");
+            // As the provider's reader: the lease published at the last
+            // poll, judged on the clock now (`Inner::lease_index`).
+            let lease = g.read_lease().filter(|(until, _)| now < *until);
+            if let (true, Some((_, index))) = (by_lease, lease) {
+                // Keeps the lease renewed, as the reader's flag does.
+                g.saw_read();
+                node.lease_reads.push(LeaseRead {
+                    floor,
+                    index,
+                    leader: g.leader(),
+                    on_leader: g.is_leader(),
+                });
+                self.check_lease_reads(slot);
+                return;
+            }
             let r = node.next_read;
             node.next_read += 1;
             node.reads.insert(r, floor);

@@ -1,0 +1,237 @@
+//! The driver's side of local causal reads (ADR 0022, `read_grants`):
+//! pinging as a holder, granting, the release gate on committed entries,
+//! and the lease a follower's reader takes its index from.
+
+use super::{Group, Output};
+use crate::group::action::{decode_batch_shared, Action};
+use crate::group::read_grants::{LeaseMsg, OBLIGATION_MS};
+use raft::eraftpb::{Entry, EntryType};
+
+/// The first group protocol version whose followers hold read leases
+/// (the three `LeaseMsg` messages).
+pub const LOCAL_READS_VERSION: u32 = 10;
+
+/// A grant's configuration while its granter has a change in flight.
+const CHANGING: u64 = u64::MAX;
+
+impl Group {
+    /// The clock for leases and grants: the freshest this driver has.
+    fn lease_now(&self) -> u64 {
+        self.now.max(self.lease_clock)
+    }
+
+    /// The other members of the configuration this node applied (voters
+    /// and learners, arbitrators included: every member that may have
+    /// ordered a configuration change must grant).
+    pub(super) fn other_members(&self) -> Vec<u64> {
+        let cs = self.raw.raft.prs().conf().to_conf_state();
+        let me = self.me.raft_id;
+        cs.voters
+            .iter()
+            .chain(cs.learners.iter())
+            .copied()
+            .filter(|id| *id != me)
+            .collect()
+    }
+
+    /// The last entry stored here: (term, index).
+    fn last_stored(&self) -> (u64, u64) {
+        let log = &self.raw.raft.raft_log;
+        let index = log.persisted.min(log.last_index());
+        (log.term(index).unwrap_or(0), index)
+    }
+
+    /// The configuration this node knows, as one number its grants carry
+    /// and a holder compares with its own: a digest of the members, or
+    /// `CHANGING` while a configuration change is stored and not applied
+    /// (a member may be on its way that the holder must ask too).
+    fn conf_id(&self) -> u64 {
+        let applied = self.raw.raft.raft_log.applied;
+        if self.follower_commit.pending_above(applied).is_some() {
+            return CHANGING;
+        }
+        let cs = self.raw.raft.prs().conf().to_conf_state();
+        let mut voters = cs.voters.clone();
+        let mut learners = cs.learners.clone();
+        voters.sort_unstable();
+        learners.sort_unstable();
+        // FNV-1a over the ids, voters then learners.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for id in voters.iter().chain([&0]).chain(learners.iter()) {
+            for b in id.to_le_bytes() {
+                h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        h.min(CHANGING - 1)
+    }
+
+    fn local_reads_on(&self) -> bool {
+        self.seq.cluster_version() >= LOCAL_READS_VERSION && self.is_member()
+    }
+
+    /// A lease message from member `from`.
+    pub fn step_lease(&mut self, from: u64, msg: LeaseMsg) {
+        if from == self.me.raft_id || self.raw.raft.prs().get(from).is_none() {
+            return; // not a member of the configuration we know
+        }
+        match msg {
+            LeaseMsg::Ping { n, term, index } => {
+                self.grants.claim(from, term, index);
+                self.check_claims();
+                let log = &self.raw.raft.raft_log;
+                let (committed, released) = (log.committed, self.released);
+                let conf = self.conf_id();
+                let now = self.lease_now();
+                if let Some(grant) = self.grants.ping(from, n, now, committed, released, conf) {
+                    self.out.push(Output::Lease {
+                        to: from,
+                        msg: grant,
+                    });
+                }
+            }
+            LeaseMsg::Grant { n, released, conf } => {
+                self.grants.granted(from, n, released, conf);
+            }
+            LeaseMsg::Stored { term, index } => {
+                self.grants.claim(from, term, index);
+                self.check_claims();
+            }
+        }
+    }
+
+    fn check_claims(&mut self) {
+        let log = &self.raw.raft.raft_log;
+        let last = log.last_index();
+        self.grants
+            .check_claims(|i| (i <= last).then(|| log.term(i).ok()).flatten());
+    }
+
+    /// Holder: the pings due (each tick while causal reads come).
+    pub(super) fn ping_granters(&mut self) {
+        if self.is_leader() || !self.local_reads_on() {
+            return;
+        }
+        let others = self.other_members();
+        let stored = self.last_stored();
+        let now = self.lease_now();
+        for (to, msg) in self
+            .grants
+            .pings_due(now, self.cfg.tick_ms, &others, stored)
+        {
+            self.out.push(Output::Lease { to, msg });
+        }
+    }
+
+    /// Holder: after an append, tell the members other than the leader
+    /// (which counts its `matched`) what this node stored.
+    pub(super) fn tell_stored(&mut self) {
+        if self.is_leader() || !self.local_reads_on() || !self.grants.holding(self.lease_now()) {
+            return;
+        }
+        let (term, index) = self.last_stored();
+        let leader = self.raw.raft.leader_id;
+        for to in self.other_members() {
+            if to != leader {
+                self.out.push(Output::Lease {
+                    to,
+                    msg: LeaseMsg::Stored { term, index },
+                });
+            }
+        }
+    }
+
+    /// A follower's lease for local causal reads: until when (ms) and the
+    /// index a read waits for (the last stored entry, or the members'
+    /// floor if higher). The pair must be published before any message
+    /// telling a member what this node stored leaves (as the leader's).
+    pub(super) fn local_lease(&self) -> Option<(u64, u64)> {
+        if self.is_leader() || !self.local_reads_on() || !self.has_leader() {
+            return None;
+        }
+        let conf = self.conf_id();
+        if conf == CHANGING {
+            return None;
+        }
+        let others = self.other_members();
+        let (until, floor) = self.grants.lease(self.lease_now(), &others, conf)?;
+        Some((until, self.last_stored().1.max(floor)))
+    }
+
+    /// A causal read seen here: keep the lease (leader or follower).
+    pub(super) fn saw_local_read(&mut self) {
+        let now = self.lease_now();
+        self.grants.saw_read(now);
+    }
+
+    /// This node became a member: owe every member for an obligation
+    /// (leases granted before it knew of them, or by its former self).
+    pub(super) fn owe_everyone(&mut self) {
+        let until = self.lease_now() + OBLIGATION_MS;
+        self.grants.owe_everyone_until(until);
+    }
+
+    /// A configuration change was applied.
+    pub(super) fn conf_applied(&mut self) {
+        let others = self.other_members();
+        self.grants.keep_members(&others);
+    }
+
+    /// Releases committed entries in order, each once the gate lets it
+    /// pass: an entry holding one of this node's own proposals waits
+    /// until every holder owed a grant has stored it (a client is told of
+    /// a commit only once every lease holder could read it).
+    pub(super) fn release_held(&mut self) {
+        while !self.failed && !self.retired {
+            let Some(entry) = self.held.pop_front() else {
+                return;
+            };
+            if !self.may_release(&entry) {
+                self.held.push_front(entry);
+                return;
+            }
+            self.released = entry.index;
+            self.apply_entry(entry);
+        }
+    }
+
+    /// Whether the gate lets `e` pass now.
+    fn may_release(&mut self, e: &Entry) -> bool {
+        let now = self.lease_now();
+        if !self.cfg.release_gate || !self.grants.owes(now) || !self.holds_own_proposal(e) {
+            return true;
+        }
+        self.check_claims();
+        let others = self.other_members();
+        let leader = self.is_leader();
+        let prs = self.raw.raft.prs();
+        let matched = |m: u64| {
+            if leader {
+                prs.get(m).map_or(0, |p| p.matched)
+            } else {
+                0
+            }
+        };
+        self.grants.may_release(now, e.index, &others, matched)
+    }
+
+    /// Whether entry `e` orders a writeset (or a part of one) this node
+    /// proposed: what a client of this node is told committed. The rest
+    /// (state changes, barriers) acknowledges nothing to anyone.
+    fn holds_own_proposal(&self, e: &Entry) -> bool {
+        if e.get_entry_type() != EntryType::EntryNormal || e.data.is_empty() {
+            return false;
+        }
+        let me = self.me.raft_id;
+        // An entry that does not decode fails the node when applied.
+        decode_batch_shared(&e.data).is_ok_and(|b| {
+            b.iter().any(|p| {
+                p.origin == me && matches!(p.action, Action::Writeset(_) | Action::Fragment { .. })
+            })
+        })
+    }
+
+    /// Committed entries held by the gate (for tests of the bound).
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+}
