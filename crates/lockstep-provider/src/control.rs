@@ -86,15 +86,21 @@ impl Provider {
     ///   log behind it (`barrier_fence`).
     fn causal_fence<'a>(
         &'a self,
-        g: MutexGuard<'a, Inner>,
+        mut g: MutexGuard<'a, Inner>,
         deadline: Instant,
     ) -> (MutexGuard<'a, Inner>, Option<i64>) {
+        // Keeps this node's lease renewed (the leader's, or a follower's
+        // grants: ADR 0022) while causal reads come.
+        g.read_asked = true;
         if !g.own_proposals_ordered() {
             return self.barrier_fence(g, deadline);
         }
         let leader = g.raft_leader;
         let (mut g, index) = match g.lease_index(Instant::now()) {
-            Some(index) => (g, Some(index)),
+            Some(index) => {
+                g.counters.causal_lease_reads += 1;
+                (g, Some(index))
+            }
             None => self.ask_leader(g, deadline),
         };
         if let Some(index) = index {

@@ -176,6 +176,9 @@ pub struct Counters {
     pub local_cert_failures: i64,
     pub local_replays: i64,
     pub causal_reads: i64,
+    /// Causal reads that took their index from this node's own lease,
+    /// with no message (leader: ADR 0016; follower: ADR 0022).
+    pub causal_lease_reads: i64,
     /// Remote writesets applied, and their bytes.
     pub received: i64,
     pub received_bytes: i64,

@@ -469,6 +469,13 @@ impl Worker {
                 self.group.handle_farewell(from);
             }
             PeerMsg::NotMember => self.removed_notice(from),
+            PeerMsg::Lease(m) => {
+                // A grant binds from the moment it is sent: the clock is
+                // read after the ping arrived (`read_grants`).
+                self.group
+                    .set_clock(self.started.elapsed().as_millis() as u64);
+                self.group.step_lease(from, m);
+            }
             PeerMsg::Recovery(vote) => {
                 if let Some(r) = self.recovery.as_mut() {
                     r.heard(vote);
@@ -959,6 +966,13 @@ impl Worker {
                 }
                 Output::Farewell { to } => {
                     if let Ok(frame) = PeerMsg::Farewell.to_frame() {
+                        let addr = self.address_of(to);
+                        self.transport
+                            .send(to, Out::Frame(frame), Lane::Control, addr.as_deref());
+                    }
+                }
+                Output::Lease { to, msg } => {
+                    if let Ok(frame) = PeerMsg::Lease(msg).to_frame() {
                         let addr = self.address_of(to);
                         self.transport
                             .send(to, Out::Frame(frame), Lane::Control, addr.as_deref());
