@@ -1,7 +1,8 @@
 //! Causal reads (`wsrep_sync_wait`) on three real mariadbd nodes (issue 14,
-//! ADR 0016). A leader answers them from its lease, a follower asks the
-//! leader for its commit index; whichever node writes and whichever reads,
-//! a causal read sees every commit acknowledged before it began.
+//! ADR 0016, 0022). A leader answers them from its lease, a follower from
+//! the lease its members granted (asking the leader until it holds one);
+//! whichever node writes and whichever reads, a causal read sees every
+//! commit acknowledged before it began.
 //!
 //! The provider is ours unless `LOCKSTEP_TEST_PROVIDER=galera` selects
 //! Galera 4, against which this test was also run.
@@ -14,10 +15,13 @@ use multi_node::{check, status_u64, OrLogs};
 
 /// Rounds per (writer, reader) pair.
 const ROUNDS: usize = 40;
+/// Causal reads a node answered from its own lease (Lockstep only).
+const LEASE_READS: &str = "wsrep_lockstep_causal_lease_reads";
 
 #[test]
 fn a_causal_read_on_any_node_sees_every_commit_acknowledged_before_it() {
     let p = Provider::from_env();
+    let ours = matches!(p, Provider::Lockstep(_));
     let label = p.label();
     let c = Cluster::builder(3)
         .provider(p)
@@ -50,6 +54,11 @@ fn a_causal_read_on_any_node_sees_every_commit_acknowledged_before_it() {
         .iter()
         .map(|n| status_u64(n, "wsrep_causal_reads").or_logs(&c, "wsrep_causal_reads"))
         .collect();
+    let lease_reads = |n| status_u64(n, LEASE_READS).or_logs(&c, LEASE_READS);
+    let leased_before: Vec<u64> = match ours {
+        true => c.nodes().iter().map(lease_reads).collect(),
+        false => Vec::new(),
+    };
 
     let mut value = 0;
     for (a, writer) in writers.iter_mut().enumerate() {
@@ -82,6 +91,20 @@ fn a_causal_read_on_any_node_sees_every_commit_acknowledged_before_it() {
                 "{}: wsrep_causal_reads went from {} to {after}, expected {} more",
                 n.name(),
                 before[i],
+                2 * ROUNDS
+            )
+        });
+    }
+    // Every node, followers included, answered most of them from its own
+    // lease, without a message (the first reads of a follower ask the
+    // leader while its grants come).
+    for (i, n) in c.nodes().iter().enumerate().filter(|_| ours) {
+        let leased = lease_reads(n) - leased_before[i];
+        eprintln!("{}: {leased} causal reads from its lease", n.name());
+        check(&c, leased >= ROUNDS as u64 / 2, || {
+            format!(
+                "{}: {leased} of {} causal reads answered from its lease",
+                n.name(),
                 2 * ROUNDS
             )
         });

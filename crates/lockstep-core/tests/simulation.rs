@@ -324,6 +324,8 @@ fn an_arbitrator_keeps_quorum_but_never_leads_or_donates() {
         cfg.nodes = 3;
         cfg.arbitrator_hosts = vec![2];
         cfg.sst_ms = (10, 800);
+        // The arbitrator grants leases too (ADR 0022).
+        cfg.causal_read = 0.05;
         sometimes_lossy(&mut cfg, &mut rng, 0.3);
         let mut sim = Sim::new(name, seed, cfg, rng);
         sim.wait_formed(20_000)?;
@@ -553,6 +555,9 @@ fn crashes_and_restarts() {
         // Long state transfers: leader changes happen while joiners are
         // still learners.
         cfg.sst_ms = (10, 2500);
+        // Causal reads too: a crashed reader must not hold the others'
+        // commits for longer than an obligation (ADR 0022).
+        cfg.causal_read = 0.05;
         sometimes_lossy(&mut cfg, &mut rng, 0.3);
         let mut sim = Sim::new(name, seed, cfg, rng);
         sim.wait_formed(20_000)?;
@@ -785,6 +790,7 @@ fn chaos() {
         cfg.net = Net::bad(&mut rng);
         cfg.net.loss = cfg.net.loss.min(0.08);
         cfg.sst_ms = (10, 1500);
+        cfg.causal_read = 0.05;
         let mut sim = Sim::new(name, seed, cfg, rng);
         sim.wait_formed(30_000)?;
         let mut next = sim.now + 100;

@@ -153,10 +153,7 @@ impl Provider {
             ("lockstep_relays_lost", Int(g.wan.relays_lost as i64)),
             // Causal reads answered from this node's lease, no message
             // (of `wsrep_causal_reads`; ADR 0016 and 0022).
-            (
-                "lockstep_causal_lease_reads",
-                Int(c.causal_lease_reads),
-            ),
+            ("lockstep_causal_lease_reads", Int(c.causal_lease_reads)),
             // A follower's own entries sent back to it as stubs (as leader:
             // the bytes left out), and stubs it could not fill (a retry).
             ("lockstep_echo_elided_bytes", Int(g.wan.elided_bytes as i64)),

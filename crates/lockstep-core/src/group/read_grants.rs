@@ -138,9 +138,11 @@ impl ReadGrants {
             .collect()
     }
 
-    /// Whether this node pings (and so tells the others what it stores).
+    /// Whether this node tells the others what it stores: while it pings,
+    /// and for two obligations after its last ping, so that no member
+    /// waits for word from it while it still owes it.
     pub fn holding(&self, now: u64) -> bool {
-        self.last_read.is_some_and(|t| now < t + KEEP_MS)
+        self.last_ping.is_some_and(|t| now < t + 2 * OBLIGATION_MS)
     }
 
     /// A grant from `from` for ping `n`.
@@ -283,19 +285,28 @@ mod tests {
         h.saw_read(0);
         let first = h.pings_due(0, 50, &[1, 3], (2, 10));
         assert_eq!(first.len(), 2);
-        assert!(h.pings_due(49, 50, &[1, 3], (2, 10)).is_empty(), "one per tick");
+        assert!(
+            h.pings_due(49, 50, &[1, 3], (2, 10)).is_empty(),
+            "one per tick"
+        );
         let second = h.pings_due(50, 50, &[1, 3], (2, 10));
         let (a, b) = (ping_n(&first), ping_n(&second));
         h.granted(1, a, 7, 4);
         assert_eq!(h.lease(60, &[1, 3], 4), None, "member 3 has not answered");
         h.granted(3, b, 9, 4);
-        assert_eq!(h.lease(60, &[1, 3], 4), Some((LEASE_MS, 9)), "from ping at 0");
+        assert_eq!(
+            h.lease(60, &[1, 3], 4),
+            Some((LEASE_MS, 9)),
+            "from ping at 0"
+        );
         h.granted(1, b, 8, 4);
         assert_eq!(h.lease(60, &[1, 3], 4), Some((50 + LEASE_MS, 9)));
         assert_eq!(h.lease(50 + LEASE_MS, &[1, 3], 4), None, "expired");
         assert_eq!(h.lease(60, &[1, 3], 5), None, "another configuration");
         assert_eq!(h.lease(60, &[1, 3, 4], 4), None, "a new member must grant");
+        assert!(h.holding(50 + 2 * OBLIGATION_MS - 1), "still telling what it stores");
         assert!(h.pings_due(KEEP_MS + 1, 50, &[1, 3], (2, 10)).is_empty());
+        assert!(!h.holding(50 + 2 * OBLIGATION_MS));
     }
 
     #[test]
@@ -329,7 +340,10 @@ mod tests {
         assert!(g.may_release(100, 10, &[2, 3], |_| 0), "stored by 2");
         assert!(!g.may_release(100, 11, &[2, 3], |_| 0), "not yet");
         assert!(g.may_release(100, 11, &[2, 3], |m| if m == 2 { 11 } else { 0 }));
-        assert!(g.may_release(100 + OBLIGATION_MS, 11, &[2, 3], |_| 0), "lapsed");
+        assert!(
+            g.may_release(100 + OBLIGATION_MS, 11, &[2, 3], |_| 0),
+            "lapsed"
+        );
         assert!(!g.owes(100 + OBLIGATION_MS));
     }
 
@@ -338,7 +352,7 @@ mod tests {
         let mut g = ReadGrants::new();
         g.claim(2, 2, 10); // our entry 10 is of term 3
         g.check_claims(|_| Some(3));
-        assert_eq!(g.ping(2, 1, 0, 5, 5, 0).is_some(), true);
+        assert!(g.ping(2, 1, 0, 5, 5, 0).is_some());
         assert!(!g.may_release(0, 1, &[2], |_| 0));
     }
 

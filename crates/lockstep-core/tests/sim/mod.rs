@@ -17,8 +17,8 @@
 
 use lockstep_core::certification::{CertRequest, Certifier, Key, KeyType};
 use lockstep_core::group::{
-    echo, relay, Action, Delivery, Group, GroupConfig, GroupView, LeaseMsg, MemberInfo, MemberState,
-    Output, Writeset,
+    echo, relay, Action, Delivery, Group, GroupConfig, GroupView, LeaseMsg, MemberInfo,
+    MemberState, Output, Writeset,
 };
 use raft::eraftpb::{Message, MessageType};
 use std::cmp::Ordering;

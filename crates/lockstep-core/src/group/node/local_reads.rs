@@ -203,13 +203,15 @@ impl Group {
         self.check_claims();
         let others = self.other_members();
         let leader = self.is_leader();
+        let my_leader = self.raw.raft.leader_id;
         let prs = self.raw.raft.prs();
-        let matched = |m: u64| {
-            if leader {
-                prs.get(m).map_or(0, |p| p.matched)
-            } else {
-                0
-            }
+        // What a leader knows each member stored; and our own leader
+        // holds every committed entry we hold (it reads from its own
+        // lease meanwhile, over its whole log).
+        let matched = |m: u64| match (leader, m == my_leader) {
+            (true, _) => prs.get(m).map_or(0, |p| p.matched),
+            (false, true) => u64::MAX,
+            (false, false) => 0,
         };
         self.grants.may_release(now, e.index, &others, matched)
     }
@@ -219,6 +221,12 @@ impl Group {
     /// (state changes, barriers) acknowledges nothing to anyone.
     fn holds_own_proposal(&self, e: &Entry) -> bool {
         if e.get_entry_type() != EntryType::EntryNormal || e.data.is_empty() {
+            return false;
+        }
+        if self.pending.is_empty() && self.queued.is_empty() && self.fragments.is_empty() {
+            // A client is told of a commit only while its proposal is
+            // in flight here (in flight, or queued again for a retry; a
+            // copy delivered after the first is not acknowledged again).
             return false;
         }
         let me = self.me.raft_id;
