@@ -11,7 +11,12 @@
 mod multi_node;
 
 use lockstep_testkit::{Cluster, Provider};
-use multi_node::{check, status_u64, OrLogs};
+use multi_node::{check, status, status_u64, OrLogs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(120);
 
 /// Rounds per (writer, reader) pair.
 const ROUNDS: usize = 40;
@@ -110,4 +115,94 @@ fn a_causal_read_on_any_node_sees_every_commit_acknowledged_before_it() {
         });
     }
     eprintln!("{label}: {} causal reads, none stale", 6 * ROUNDS);
+}
+
+/// A follower reading causally holds the others' commits until it has
+/// stored them (ADR 0022). Killed, it must hold them for at most an
+/// obligation (half a second), although it stays a member until
+/// `evs.suspect_timeout` (10 s here) has passed; and no acknowledged
+/// write is lost. (Lockstep only: the gate is ours.)
+#[test]
+fn a_causal_reader_killed_under_load_holds_the_others_writes_for_at_most_an_obligation() {
+    let p = Provider::from_env();
+    if !matches!(p, Provider::Lockstep(_)) {
+        return;
+    }
+    let mut c = Cluster::builder(3)
+        .provider(p)
+        .cluster_name("causal_kill")
+        .provider_options("evs.suspect_timeout=PT10S;")
+        .start()
+        .unwrap_or_else(|e| panic!("starting 3 nodes: {e}"));
+    let load = multi_node::acked_load(&c, 100, WAIT);
+    let leader = status(c.node(0), "wsrep_lockstep_leader").or_logs(&c, "leader");
+    let Some(r) = (0..3).find(|&i| c.node(i).name() != leader) else {
+        multi_node::fail(&c, &format!("every node is the leader {leader:?}"));
+    };
+    let reader_name = c.node(r).name().to_string();
+    let mut session = c.node(r).session().or_logs(&c, "the reader's session");
+    session
+        .sql("SET SESSION wsrep_sync_wait = 1")
+        .or_logs(&c, "wsrep_sync_wait");
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            // Ends with an error once the node is killed.
+            while !stop.load(Ordering::Relaxed) {
+                if session.sql("SELECT COUNT(*) FROM r.acked").is_err() {
+                    break;
+                }
+            }
+        })
+    };
+    // The reader holds its lease: the others owe it.
+    let t0 = Instant::now();
+    while status_u64(c.node(r), LEASE_READS).or_logs(&c, LEASE_READS) < 100 {
+        check(&c, t0.elapsed() < WAIT, || {
+            format!("{reader_name} answered no causal read from its lease")
+        });
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    load.wait_for_progress(100, WAIT)
+        .or_logs(&c, "writes while the follower reads");
+    let r_kill = c.node_mut(r).kill();
+    r_kill.or_logs(&c, &format!("kill -9 {reader_name}"));
+    let killed = Instant::now();
+    load.wait_for_progress(200, WAIT)
+        .or_logs(&c, "writes after the reader was killed");
+    let resumed = killed.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let _ = reader.join();
+    let stopped = load.stop();
+    // The slowest insert acknowledged by a node that kept running.
+    let slowest = stopped
+        .1
+        .iter()
+        .filter(|w| w.node != reader_name)
+        .map(|w| w.slowest)
+        .max()
+        .unwrap_or_default();
+    eprintln!(
+        "{reader_name} (a causal reader) killed: 200 more inserts in {:.2} s, slowest \
+         acknowledged insert on the others {:.2} s",
+        resumed.as_secs_f64(),
+        slowest.as_secs_f64()
+    );
+    check(&c, slowest < Duration::from_secs(3), || {
+        format!(
+            "an insert took {:.1} s after the causal reader died: the others waited for it",
+            slowest.as_secs_f64()
+        )
+    });
+    let r_start = c.node_mut(r).start_recovered();
+    r_start.or_logs(&c, &format!("restart {reader_name}"));
+    for n in c.nodes() {
+        n.wait_for_status("wsrep_cluster_size", "3", WAIT)
+            .or_logs(&c, "three members again");
+    }
+    c.wait_for_equal_last_committed(WAIT)
+        .or_logs(&c, "caught up");
+    multi_node::verify_acked_rows(&c, &stopped, 200, "the reader's kill");
+    c.stop_all().or_logs(&c, "stop");
 }

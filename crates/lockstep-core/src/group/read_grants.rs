@@ -304,7 +304,10 @@ mod tests {
         assert_eq!(h.lease(50 + LEASE_MS, &[1, 3], 4), None, "expired");
         assert_eq!(h.lease(60, &[1, 3], 5), None, "another configuration");
         assert_eq!(h.lease(60, &[1, 3, 4], 4), None, "a new member must grant");
-        assert!(h.holding(50 + 2 * OBLIGATION_MS - 1), "still telling what it stores");
+        assert!(
+            h.holding(50 + 2 * OBLIGATION_MS - 1),
+            "still telling what it stores"
+        );
         assert!(h.pings_due(KEEP_MS + 1, 50, &[1, 3], (2, 10)).is_empty());
         assert!(!h.holding(50 + 2 * OBLIGATION_MS));
     }
