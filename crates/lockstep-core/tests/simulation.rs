@@ -418,6 +418,9 @@ fn segments_relay_appends_and_the_leader_moves_to_the_biggest_site() {
         let (mut cfg, mut rng) = setup(name, seed);
         cfg.nodes = 5;
         cfg.host_segment = vec![0, 1, 1, 2, 2];
+        // Causal reads too: answered by the leader or by asking it, never
+        // from a follower's own lease across sites (ADR 0022).
+        cfg.causal_read = 0.02;
         sometimes_lossy(&mut cfg, &mut rng, 0.3);
         let mut sim = Sim::new(name, seed, cfg, rng);
         sim.wait_formed(30_000)?;
@@ -474,6 +477,11 @@ fn segments_relay_appends_and_the_leader_moves_to_the_biggest_site() {
         "too few messages passed on: {total:?}"
     );
     assert!(total.stubs > 1000, "too few stubs: {total:?}");
+    assert!(total.fences > 100, "too few causal reads: {total:?}");
+    assert_eq!(
+        total.local_reads, 0,
+        "a follower read from its own lease with members in other sites"
+    );
     assert!(
         share < 0.05,
         "the leader stayed in the one-voter site {:.1}% of the time",

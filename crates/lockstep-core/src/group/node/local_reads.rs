@@ -78,6 +78,12 @@ impl Group {
             LeaseMsg::Ping { n, term, index } => {
                 self.grants.claim(from, term, index);
                 self.check_claims();
+                if self.in_other_segment(from) {
+                    // Across a WAN link every commit here would wait a
+                    // WAN round trip for the reader (undoing ADR 0020):
+                    // a remote reader asks the leader instead.
+                    return;
+                }
                 let log = &self.raw.raft.raft_log;
                 let (committed, released) = (log.committed, self.released);
                 let conf = self.conf_id();
@@ -112,6 +118,9 @@ impl Group {
             return;
         }
         let others = self.other_members();
+        if others.iter().any(|m| self.in_other_segment(*m)) {
+            return; // no member of another segment grants (`step_lease`)
+        }
         let stored = self.last_stored();
         let now = self.lease_now();
         for (to, msg) in self
