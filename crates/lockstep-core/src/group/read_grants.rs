@@ -42,8 +42,11 @@ pub const OBLIGATION_MS: u64 = 2 * LEASE_MS;
 /// index than this gets no grant: its reads ask the leader instead, and
 /// the granter does not wait for it.
 pub const LAG_ENTRIES: u64 = 1024;
-/// A holder pings while causal reads came within this long.
-pub const KEEP_MS: u64 = super::read_fence::LEASE_KEEP_MS;
+/// A holder pings while causal reads came within this long. Short: while
+/// it holds a lease, the other nodes' own commits wait for it (a
+/// follower's by a network hop), so a node that reads causally now and
+/// then asks the leader for those reads rather than slow every writer.
+pub const KEEP_MS: u64 = 1000;
 
 /// The messages between holders and granters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
