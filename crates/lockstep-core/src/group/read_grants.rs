@@ -108,6 +108,11 @@ impl ReadGrants {
         self.last_read = Some(now);
     }
 
+    /// Whether causal reads came lately (pings are due each tick).
+    pub fn reading(&self, now: u64) -> bool {
+        self.last_read.is_some_and(|t| now < t + KEEP_MS)
+    }
+
     /// The pings due now, if any: one to each of `others` every
     /// `every_ms` while reads come. `(term, index)`: the last stored entry.
     pub fn pings_due(
@@ -117,7 +122,7 @@ impl ReadGrants {
         others: &[u64],
         stored: (u64, u64),
     ) -> Vec<(u64, LeaseMsg)> {
-        if self.last_read.is_none_or(|t| now >= t + KEEP_MS) || others.is_empty() {
+        if !self.reading(now) || others.is_empty() {
             return Vec::new();
         }
         if self.last_ping.is_some_and(|t| now < t + every_ms) {

@@ -114,7 +114,7 @@ impl Group {
 
     /// Holder: the pings due (each tick while causal reads come).
     pub(super) fn ping_granters(&mut self) {
-        if self.is_leader() || !self.local_reads_on() {
+        if !self.grants.reading(self.lease_now()) || self.is_leader() || !self.local_reads_on() {
             return;
         }
         let others = self.other_members();
@@ -154,7 +154,12 @@ impl Group {
     /// floor if higher). The pair must be published before any message
     /// telling a member what this node stored leaves (as the leader's).
     pub(super) fn local_lease(&self) -> Option<(u64, u64)> {
-        if self.is_leader() || !self.local_reads_on() || !self.has_leader() {
+        // Asked after every round of the group thread: the cheap checks
+        // first (no pings, no lease).
+        if !self.grants.holding(self.lease_now()) || self.is_leader() {
+            return None;
+        }
+        if !self.local_reads_on() || !self.has_leader() {
             return None;
         }
         let conf = self.conf_id();
