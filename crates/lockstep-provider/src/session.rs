@@ -646,8 +646,13 @@ impl Provider {
     pub(crate) fn deliver_primary_view(&self, ctx: ThreadCtx, view: View) -> Option<Status> {
         let seqno = view.state_id.seqno;
         let g = self.lock();
+        // A view takes a seqno: not while the provider is paused below it
+        // (a donor's SST copies the storage meanwhile; the server would
+        // store this view in it without the position that goes with it,
+        // and the joiner refuses that state: MariaDB's
+        // galera_3nodes.GCF-376).
         let (g, _) = self.wait_until(g, None, |s| {
-            s.last_committed() >= seqno - 1 || s.conn == Conn::Closed
+            (s.last_committed() >= seqno - 1 && s.may_commit(seqno)) || s.conn == Conn::Closed
         });
         drop(g);
         let ok = self.server.view(ctx, &view);
@@ -693,7 +698,7 @@ impl Provider {
     fn pass_past_view(&self, ctx: ThreadCtx, seqno: i64, view: Option<&View>) -> Option<Status> {
         let g = self.lock();
         let (g, _) = self.wait_until(g, None, |s| {
-            s.last_committed() >= seqno - 1 || s.conn == Conn::Closed
+            (s.last_committed() >= seqno - 1 && s.may_commit(seqno)) || s.conn == Conn::Closed
         });
         if g.conn == Conn::Closed {
             return None;

@@ -387,6 +387,32 @@ fn pause_drains_and_saves_the_real_seqno_and_resume_clears_it() {
     n.stop();
 }
 
+/// A view takes a seqno: while the provider is paused below it (a donor's
+/// SST copying the storage), the server does not see it, as it does not
+/// see a writeset's commit (MariaDB's galera_3nodes.GCF-376: the view was
+/// stored in the copy without its position, and the joiner refused it).
+#[test]
+fn a_view_after_the_pause_point_waits_for_resume() {
+    let mut n = Node::start();
+    let at = n.p.pause();
+    let mut next = n.p.lock().view.clone().expect("a primary view");
+    next.state_id.seqno = at + 1;
+    let want = format!("view {} members 1", at + 1);
+    let p = n.p.clone();
+    let ctx = &*n.recorder as *const Recorder as usize;
+    let viewer =
+        std::thread::spawn(move || p.deliver_primary_view(ThreadCtx(ctx as *mut c_void), next));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !n.events().contains(&want),
+        "the server saw a view while the provider was paused before it"
+    );
+    assert_eq!(n.p.resume(), status::OK);
+    n.wait_for(|n| n.events().contains(&want));
+    assert!(viewer.join().unwrap().is_none(), "the view was taken");
+    n.stop();
+}
+
 #[test]
 fn desync_counts_and_the_last_resync_calls_synced_again() {
     let mut n = Node::start();
