@@ -195,12 +195,7 @@ fn a_causal_reader_killed_under_load_holds_the_others_writes_for_at_most_an_obli
             slowest.as_secs_f64()
         )
     });
-    let r_start = c.node_mut(r).start_recovered();
-    r_start.or_logs(&c, &format!("restart {reader_name}"));
-    for n in c.nodes() {
-        n.wait_for_status("wsrep_cluster_size", "3", WAIT)
-            .or_logs(&c, "three members again");
-    }
+    multi_node::restart_recovered(&mut c, r, "3", WAIT);
     c.wait_for_equal_last_committed(WAIT)
         .or_logs(&c, "caught up");
     multi_node::verify_acked_rows(&c, &stopped, 200, "the reader's kill");

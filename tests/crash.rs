@@ -338,12 +338,7 @@ fn two_nodes_the_heavier_one_stays_primary_when_the_other_dies() {
     n1.sql("INSERT INTO w.t VALUES (2)")
         .or_logs(&cluster, "node1 takes writes alone");
 
-    let r = cluster.node_mut(1).start_recovered();
-    r.or_logs(&cluster, "restart node2");
-    for node in cluster.nodes() {
-        node.wait_for_status("wsrep_cluster_size", "2", WAIT)
-            .or_logs(&cluster, "two members again");
-    }
+    multi_node::restart_recovered(&mut cluster, 1, "2", WAIT);
     let rows = multi_node::causal_rows(cluster.node(1), "SELECT COUNT(*) FROM w.t")
         .or_logs(&cluster, "read on node2");
     check(&cluster, rows == vec![vec!["2".to_string()]], || {

@@ -268,12 +268,7 @@ fn pc_bootstrap_makes_the_survivor_of_two_primary_and_the_killed_node_rejoins() 
     wait_primary_alone(&cluster, n1);
     n1.sql("INSERT INTO s.t VALUES (2)")
         .or_logs(&cluster, "write after pc.bootstrap");
-    let r = cluster.node_mut(1).start_recovered();
-    r.or_logs(&cluster, "restart node2 the systemd way");
-    for node in cluster.nodes() {
-        node.wait_for_status("wsrep_cluster_size", "2", WAIT)
-            .or_logs(&cluster, "two members again");
-    }
+    multi_node::restart_recovered(&mut cluster, 1, "2", WAIT);
     assert_same_rows(&cluster, "1,2");
 }
 
@@ -299,11 +294,6 @@ fn pc_ignore_sb_a_write_right_after_the_peer_dies_commits() {
         format!("the insert took {took:?}")
     });
     wait_primary_alone(&cluster, cluster.node(0));
-    let r = cluster.node_mut(1).start_recovered();
-    r.or_logs(&cluster, "restart node2 the systemd way");
-    for node in cluster.nodes() {
-        node.wait_for_status("wsrep_cluster_size", "2", WAIT)
-            .or_logs(&cluster, "two members again");
-    }
+    multi_node::restart_recovered(&mut cluster, 1, "2", WAIT);
     assert_same_rows(&cluster, "1");
 }

@@ -89,18 +89,11 @@ fn relayed_in_segment_1(cluster: &Cluster) -> [u64; 2] {
     })
 }
 
-/// Restarts killed node `i` as systemd's unit does, with the position
-/// from `--wsrep-recover`, so it catches up by IST (a full rsync SST would
-/// block its donor's writers); waits until all four are members again and
-/// run the relay's protocol version.
+/// Restarts killed node `i` by IST (a full rsync SST would block its
+/// donor's writers); waits until all four are members again and run the
+/// relay's protocol version.
 fn rejoin_recovered(cluster: &mut Cluster, i: usize) {
-    let name = cluster.node(i).name().to_string();
-    let r = cluster.node_mut(i).start_recovered();
-    r.or_logs(cluster, &format!("restart {name}"));
-    for node in cluster.nodes() {
-        node.wait_for_status("wsrep_cluster_size", "4", WAIT)
-            .or_logs(cluster, "four members again");
-    }
+    multi_node::restart_recovered(cluster, i, "4", WAIT);
     await_relay_version(cluster);
 }
 

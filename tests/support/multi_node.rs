@@ -175,6 +175,22 @@ pub fn kill_and_await_removal(cluster: &mut Cluster, i: usize, size: &str, wait:
         .or_logs(cluster, &format!("{name} removed"));
 }
 
+/// Restarts node `i` as systemd's unit does, with the position from
+/// `--wsrep-recover` (so it catches up by IST, not a full SST), then waits
+/// until every node sees `size` members.
+pub fn restart_recovered(cluster: &mut Cluster, i: usize, size: &str, wait: Duration) {
+    let name = cluster.node(i).name().to_string();
+    let r = cluster.node_mut(i).start_recovered();
+    r.or_logs(cluster, &format!("restart {name} the systemd way"));
+    for node in cluster.nodes() {
+        node.wait_for_status("wsrep_cluster_size", size, wait)
+            .or_logs(
+                cluster,
+                &format!("{size} members again after {name} came back"),
+            );
+    }
+}
+
 /// Every insert the load's writers saw acknowledged is on every node, the
 /// nodes are identical, and at least `at_least` were acknowledged.
 pub fn verify_acked_rows(

@@ -775,10 +775,7 @@ impl Group {
         }
         // A new leader's commit index covers every earlier commit only
         // once it has committed an entry of its own term.
-        if !self.is_leader()
-            || self.raw.raft.lead_transferee.is_some()
-            || !self.raw.raft.commit_to_current_term()
-        {
+        if self.raw.raft.lead_transferee.is_some() || !self.raw.raft.commit_to_current_term() {
             return None;
         }
         let now = self.now.max(self.lease_clock);

@@ -82,7 +82,7 @@ pub struct ReadGrants {
     /// lease any more): at most `LEASE_MS / tick + 1`.
     pings: VecDeque<(u64, u64)>,
     /// The newest grant of each member (bounded by the members; former
-    /// members are dropped at each look at the lease).
+    /// members are dropped at each configuration change, `keep_members`).
     grants: HashMap<u64, Held>,
     // ---- granter
     /// Until when this node owes each holder (one per member; expired

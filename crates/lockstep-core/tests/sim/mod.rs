@@ -292,6 +292,15 @@ pub struct LeaseRead {
 }
 
 impl Node {
+    /// A causal read through `Group::read_fence`, checked against `floor`
+    /// (the highest seqno acknowledged when it was asked) at its fence.
+    fn fence_read(&mut self, floor: i64) {
+        let r = self.next_read;
+        self.next_read += 1;
+        self.reads.insert(r, floor);
+        self.group.as_mut().expect("running").read_fence(r);
+    }
+
     fn new(host: usize, id: u64, group: Group, now: u64) -> Node {
         Node {
             host,
@@ -1048,8 +1057,6 @@ impl Sim {
         }
     }
 
-    /// Polls a node until it has nothing more to say, routing its outputs,
-    /// then lets the "server" on top of it react.
     /// The lease reads of node `slot` whose index it has applied: their
     /// seqno (what it delivered) must cover every acknowledged write. A
     /// read whose leader changed asks through Raft instead, as the
@@ -1086,10 +1093,7 @@ impl Sim {
             false
         });
         for floor in again {
-            let r = node.next_read;
-            node.next_read += 1;
-            node.reads.insert(r, floor);
-            g.read_fence(r);
+            node.fence_read(floor);
         }
         self.stats.local_reads += done.0;
         self.stats.leader_local_reads += done.1;
@@ -1103,6 +1107,8 @@ impl Sim {
         }
     }
 
+    /// Polls a node until it has nothing more to say, routing its outputs,
+    /// then lets the "server" on top of it react.
     fn poll(&mut self, slot: usize) {
         for _ in 0..16 {
             let outs = match self.nodes[slot].group.as_mut() {
@@ -1676,10 +1682,7 @@ impl Sim {
                 self.check_lease_reads(slot);
                 return;
             }
-            let r = node.next_read;
-            node.next_read += 1;
-            node.reads.insert(r, floor);
-            node.group.as_mut().expect("running").read_fence(r);
+            node.fence_read(floor);
             self.poll(slot);
             return;
         }

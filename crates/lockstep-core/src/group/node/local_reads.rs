@@ -5,6 +5,7 @@
 use super::{Group, Output};
 use crate::group::action::{decode_batch_shared, Action};
 use crate::group::read_grants::{LeaseMsg, OBLIGATION_MS};
+use raft::eraftpb::ConfState;
 use raft::eraftpb::{Entry, EntryType};
 
 /// The first group protocol version whose followers hold read leases
@@ -24,7 +25,14 @@ impl Group {
     /// and learners, arbitrators included: every member that may have
     /// ordered a configuration change must grant).
     pub(super) fn other_members(&self) -> Vec<u64> {
-        let cs = self.raw.raft.prs().conf().to_conf_state();
+        self.others_in(&self.conf_state())
+    }
+
+    fn conf_state(&self) -> ConfState {
+        self.raw.raft.prs().conf().to_conf_state()
+    }
+
+    fn others_in(&self, cs: &ConfState) -> Vec<u64> {
         let me = self.me.raft_id;
         cs.voters
             .iter()
@@ -46,13 +54,16 @@ impl Group {
     /// `CHANGING` while a configuration change is stored and not applied
     /// (a member may be on its way that the holder must ask too).
     fn conf_id(&self) -> u64 {
+        self.conf_id_of(self.conf_state())
+    }
+
+    /// [`Group::conf_id`] of `cs`, this node's configuration.
+    fn conf_id_of(&self, cs: ConfState) -> u64 {
         let applied = self.raw.raft.raft_log.applied;
         if self.follower_commit.pending_above(applied).is_some() {
             return CHANGING;
         }
-        let cs = self.raw.raft.prs().conf().to_conf_state();
-        let mut voters = cs.voters.clone();
-        let mut learners = cs.learners.clone();
+        let (mut voters, mut learners) = (cs.voters, cs.learners);
         voters.sort_unstable();
         learners.sort_unstable();
         // FNV-1a over the ids, voters then learners.
@@ -154,19 +165,20 @@ impl Group {
     /// floor if higher). The pair must be published before any message
     /// telling a member what this node stored leaves (as the leader's).
     pub(super) fn local_lease(&self) -> Option<(u64, u64)> {
-        // Asked after every round of the group thread: the cheap checks
-        // first (no pings, no lease).
-        if !self.grants.holding(self.lease_now()) || self.is_leader() {
+        // Asked after every round of the group thread (on followers only,
+        // `read_lease`): the cheap checks first (no pings, no lease).
+        if !self.grants.holding(self.lease_now()) {
             return None;
         }
         if !self.local_reads_on() || !self.has_leader() {
             return None;
         }
-        let conf = self.conf_id();
+        let cs = self.conf_state();
+        let others = self.others_in(&cs);
+        let conf = self.conf_id_of(cs);
         if conf == CHANGING {
             return None;
         }
-        let others = self.other_members();
         let (until, floor) = self.grants.lease(self.lease_now(), &others, conf)?;
         Some((until, self.last_stored().1.max(floor)))
     }
@@ -250,10 +262,5 @@ impl Group {
                 p.origin == me && matches!(p.action, Action::Writeset(_) | Action::Fragment { .. })
             })
         })
-    }
-
-    /// Committed entries held by the gate (for tests of the bound).
-    pub fn held(&self) -> usize {
-        self.held.len()
     }
 }
