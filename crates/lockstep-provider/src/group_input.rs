@@ -33,6 +33,10 @@ pub enum Input {
     IgnoreQuorum(bool),
     /// `pc.weight` changed at runtime.
     Weight(u32),
+    /// An applier took an event and the receive queue fell below what
+    /// this node announced to flow control (`Inner::check_flow_control`):
+    /// the round that follows withdraws it.
+    FlowCheck,
     /// Leave the cluster gracefully.
     Leave,
     /// Stop the thread (after the final view).

@@ -525,6 +525,8 @@ impl Worker {
                 self.weight = w;
                 self.weight_told = None;
             }
+            // The round after this input runs `flow_control`.
+            Input::FlowCheck => {}
             Input::Leave => self.group.leave(),
             Input::Stop => return true,
             #[cfg(any(test, feature = "fault-injection"))]
@@ -807,6 +809,7 @@ impl Worker {
             return;
         }
         let mut g = self.shared.lock();
+        g.fc_check_sent = false;
         if !g.in_group {
             return;
         }
