@@ -244,7 +244,12 @@ impl ReadGrants {
     /// Whether anything is owed at `now` (drops what has expired).
     pub fn owes(&mut self, now: u64) -> bool {
         self.owed.retain(|_, until| now < *until);
-        now < self.blanket_until || !self.owed.is_empty()
+        self.owing(now)
+    }
+
+    /// Whether anything is owed at `now`, without dropping anything.
+    pub fn owing(&self, now: u64) -> bool {
+        now < self.blanket_until || self.owed.values().any(|until| now < *until)
     }
 
     /// Whether this node may release an entry at `index` holding one of

@@ -515,6 +515,8 @@ pub struct Stats {
     /// provider's readers do, on followers (ADR 0022) and on the leader.
     pub local_reads: u64,
     pub leader_local_reads: u64,
+    /// The most committed entries any node's release gate held at once.
+    pub max_held: u64,
     /// Own writesets delivered back to their origin, and the virtual
     /// milliseconds from proposal to that delivery, by whether the origin
     /// led when it proposed.
@@ -554,6 +556,7 @@ impl Stats {
         self.fences += o.fences;
         self.local_reads += o.local_reads;
         self.leader_local_reads += o.leader_local_reads;
+        self.max_held = self.max_held.max(o.max_held);
         self.bundles += o.bundles;
         self.forwarded += o.forwarded;
         self.stubs += o.stubs;
@@ -1107,6 +1110,24 @@ impl Sim {
         }
     }
 
+    /// The release gate's bound (ADR 0022): after a poll, committed
+    /// entries wait in it only while this node owes a lease holder, so a
+    /// holder that dies or is cut off holds them for one obligation at
+    /// most.
+    fn check_release_gate(&mut self, slot: usize) {
+        let Some(g) = self.nodes[slot].group.as_ref() else {
+            return;
+        };
+        let (held, owing) = g.gate_state();
+        self.stats.max_held = self.stats.max_held.max(held as u64);
+        if held > 0 && !owing {
+            let id = self.nodes[slot].id;
+            self.fail(format!(
+                "node {id} (slot {slot}) holds {held} committed entries but owes no lease holder"
+            ));
+        }
+    }
+
     /// Polls a node until it has nothing more to say, routing its outputs,
     /// then lets the "server" on top of it react.
     fn poll(&mut self, slot: usize) {
@@ -1125,6 +1146,7 @@ impl Sim {
         }
         self.drive(slot);
         self.check_lease_reads(slot);
+        self.check_release_gate(slot);
         if let Some(why) = self.nodes[slot].restart_pending.take() {
             if self.nodes[slot].running() {
                 self.restart(slot, why);

@@ -183,6 +183,14 @@ impl Group {
         Some((until, self.last_stored().1.max(floor)))
     }
 
+    /// Committed entries the release gate holds, and whether this node
+    /// owes a lease holder now. Entries wait only while it does, and an
+    /// obligation ends `OBLIGATION_MS` after the last grant: that is the
+    /// bound of `held` (the simulation checks it after every poll).
+    pub fn gate_state(&self) -> (usize, bool) {
+        (self.held.len(), self.grants.owing(self.lease_now()))
+    }
+
     /// A causal read seen here: keep the lease (leader or follower).
     pub(super) fn saw_local_read(&mut self) {
         let now = self.lease_now();
