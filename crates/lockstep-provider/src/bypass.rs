@@ -165,7 +165,7 @@ impl Bypass {
     /// the node in turn until the large writeset had committed).
     pub fn allows(&self, seqno: i64, depends_on: i64, commit: &Watermark) -> bool {
         let level = commit.level();
-        if self.large.range(level + 1..seqno).next().is_none() {
+        if !self.holds_back(seqno, level) {
             return false;
         }
         if depends_on <= level {
@@ -174,6 +174,12 @@ impl Bypass {
         self.related
             .get(&seqno)
             .is_some_and(|deps| deps.iter().all(|&d| d < seqno && commit.has_passed(d)))
+    }
+
+    /// Whether a large writeset between commit level `level` and `seqno`
+    /// holds the transaction at `seqno` back (it may then pass it).
+    pub fn holds_back(&self, seqno: i64, level: i64) -> bool {
+        self.large.range(level + 1..seqno).next().is_some()
     }
 
     /// A local transaction ordered at `seqno` depends on `related`

@@ -8,12 +8,13 @@ use crate::group_input::Input;
 use crate::identity::PROVIDER_VERSION;
 use crate::log::{error, info, warn};
 use crate::server::Server;
-use crate::shared::{Shared, Wake};
+use crate::shared::{Shared, Wake, TURN_RECHECK};
 use crate::state::Inner;
 use lockstep_core::options::table::Effect;
 use lockstep_core::options::{self, Options, OptionsError};
 use lockstep_core::saved_state::SavedState;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 use wsrep_abi::{status, Gtid, Status};
@@ -143,6 +144,8 @@ impl Provider {
                 changed: Condvar::new(),
                 work: Condvar::new(),
                 resolved: Condvar::new(),
+                turns: std::array::from_fn(|_| Condvar::new()),
+                turn_sleepers: std::array::from_fn(|_| Default::default()),
                 detached: Default::default(),
                 stopping: Default::default(),
             }),
@@ -177,23 +180,36 @@ impl Provider {
         deadline: Option<Instant>,
         mut ready: impl FnMut(&mut Inner) -> bool,
     ) -> (MutexGuard<'a, Inner>, bool) {
-        let cv = self.shared.condvar(wake);
+        let (cv, sleepers) = self.shared.condvar(wake);
         loop {
             if ready(&mut guard) {
                 return (guard, true);
             }
-            match deadline {
-                None => guard = cv.wait(guard).unwrap_or_else(|p| p.into_inner()),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return (guard, false);
-                    }
-                    guard = cv
-                        .wait_timeout(guard, d - now)
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return (guard, false);
+            }
+            // A turn waiter looks again after TURN_RECHECK in any case.
+            let recheck = sleepers.map(|_| now + TURN_RECHECK);
+            let until = match (deadline, recheck) {
+                (Some(d), Some(r)) => Some(d.min(r)),
+                (d, r) => d.or(r),
+            };
+            // Counted under the lock, before `wait` releases it: a
+            // notifier that changed the state after this check sees it.
+            if let Some(s) = sleepers {
+                s.fetch_add(1, Ordering::AcqRel);
+            }
+            guard = match until {
+                None => cv.wait(guard).unwrap_or_else(|p| p.into_inner()),
+                Some(u) => {
+                    cv.wait_timeout(guard, u.saturating_duration_since(now))
                         .unwrap_or_else(|p| p.into_inner())
-                        .0;
+                        .0
                 }
+            };
+            if let Some(s) = sleepers {
+                s.fetch_sub(1, Ordering::AcqRel);
             }
         }
     }
@@ -202,9 +218,13 @@ impl Provider {
         self.shared.notify();
     }
 
-    /// See [`Shared::notify_gates`].
-    pub fn notify_gates(&self) {
-        self.shared.notify_gates();
+    /// Releases the lock, then wakes the waiters on ordering gates and
+    /// transaction states, turn waiters only for the levels passed since
+    /// the last call ([`Shared::notify_gates`]).
+    pub fn notify_gates(&self, mut g: MutexGuard<'_, Inner>) {
+        let passed = g.turns_passed();
+        drop(g);
+        self.shared.notify_gates(passed);
     }
 
     /// Writes grastate.dat; a failure is logged, since the caller cannot do

@@ -307,7 +307,7 @@ impl Provider {
                 );
             }
             let t0 = Instant::now();
-            let (mut g, _) = self.wait_until(g, None, |s| {
+            let (mut g, _) = self.wait_on(Wake::Turn(seqno - 1), g, None, |s| {
                 (s.commit.level() >= seqno - 1 && s.may_commit(seqno)) || s.conn == Conn::Closed
             });
             if g.conn == Conn::Closed {
@@ -319,7 +319,15 @@ impl Provider {
         }
         let depends_on = g.trxs.get(&trx_id).map_or(seqno - 1, |r| r.depends_on);
         let t0 = Instant::now();
-        let (mut g, _) = self.wait_until(g, None, |s| {
+        // Held back by a large writeset, this transaction may pass it as
+        // soon as its own dependencies commit (ADR 0011): any commit may
+        // be its turn. (A large writeset ordered later never holds it.)
+        let wake = if g.bypass.holds_back(seqno, g.commit.level()) {
+            Wake::Changed
+        } else {
+            Wake::Turn(seqno - 1)
+        };
+        let (mut g, _) = self.wait_on(wake, g, None, |s| {
             let bf = matches!(
                 s.trxs.get(&trx_id).map(|r| r.state),
                 Some(TrxState::MustReplay)
@@ -383,8 +391,7 @@ impl Provider {
                 rec.commit_left = true;
             }
         }
-        drop(g);
-        self.notify_gates();
+        self.notify_gates(g);
         if !err.is_empty() && !matches!(h, Handle::Local(_)) {
             // An applier failed: the group decides whether this node is
             // consistent (a failure here fails apply_cb, and the node
@@ -440,8 +447,7 @@ impl Provider {
             g.trxs.insert(trx_id, TrxRecord::new());
             (status::OK, true)
         };
-        drop(g);
-        self.notify_gates();
+        self.notify_gates(g);
         outcome
     }
 
@@ -475,8 +481,7 @@ impl Provider {
         };
         g.detached.insert(id);
         info!("streaming transaction {trx_id}: rollback sent");
-        drop(g);
-        self.notify_gates();
+        self.notify_gates(g);
         status::OK
     }
 
@@ -514,8 +519,9 @@ impl Provider {
             // inside commit order: it will finish first.
             _ => status::NOT_ALLOWED,
         };
-        drop(g);
-        self.notify_gates();
+        self.notify_gates(g);
+        // The victim may wait for its commit turn: it must see the abort.
+        self.shared.notify_all_turns();
         rc
     }
 
@@ -669,8 +675,7 @@ impl Provider {
         if let Err(e) = passed {
             return self.inconsistent(g, &e.to_string());
         }
-        drop(g);
-        self.notify_gates();
+        self.notify_gates(g);
         if !err.is_empty() && self.vote_on_error(seqno, err) != status::OK {
             // The statement failed here and nowhere else: this node leaves
             // (on an applier thread, which delivers the final view).
@@ -727,7 +732,7 @@ impl Provider {
         };
         let mut g = self.lock();
         g.arrive_apply(seqno);
-        let (mut g, _) = self.wait_until(g, None, |s| {
+        let (mut g, _) = self.wait_on(Wake::Turn(depends_on), g, None, |s| {
             (s.last_committed() >= depends_on && s.may_commit(seqno)) || s.conn == Conn::Closed
         });
         if g.conn == Conn::Closed {
@@ -803,7 +808,7 @@ impl Provider {
             g.stages.observe(Stage::Apply, took);
         }
         if !g.commit.has_passed(seqno) {
-            let (ng, _) = self.wait_until(g, None, |s| {
+            let (ng, _) = self.wait_on(Wake::Turn(seqno - 1), g, None, |s| {
                 s.commit.level() >= seqno - 1 || s.conn == Conn::Closed
             });
             g = ng;
@@ -827,8 +832,7 @@ impl Provider {
             );
         }
         let last_applier = g.appliers <= 1;
-        drop(g);
-        self.notify_gates();
+        self.notify_gates(g);
         (exit_loop && !last_applier).then_some(status::OK)
     }
 }

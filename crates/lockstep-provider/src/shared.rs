@@ -3,8 +3,22 @@
 
 use crate::state::Inner;
 use lockstep_net::threads::Threads;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Condition variables for threads waiting for their turn at an ordering
+/// gate, by the level they wait for modulo this (`Wake::Turn`).
+pub const TURN_SLOTS: usize = 64;
+
+/// How long a turn waiter sleeps before it looks again without being
+/// woken: a safety net, not the way turns are passed (a level that moves
+/// wakes its slot, `Shared::notify_turns`). Long in unit tests, so that
+/// a turn passed only by this timeout fails them.
+#[cfg(not(test))]
+pub const TURN_RECHECK: Duration = Duration::from_millis(50);
+#[cfg(test)]
+pub const TURN_RECHECK: Duration = Duration::from_secs(20);
 
 /// The state the group thread shares with the server's threads: one lock
 /// (see `state`) and three condition variables, one per kind of waiter, so
@@ -18,6 +32,16 @@ pub struct Shared {
     pub work: Condvar,
     /// Local threads waiting for their proposal's place in the order.
     pub resolved: Condvar,
+    /// Threads waiting for a commit or apply level to reach a seqno:
+    /// commit order and the apply gate, the waits of every transaction.
+    /// Waking all of them at each commit (they were on `changed`) woke a
+    /// dozen threads for the one whose turn it was: 37 `futex` calls and
+    /// 61 context switches per transaction on 12-thread read-write load,
+    /// against Galera's 27 and 53.
+    pub turns: [Condvar; TURN_SLOTS],
+    /// Threads asleep on each of `turns` (changed under the lock, read
+    /// after it: a notifier that saw no sleeper skips the system call).
+    pub turn_sleepers: [AtomicU32; TURN_SLOTS],
     /// Threads no caller joins (IST senders, the freeing of big
     /// writesets): `free` waits for them, so none runs our code after the
     /// library is unloaded.
@@ -32,6 +56,14 @@ pub enum Wake {
     Changed,
     Work,
     Resolved,
+    /// Waits for the commit level or the apply level (`last_committed`)
+    /// to reach this seqno. Its condition may use anything that
+    /// [`Shared::notify`] announces, and the two levels.
+    Turn(i64),
+}
+
+fn turn_slot(level: i64) -> usize {
+    level.rem_euclid(TURN_SLOTS as i64) as usize
 }
 
 impl Shared {
@@ -44,19 +76,80 @@ impl Shared {
         self.changed.notify_all();
         self.work.notify_all();
         self.resolved.notify_all();
+        self.notify_all_turns();
+    }
+
+    /// After deliveries that changed no view and queued `added` events:
+    /// one idle applier per event (each wakes with work to take), the
+    /// proposers and the `changed` waiters, but no turn waiter, since a
+    /// delivery moves no gate level. Waking every applier and every
+    /// turn waiter per round woke a dozen threads to run one or two.
+    pub fn notify_delivered(&self, added: usize) {
+        self.changed.notify_all();
+        self.resolved.notify_all();
+        if added >= TURN_SLOTS {
+            self.work.notify_all();
+        } else {
+            for _ in 0..added {
+                self.work.notify_one();
+            }
+        }
     }
 
     /// Wakes the waiters on ordering gates and transaction states only:
     /// for changes that neither queue events nor resolve proposals.
-    pub fn notify_gates(&self) {
+    /// `passed`: the levels the gates moved across since the last call
+    /// (`Inner::turns_passed`); only those levels' turn waiters wake.
+    pub fn notify_gates(&self, passed: [(i64, i64); 2]) {
         self.changed.notify_all();
+        for (from, to) in passed {
+            self.notify_turns(from, to);
+        }
     }
 
-    pub(crate) fn condvar(&self, wake: Wake) -> &Condvar {
+    /// Wakes the turn waiters of levels `from + 1 ..= to`.
+    fn notify_turns(&self, from: i64, to: i64) {
+        if to <= from {
+            if to < from {
+                // A level went back (a state transfer reset it).
+                self.notify_all_turns();
+            }
+            return;
+        }
+        if to - from >= TURN_SLOTS as i64 {
+            self.notify_all_turns();
+            return;
+        }
+        for level in from + 1..=to {
+            self.notify_turn_slot(turn_slot(level));
+        }
+    }
+
+    /// Wakes every turn waiter (a change other than a level: pause and
+    /// resume, shutdown, a BF abort).
+    pub fn notify_all_turns(&self) {
+        for slot in 0..TURN_SLOTS {
+            self.notify_turn_slot(slot);
+        }
+    }
+
+    fn notify_turn_slot(&self, slot: usize) {
+        if self.turn_sleepers[slot].load(Ordering::Acquire) > 0 {
+            self.turns[slot].notify_all();
+        }
+    }
+
+    /// The condition variable of `wake`, and the sleeper count to keep
+    /// for it (turns only).
+    pub(crate) fn condvar(&self, wake: Wake) -> (&Condvar, Option<&AtomicU32>) {
         match wake {
-            Wake::Changed => &self.changed,
-            Wake::Work => &self.work,
-            Wake::Resolved => &self.resolved,
+            Wake::Changed => (&self.changed, None),
+            Wake::Work => (&self.work, None),
+            Wake::Resolved => (&self.resolved, None),
+            Wake::Turn(level) => {
+                let slot = turn_slot(level);
+                (&self.turns[slot], Some(&self.turn_sleepers[slot]))
+            }
         }
     }
 }

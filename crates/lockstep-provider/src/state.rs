@@ -195,6 +195,9 @@ pub struct Inner {
     /// this node announced (`Input::FlowCheck`); cleared when the group
     /// thread looks, so one wake-up is in flight at most.
     pub fc_check_sent: bool,
+    /// The commit and apply levels when turn waiters were last woken
+    /// (`turns_passed`).
+    pub turns_told: (i64, i64),
     /// `gcs.fc_limit`, `gcs.fc_factor`, `gcs.fc_single_primary`.
     pub fc_limits: flow_control::Limits,
     /// The history UUID; nil until the first view.
@@ -391,6 +394,7 @@ impl Inner {
             fc: flow_control::Gate::default(),
             fc_req: flow_control::Requester::default(),
             fc_check_sent: false,
+            turns_told: (last_committed, last_committed),
             fc_limits: flow_control::Limits::default(),
             history,
             member_id: Uuid::NIL,
@@ -665,6 +669,14 @@ impl Inner {
         }
         self.check_flow_control();
         Some(event)
+    }
+
+    /// The levels the commit and apply gates passed since the last call,
+    /// as `(from, to)`: whose turn waiters (`Wake::Turn`) to wake.
+    pub fn turns_passed(&mut self) -> [(i64, i64); 2] {
+        let now = (self.commit.level(), self.finished.level());
+        let was = std::mem::replace(&mut self.turns_told, now);
+        [(was.0, now.0), (was.1, now.1)]
     }
 
     /// Wakes the group thread when the receive queue fell below what this

@@ -233,7 +233,14 @@ fn commit_order_holds_a_later_seqno_until_the_earlier_one_leaves() {
     assert_eq!(n.p.commit_order_enter(1, &a, &ma), status::OK);
     assert_eq!(n.p.commit_order_leave(1, &a, &ma, &[]), status::OK);
     assert_eq!(t.join().unwrap(), status::OK);
-    assert!(entered.lock().unwrap().unwrap() >= left);
+    let entered = entered.lock().unwrap().unwrap();
+    assert!(entered >= left);
+    // Woken by a's leaving (its turn's slot), not by the re-check timer.
+    assert!(
+        entered - left < crate::shared::TURN_RECHECK / 4,
+        "b entered {:?} after a left",
+        entered - left
+    );
     n.stop();
 }
 

@@ -413,7 +413,7 @@ impl Worker {
         drop(g);
         if leader_changed {
             // Causal reads waiting for the old leader's index ask again.
-            self.shared.notify_gates();
+            self.shared.changed.notify_all();
         }
     }
 
@@ -1034,10 +1034,13 @@ impl Worker {
                 }
             }
         }
+        let views = deliveries.iter().any(|d| matches!(d, Delivery::View(_)));
         let mut g = self.shared.lock();
+        let queued = g.events.len();
         for d in deliveries {
             deliver::deliver(&mut g, me, d);
         }
+        let added = g.events.len().saturating_sub(queued);
         let certifier = self.group.sequencer().certifier();
         g.cert_stats = certifier.stats();
         g.cert_index_size = certifier.index_size();
@@ -1055,7 +1058,11 @@ impl Worker {
         let sent = g.send_queue;
         g.send_queue_stats.sample(sent);
         drop(g);
-        self.shared.notify();
+        if views {
+            self.shared.notify();
+        } else {
+            self.shared.notify_delivered(added);
+        }
     }
 }
 
