@@ -1053,6 +1053,10 @@ impl Worker {
             .map(|m| i64::from(m.weight))
             .sum();
         g.flush_cache();
+        let doomed = g
+            .cache
+            .as_mut()
+            .and_then(crate::writeset_cache::WritesetCache::take_doomed);
         self.publish_proposals(&mut g);
         g.applied_index = self.group.applied_index();
         let sent = g.send_queue;
@@ -1062,6 +1066,12 @@ impl Worker {
             self.shared.notify();
         } else {
             self.shared.notify_delivered(added);
+        }
+        if let Some(path) = doomed {
+            // Freeing a file of half of gcache.size takes tens of ms.
+            self.shared.detached.spawn("lockstep-free", move || {
+                let _ = std::fs::remove_file(path);
+            });
         }
     }
 }
