@@ -86,10 +86,13 @@ pub struct Bypass {
 
 impl Bypass {
     /// A remote writeset was ordered at `seqno`: remembered if it is large.
-    pub fn ordered(&mut self, seqno: i64, bytes: usize) {
-        if self.threshold > 0 && bytes as u64 >= self.threshold {
+    /// Whether it is large (it then holds back what follows it).
+    pub fn ordered(&mut self, seqno: i64, bytes: usize) -> bool {
+        let large = self.threshold > 0 && bytes as u64 >= self.threshold;
+        if large {
             self.large.insert(seqno);
         }
+        large
     }
 
     /// The lowest large writeset above commit level `level`: the one that

@@ -176,15 +176,27 @@ impl Provider {
     pub fn wait_on<'a>(
         &'a self,
         wake: Wake,
+        guard: MutexGuard<'a, Inner>,
+        deadline: Option<Instant>,
+        ready: impl FnMut(&mut Inner) -> bool,
+    ) -> (MutexGuard<'a, Inner>, bool) {
+        self.wait_picking(|_| wake, guard, deadline, ready)
+    }
+
+    /// [`Provider::wait_on`] with the kind of waiter chosen again, from
+    /// the state, before each sleep.
+    pub fn wait_picking<'a>(
+        &'a self,
+        wake: impl Fn(&Inner) -> Wake,
         mut guard: MutexGuard<'a, Inner>,
         deadline: Option<Instant>,
         mut ready: impl FnMut(&mut Inner) -> bool,
     ) -> (MutexGuard<'a, Inner>, bool) {
-        let (cv, sleepers) = self.shared.condvar(wake);
         loop {
             if ready(&mut guard) {
                 return (guard, true);
             }
+            let (cv, sleepers) = self.shared.condvar(wake(&guard));
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
                 return (guard, false);

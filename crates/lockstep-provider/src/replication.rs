@@ -265,7 +265,11 @@ impl Provider {
             // A large local commit holds commit order as long as a remote
             // one: the same bypass applies behind it.
             let size = trx.size();
-            g.bypass.ordered(ordered.seqno, size);
+            if g.bypass.ordered(ordered.seqno, size) {
+                // A transaction ordered after it may already wait for its
+                // commit turn: it must now wait as one held back.
+                self.shared.notify_all_turns();
+            }
             g.bypass
                 .note_related(ordered.seqno, ordered.related.clone());
         }
@@ -321,13 +325,17 @@ impl Provider {
         let t0 = Instant::now();
         // Held back by a large writeset, this transaction may pass it as
         // soon as its own dependencies commit (ADR 0011): any commit may
-        // be its turn. (A large writeset ordered later never holds it.)
-        let wake = if g.bypass.holds_back(seqno, g.commit.level()) {
-            Wake::Changed
-        } else {
-            Wake::Turn(seqno - 1)
+        // be its turn. Chosen before each sleep: a large local writeset
+        // ordered before this one may be registered after this wait began
+        // (by its own client thread), which then wakes every turn.
+        let wake = |s: &Inner| {
+            if s.bypass.holds_back(seqno, s.commit.level()) {
+                Wake::Changed
+            } else {
+                Wake::Turn(seqno - 1)
+            }
         };
-        let (mut g, _) = self.wait_on(wake, g, None, |s| {
+        let (mut g, _) = self.wait_picking(wake, g, None, |s| {
             let bf = matches!(
                 s.trxs.get(&trx_id).map(|r| r.state),
                 Some(TrxState::MustReplay)

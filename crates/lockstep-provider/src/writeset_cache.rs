@@ -48,10 +48,14 @@ struct Run {
 pub struct WritesetCache {
     current_path: PathBuf,
     previous_path: PathBuf,
-    /// Where a rotation moves the older file before it is deleted
-    /// (`take_doomed`); `doomed` says one waits there.
-    doomed_path: PathBuf,
-    doomed: bool,
+    /// Where rotations move the older file before it is deleted
+    /// (`take_doomed`): `<name>.1.old.<n>`, a new name each time, so that
+    /// no rename replaces one whose deletion is still under way.
+    doomed_stem: String,
+    doomed_dir: PathBuf,
+    set_aside: u64,
+    /// The one set aside and not yet handed out.
+    doomed: Option<PathBuf>,
     /// Rotate the current file past this many bytes (half of gcache.size).
     rotate_at: u64,
 
@@ -190,14 +194,22 @@ impl WritesetCache {
     ) -> io::Result<WritesetCache> {
         let current_path = dir.join(name);
         let previous_path = dir.join(format!("{name}.1"));
-        let doomed_path = dir.join(format!("{name}.1.old"));
+        let doomed_stem = format!("{name}.1.old.");
         // Left by a crash between a rotation and its deletion.
-        let _ = fs::remove_file(&doomed_path);
+        if let Ok(entries) = fs::read_dir(dir) {
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&doomed_stem) {
+                    let _ = fs::remove_file(e.path());
+                }
+            }
+        }
         let mut cache = WritesetCache {
             current_path,
             previous_path,
-            doomed_path,
-            doomed: false,
+            doomed_stem,
+            doomed_dir: dir.to_path_buf(),
+            set_aside: 0,
+            doomed: None,
             rotate_at: (size / 2).max(1 << 16),
 
             max_payload,
@@ -412,12 +424,17 @@ impl WritesetCache {
         // file is, and the caller deletes it elsewhere (`take_doomed`); no
         // rename here replaces a file.
         if self.previous_path.exists() {
-            if std::mem::take(&mut self.doomed) {
-                // The last one was not taken: delete it here.
-                let _ = fs::remove_file(&self.doomed_path);
+            if let Some(untaken) = self.doomed.take() {
+                // The last one was not handed out: delete it here, so at
+                // most one waits (half of gcache.size on disk).
+                let _ = fs::remove_file(untaken);
             }
-            fs::rename(&self.previous_path, &self.doomed_path)?;
-            self.doomed = true;
+            self.set_aside += 1;
+            let aside = self
+                .doomed_dir
+                .join(format!("{}{}", self.doomed_stem, self.set_aside));
+            fs::rename(&self.previous_path, &aside)?;
+            self.doomed = Some(aside);
         }
         fs::rename(&self.current_path, &self.previous_path)?;
         self.previous = self.current.take();
@@ -427,7 +444,7 @@ impl WritesetCache {
     /// The older file a rotation set aside, for the caller to delete away
     /// from the group thread and the state lock.
     pub fn take_doomed(&mut self) -> Option<PathBuf> {
-        std::mem::take(&mut self.doomed).then(|| self.doomed_path.clone())
+        self.doomed.take()
     }
 
     /// Hands buffered records to the OS (once per group-thread batch).
@@ -650,17 +667,24 @@ mod tests {
         rotate(&mut c);
         assert_eq!(
             names(dir.path()),
-            ["galera.cache", "galera.cache.1", "galera.cache.1.old"]
+            ["galera.cache", "galera.cache.1", "galera.cache.1.old.1"]
         );
         // Not taken: the next rotation deletes it before it moves the
         // next older file there.
         rotate(&mut c);
+        assert_eq!(
+            names(dir.path()),
+            ["galera.cache", "galera.cache.1", "galera.cache.1.old.2"]
+        );
+        // Handed out and not deleted yet (its thread has not run): the
+        // next rotation sets the next older file aside under a new name.
         assert!(c.take_doomed().is_some());
-        assert_eq!(names(dir.path()).len(), 3);
+        rotate(&mut c);
+        assert_eq!(names(dir.path()).len(), 4);
         // A crash left one: opening the cache deletes it.
         drop(c);
         let _c = open(dir.path(), 128 << 10, true, at(s));
-        assert!(!names(dir.path()).contains(&"galera.cache.1.old".to_string()));
+        assert!(!names(dir.path()).iter().any(|n| n.contains(".old")));
     }
 
     #[test]
