@@ -20,6 +20,10 @@ pub const TURN_RECHECK: Duration = Duration::from_millis(50);
 #[cfg(test)]
 pub const TURN_RECHECK: Duration = Duration::from_secs(20);
 
+/// From this many events queued in one round, the appliers are woken
+/// with one broadcast rather than one by one (`notify_delivered`).
+const WAKE_APPLIERS_AT_ONCE: usize = 64;
+
 /// The state the group thread shares with the server's threads: one lock
 /// (see `state`) and three condition variables, one per kind of waiter, so
 /// that the frequent changes wake only the threads that wait for them: on
@@ -87,7 +91,7 @@ impl Shared {
     pub fn notify_delivered(&self, added: usize) {
         self.changed.notify_all();
         self.resolved.notify_all();
-        if added >= TURN_SLOTS {
+        if added >= WAKE_APPLIERS_AT_ONCE {
             self.work.notify_all();
         } else {
             for _ in 0..added {
@@ -107,16 +111,11 @@ impl Shared {
         }
     }
 
-    /// Wakes the turn waiters of levels `from + 1 ..= to`.
+    /// Wakes the turn waiters of levels `from + 1 ..= to`: all of them
+    /// when a level went back (a state transfer reset it) or the range
+    /// covers every slot.
     fn notify_turns(&self, from: i64, to: i64) {
-        if to <= from {
-            if to < from {
-                // A level went back (a state transfer reset it).
-                self.notify_all_turns();
-            }
-            return;
-        }
-        if to - from >= TURN_SLOTS as i64 {
+        if to < from || to - from >= TURN_SLOTS as i64 {
             self.notify_all_turns();
             return;
         }

@@ -48,11 +48,9 @@ struct Run {
 pub struct WritesetCache {
     current_path: PathBuf,
     previous_path: PathBuf,
-    /// Where rotations move the older file before it is deleted
-    /// (`take_doomed`): `<name>.1.old.<n>`, a new name each time, so that
-    /// no rename replaces one whose deletion is still under way.
-    doomed_stem: String,
-    doomed_dir: PathBuf,
+    /// Rotations that set the older file aside, as `<name>.1.old.<n>`
+    /// (`aside_path`): a new name each time, so that no rename replaces
+    /// one whose deletion is still under way.
     set_aside: u64,
     /// The one set aside and not yet handed out.
     doomed: Option<PathBuf>,
@@ -194,11 +192,11 @@ impl WritesetCache {
     ) -> io::Result<WritesetCache> {
         let current_path = dir.join(name);
         let previous_path = dir.join(format!("{name}.1"));
-        let doomed_stem = format!("{name}.1.old.");
         // Left by a crash between a rotation and its deletion.
+        let aside_stem = format!("{name}.1.old.");
         if let Ok(entries) = fs::read_dir(dir) {
             for e in entries.flatten() {
-                if e.file_name().to_string_lossy().starts_with(&doomed_stem) {
+                if e.file_name().to_string_lossy().starts_with(&aside_stem) {
                     let _ = fs::remove_file(e.path());
                 }
             }
@@ -206,8 +204,6 @@ impl WritesetCache {
         let mut cache = WritesetCache {
             current_path,
             previous_path,
-            doomed_stem,
-            doomed_dir: dir.to_path_buf(),
             set_aside: 0,
             doomed: None,
             rotate_at: (size / 2).max(1 << 16),
@@ -430,15 +426,20 @@ impl WritesetCache {
                 let _ = fs::remove_file(untaken);
             }
             self.set_aside += 1;
-            let aside = self
-                .doomed_dir
-                .join(format!("{}{}", self.doomed_stem, self.set_aside));
+            let aside = self.aside_path(self.set_aside);
             fs::rename(&self.previous_path, &aside)?;
             self.doomed = Some(aside);
         }
         fs::rename(&self.current_path, &self.previous_path)?;
         self.previous = self.current.take();
         self.create_current()
+    }
+
+    /// `<name>.1.old.<n>`, beside the older file.
+    fn aside_path(&self, n: u64) -> PathBuf {
+        let mut name = self.previous_path.clone().into_os_string();
+        name.push(format!(".old.{n}"));
+        PathBuf::from(name)
     }
 
     /// The older file a rotation set aside, for the caller to delete away
@@ -669,8 +670,8 @@ mod tests {
             names(dir.path()),
             ["galera.cache", "galera.cache.1", "galera.cache.1.old.1"]
         );
-        // Not taken: the next rotation deletes it before it moves the
-        // next older file there.
+        // Not taken: the next rotation deletes it before it sets the next
+        // older file aside.
         rotate(&mut c);
         assert_eq!(
             names(dir.path()),
