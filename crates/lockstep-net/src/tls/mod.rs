@@ -13,7 +13,24 @@
 mod ciphers;
 mod files;
 mod stream;
+mod v1;
 mod verify;
+
+/// The body of the `peer_certificate` fuzz target: a peer's certificate
+/// bytes through the v1 checks (webpki, which handles v3, has its own
+/// fuzzing). Any bytes must end in an answer, never a panic.
+#[cfg(feature = "fuzzing")]
+pub fn fuzz_peer_certificate(data: &[u8]) {
+    use rustls::pki_types::{CertificateDer, UnixTime};
+    let cert = CertificateDer::from(data);
+    if v1::is_v1(data) {
+        assert!(v1::public_key(data).is_some());
+    }
+    // The bytes as their own CA too, so the anchor's parse runs on them.
+    let anchors = [CertificateDer::from(data.to_vec())];
+    let now = UnixTime::since_unix_epoch(std::time::Duration::from_secs(1_800_000_000));
+    let _ = v1::verify_peer(&cert, &[], &anchors, now);
+}
 
 pub use files::TlsFiles;
 pub use stream::{TlsReader, TlsWriter};
@@ -116,11 +133,10 @@ impl TlsContext {
 }
 
 /// This node's certificate chain and key, checked to belong together.
-/// The check parses the certificate with webpki, which knows X.509 v3
-/// only: an OpenSSL-made v1 certificate (MariaDB's
-/// `std_data/galera_certs`, old recipes without extensions) is refused
-/// here with a message that says so, since no rustls peer could verify
-/// its handshake signature either.
+/// rustls's check parses the certificate with webpki, which knows X.509
+/// v3 only; for an OpenSSL-made v1 certificate (MariaDB's
+/// `std_data/galera_certs`, old recipes without extensions) the public
+/// keys are compared here instead (`v1`).
 fn certified_key(
     files: &TlsFiles,
     chain: Vec<rustls::pki_types::CertificateDer<'static>>,
@@ -138,19 +154,19 @@ fn certified_key(
         .key_provider
         .load_private_key(key)
         .map_err(|e| format!("socket.ssl_key {}: {e}", files.key.display()))?;
+    let v1_key = chain.first().and_then(|c| v1::public_key(c));
     let certified = CertifiedKey::new(chain, signing);
-    match certified.keys_match() {
-        Ok(()) => Ok(Arc::new(certified)),
-        Err(rustls::Error::InconsistentKeys(e)) => Err(format!(
-            "{}: the key is not the certificate's ({e:?})",
-            both()
-        )),
-        Err(e) => Err(format!(
-            "socket.ssl_cert {}: {e}: Lockstep (rustls) takes X.509 v3 certificates only; \
-             an OpenSSL certificate made without extensions is v1: issue it again with \
-             extensions (`openssl x509 -req ... -extfile`, or `lockstep cert`)",
-            files.cert.display()
-        )),
+    let mismatch =
+        |e: &dyn std::fmt::Debug| format!("{}: the key is not the certificate's ({e:?})", both());
+    match (certified.keys_match(), v1_key) {
+        (Ok(()), _) => Ok(Arc::new(certified)),
+        (Err(rustls::Error::InconsistentKeys(e)), _) => Err(mismatch(&e)),
+        (Err(_), Some(cert_key)) => match certified.key.public_key() {
+            Some(key) if key == cert_key => Ok(Arc::new(certified)),
+            Some(_) => Err(mismatch(&"the public keys differ")),
+            None => Err(mismatch(&"the key does not show its public half")),
+        },
+        (Err(e), None) => Err(format!("socket.ssl_cert {}: {e}", files.cert.display())),
     }
 }
 

@@ -3,11 +3,13 @@
 //! certificates in that file (a self-signed certificate shared by all
 //! nodes, Galera's simplest set-up, where `socket.ssl_ca` defaults to the
 //! certificate itself). The name in it is not compared with the address
-//! dialed (see the module docs of `tls`).
+//! dialed (see the module docs of `tls`). A v1 end-entity certificate,
+//! which webpki refuses, is checked by [`super::v1`].
 
+use super::v1;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
-use rustls::crypto::CryptoProvider;
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::WebPkiClientVerifier;
@@ -18,13 +20,63 @@ use rustls::{
 use std::sync::Arc;
 
 /// The certificates of the CA file, compared byte for byte with what a
-/// peer presents: the handshake's signature proves the peer holds the key.
+/// peer presents (the handshake's signature proves the peer holds the
+/// key), and the signers of v1 certificates.
 #[derive(Debug)]
-struct Pinned(Vec<CertificateDer<'static>>);
+struct Pinned {
+    anchors: Vec<CertificateDer<'static>>,
+    algorithms: WebPkiSupportedAlgorithms,
+}
 
 impl Pinned {
+    fn new(anchors: Vec<CertificateDer<'static>>, provider: &CryptoProvider) -> Self {
+        Pinned {
+            anchors,
+            algorithms: provider.signature_verification_algorithms,
+        }
+    }
+
     fn holds(&self, end_entity: &CertificateDer<'_>, intermediates: &[CertificateDer<'_>]) -> bool {
-        intermediates.is_empty() && self.0.iter().any(|c| c.as_ref() == end_entity.as_ref())
+        intermediates.is_empty()
+            && self
+                .anchors
+                .iter()
+                .any(|c| c.as_ref() == end_entity.as_ref())
+    }
+
+    /// webpki refused `end_entity`: a v1 certificate gets its own check,
+    /// anything else keeps webpki's error.
+    fn retry_v1(
+        &self,
+        refused: Error,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<(), Error> {
+        if v1::is_v1(end_entity) {
+            v1::verify_peer(end_entity, intermediates, &self.anchors, now)
+        } else {
+            Err(refused)
+        }
+    }
+
+    /// A handshake signature: by webpki for v3 certificates, by
+    /// [`v1::verify_handshake`] for v1 ones.
+    fn signed(
+        &self,
+        webpki: Result<HandshakeSignatureValid, Error>,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+        tls13: bool,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        match webpki {
+            Err(_) if v1::is_v1(cert) => {
+                let (scheme, signature) = (dss.scheme, dss.signature());
+                v1::verify_handshake(message, cert, scheme, signature, &self.algorithms, tls13)
+            }
+            other => other,
+        }
     }
 }
 
@@ -41,13 +93,11 @@ impl ServerCheck {
         anchors: Vec<CertificateDer<'static>>,
         provider: Arc<CryptoProvider>,
     ) -> Result<Self, String> {
+        let pinned = Pinned::new(anchors, &provider);
         let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider)
             .build()
             .map_err(|e| e.to_string())?;
-        Ok(ServerCheck {
-            webpki,
-            pinned: Pinned(anchors),
-        })
+        Ok(ServerCheck { webpki, pinned })
     }
 }
 
@@ -75,7 +125,11 @@ impl ServerCertVerifier for ServerCheck {
             Err(Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
-            other => other,
+            Err(e) => self
+                .pinned
+                .retry_v1(e, end_entity, intermediates, now)
+                .map(|()| ServerCertVerified::assertion()),
+            ok => ok,
         }
     }
 
@@ -85,7 +139,8 @@ impl ServerCertVerifier for ServerCheck {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        self.webpki.verify_tls12_signature(message, cert, dss)
+        let webpki = self.webpki.verify_tls12_signature(message, cert, dss);
+        self.pinned.signed(webpki, message, cert, dss, false)
     }
 
     fn verify_tls13_signature(
@@ -94,7 +149,8 @@ impl ServerCertVerifier for ServerCheck {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        self.webpki.verify_tls13_signature(message, cert, dss)
+        let webpki = self.webpki.verify_tls13_signature(message, cert, dss);
+        self.pinned.signed(webpki, message, cert, dss, true)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -115,13 +171,11 @@ impl ClientCheck {
         anchors: Vec<CertificateDer<'static>>,
         provider: Arc<CryptoProvider>,
     ) -> Result<Self, String> {
+        let pinned = Pinned::new(anchors, &provider);
         let webpki = WebPkiClientVerifier::builder_with_provider(roots, provider)
             .build()
             .map_err(|e| e.to_string())?;
-        Ok(ClientCheck {
-            webpki,
-            pinned: Pinned(anchors),
-        })
+        Ok(ClientCheck { webpki, pinned })
     }
 }
 
@@ -143,8 +197,16 @@ impl ClientCertVerifier for ClientCheck {
         if self.pinned.holds(end_entity, intermediates) {
             return Ok(ClientCertVerified::assertion());
         }
-        self.webpki
+        match self
+            .webpki
             .verify_client_cert(end_entity, intermediates, now)
+        {
+            Err(e) => self
+                .pinned
+                .retry_v1(e, end_entity, intermediates, now)
+                .map(|()| ClientCertVerified::assertion()),
+            ok => ok,
+        }
     }
 
     fn verify_tls12_signature(
@@ -153,7 +215,8 @@ impl ClientCertVerifier for ClientCheck {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        self.webpki.verify_tls12_signature(message, cert, dss)
+        let webpki = self.webpki.verify_tls12_signature(message, cert, dss);
+        self.pinned.signed(webpki, message, cert, dss, false)
     }
 
     fn verify_tls13_signature(
@@ -162,7 +225,8 @@ impl ClientCertVerifier for ClientCheck {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        self.webpki.verify_tls13_signature(message, cert, dss)
+        let webpki = self.webpki.verify_tls13_signature(message, cert, dss);
+        self.pinned.signed(webpki, message, cert, dss, true)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
