@@ -1,10 +1,137 @@
-//! What the server's threads and the transport tell the group thread
-//! (`channel`): the one way into it, over a channel, so that only that
-//! thread touches Raft.
+//! What the server's threads and the transport tell the group's driver
+//! (`channel`): the one way into it, over a channel, so that only the
+//! thread running a round touches Raft (ADR 0023).
 
 use lockstep_core::group::Action;
 use lockstep_core::wire::peer::PeerMsg;
+use std::sync::atomic::{fence, AtomicIsize, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, OnceLock, Weak};
+use std::thread::Thread;
 use std::time::Duration;
+
+/// The sending side of the group's input, shared by every thread that has
+/// input for it. Bounded where the inputs come from: one proposal per
+/// server thread, the transport's input budget for peer messages, one
+/// `FlowCheck` in flight, and operator commands.
+#[derive(Clone)]
+pub struct InputTx(Arc<Inputs>);
+
+/// Runs the group's rounds on the calling thread when no other thread
+/// does (`channel::Driver`).
+pub(crate) trait Drain: Send + Sync {
+    /// `false` once the group has stopped.
+    fn drain_if_free(&self) -> bool;
+}
+
+/// The group's driver has ended (its input is closed); the input was
+/// dropped.
+#[derive(Debug)]
+pub struct GroupGone;
+
+pub(crate) struct Inputs {
+    tx: Sender<Input>,
+    /// Inputs sent and not yet taken by a round. A thread that leaves a
+    /// round looks at it after it lets go of the driver, so an input sent
+    /// while the driver was busy never waits for the next tick. May be
+    /// below zero for a moment: a round can take an input before its
+    /// sender counts it.
+    pending: AtomicIsize,
+    /// The group thread, woken by [`InputTx::send`].
+    group_thread: OnceLock<Thread>,
+    /// The driver, once the group thread runs its rounds: a thread that
+    /// holds no lock may run a round itself ([`InputTx::submit`]).
+    driver: OnceLock<Weak<dyn Drain>>,
+}
+
+impl InputTx {
+    pub fn new(tx: Sender<Input>) -> InputTx {
+        InputTx(Arc::new(Inputs {
+            tx,
+            pending: AtomicIsize::new(0),
+            group_thread: OnceLock::new(),
+            driver: OnceLock::new(),
+        }))
+    }
+
+    /// Queues `input` and wakes the group thread to take it. For threads
+    /// that may hold the provider's lock (a round takes it).
+    pub fn send(&self, input: Input) -> Result<(), GroupGone> {
+        self.queue(input)?;
+        self.wake_group_thread();
+        Ok(())
+    }
+
+    /// Queues `input` and, if no round runs now, runs rounds on this
+    /// thread until nothing is pending (ADR 0023); a round already running
+    /// takes it. For the transport's reading threads, which hold no lock:
+    /// a message then costs no hand-off to the group thread. `false` once
+    /// the group is gone.
+    pub fn submit(&self, input: Input) -> bool {
+        if self.queue(input).is_err() {
+            return false;
+        }
+        self.drive()
+    }
+
+    /// Runs rounds on this thread if none runs now (the one running takes
+    /// what is queued otherwise); before the group thread's first round,
+    /// wakes it instead. The caller holds no provider lock. `false` once
+    /// the group has stopped.
+    pub fn drive(&self) -> bool {
+        match self.0.driver.get().and_then(Weak::upgrade) {
+            Some(driver) => driver.drain_if_free(),
+            None => {
+                self.wake_group_thread();
+                true
+            }
+        }
+    }
+
+    /// Queues `input` without waking anyone: the caller runs the round
+    /// itself with [`InputTx::drive`] once it holds no lock.
+    pub fn queue(&self, input: Input) -> Result<(), GroupGone> {
+        self.0.tx.send(input).map_err(|_| GroupGone)?;
+        self.0.pending.fetch_add(1, Ordering::SeqCst);
+        // Pairs with the fence in `left_round`: either the round's holder
+        // sees this input counted after it lets go, or our `try_lock`
+        // finds the driver free.
+        fence(Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn wake_group_thread(&self) {
+        if let Some(t) = self.0.group_thread.get() {
+            t.unpark();
+        }
+    }
+
+    /// A round took one input.
+    pub(crate) fn took(&self) {
+        self.0.pending.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Whether inputs wait for a round; called after letting go of the
+    /// driver.
+    pub(crate) fn left_round(&self) -> bool {
+        fence(Ordering::SeqCst);
+        self.0.pending.load(Ordering::SeqCst) > 0
+    }
+
+    /// The group thread registers itself, then the driver once its
+    /// rounds may run anywhere.
+    pub(crate) fn set_group_thread(&self, t: Thread) {
+        let _ = self.0.group_thread.set(t);
+    }
+
+    pub(crate) fn set_driver(&self, driver: Weak<dyn Drain>) {
+        let _ = self.0.driver.set(driver);
+    }
+
+    pub(crate) fn wake(&self) {
+        self.wake_group_thread();
+    }
+}
 
 /// What the group thread is told.
 pub enum Input {

@@ -80,14 +80,22 @@ impl Provider {
     ) -> (MutexGuard<'a, Inner>, Option<Ordered>) {
         let last_seen = ws.last_seen;
         let proposed = match body {
-            Some(body) => g.propose_fragments(body.with_head(&ws), true),
-            None => g.propose(Action::Writeset(ws), true),
+            Some(body) => g.propose_fragments_to_drive(body.with_head(&ws)),
+            None => g.propose_to_drive(Action::Writeset(ws)),
         };
         let Some(id) = proposed else {
             return (g, None);
         };
         g.inflight_last_seen.insert(id, last_seen);
         let t0 = Instant::now();
+        // This thread takes its proposal into Raft itself (ADR 0023),
+        // without the lock, which a round takes.
+        let inputs = g.group.as_ref().map(|l| l.tx.clone());
+        drop(g);
+        if let Some(inputs) = inputs {
+            inputs.drive();
+        }
+        let g = self.lock();
         let (mut g, _) = self.wait_on(Wake::Resolved, g, None, |s| {
             s.waiting.get(&id) != Some(&Resolution::Pending)
         });

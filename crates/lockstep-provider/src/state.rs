@@ -21,7 +21,6 @@ use lockstep_core::ordering::{GateStats, OrderError, QueueStats, Watermark};
 use lockstep_core::saved_state::SavedState;
 use lockstep_core::writeset_cache::{event_digest, membership_digest, CachedEvent, CachedKind};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
-use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::Instant;
 use wsrep_abi::Gtid;
@@ -371,7 +370,7 @@ pub struct Inner {
 /// How the server's threads reach the group thread.
 pub struct GroupLink {
     pub raft_id: u64,
-    pub tx: Sender<crate::group_input::Input>,
+    pub tx: crate::group_input::InputTx,
     /// Proposals sent on this link (causal reads excluded): compared with
     /// what the group thread took (`Inner::proposals_taken`).
     pub sent: u64,
@@ -837,7 +836,21 @@ impl Inner {
     /// Proposes an action to the group; returns its proposal id (with a
     /// waiter registered when `wait` is set), or `None` outside a group.
     pub fn propose(&mut self, action: Action, wait: bool) -> Option<u64> {
-        self.send_proposal(wait, |id| crate::group_input::Input::Propose { id, action })
+        self.send_proposal(wait, true, |id| crate::group_input::Input::Propose {
+            id,
+            action,
+        })
+    }
+
+    /// [`Inner::propose`] with a waiter, without waking the group thread:
+    /// the caller runs the round itself once it has let go of the lock
+    /// (`Provider::drive_group`, ADR 0023), and a round already running
+    /// takes it.
+    pub fn propose_to_drive(&mut self, action: Action) -> Option<u64> {
+        self.send_proposal(true, false, |id| crate::group_input::Input::Propose {
+            id,
+            action,
+        })
     }
 
     /// The leader's read index while its lease holds: what a causal read
@@ -854,7 +867,7 @@ impl Inner {
     /// but without a log entry (ADR 0016).
     /// Not a proposal: not counted in `GroupLink::sent`.
     pub fn read_fence(&mut self) -> Option<u64> {
-        self.send_input(true, |id| crate::group_input::Input::ReadFence { id })
+        self.send_input(true, true, |id| crate::group_input::Input::ReadFence { id })
     }
 
     /// Whether every proposal of this node has been ordered: a causal read
@@ -871,28 +884,31 @@ impl Inner {
                 .is_some_and(|l| l.sent == self.proposals_taken)
     }
 
-    /// [`Inner::propose`] of an action already cut into fragment parts.
-    pub fn propose_fragments(&mut self, parts: Vec<Vec<u8>>, wait: bool) -> Option<u64> {
-        self.send_proposal(wait, |id| crate::group_input::Input::ProposeFragments {
-            id,
-            parts,
+    /// [`Inner::propose_to_drive`] of an action already cut into fragment
+    /// parts.
+    pub fn propose_fragments_to_drive(&mut self, parts: Vec<Vec<u8>>) -> Option<u64> {
+        self.send_proposal(true, false, |id| {
+            crate::group_input::Input::ProposeFragments { id, parts }
         })
     }
 
     fn send_proposal(
         &mut self,
         wait: bool,
+        wake: bool,
         input: impl FnOnce(u64) -> crate::group_input::Input,
     ) -> Option<u64> {
         self.group.as_mut()?.sent += 1;
-        self.send_input(wait, input)
+        self.send_input(wait, wake, input)
     }
 
-    /// Sends `input` to the group thread under a new id (with a waiter
-    /// registered when `wait` is set); `None` outside a group.
+    /// Sends `input` to the group under a new id (with a waiter registered
+    /// when `wait` is set), waking the group thread when `wake` is set;
+    /// `None` outside a group.
     fn send_input(
         &mut self,
         wait: bool,
+        wake: bool,
         input: impl FnOnce(u64) -> crate::group_input::Input,
     ) -> Option<u64> {
         let link = self.group.as_ref()?;
@@ -901,7 +917,12 @@ impl Inner {
         if wait {
             self.waiting.insert(id, Resolution::Pending);
         }
-        if link.tx.send(input(id)).is_err() {
+        let sent = if wake {
+            link.tx.send(input(id))
+        } else {
+            link.tx.queue(input(id))
+        };
+        if sent.is_err() {
             self.waiting.insert(id, Resolution::Dropped);
         }
         Some(id)
@@ -950,7 +971,7 @@ mod tests {
         let mut g = Inner::new(wsrep_abi::Uuid::NIL, 0);
         g.group = Some(GroupLink {
             raft_id: 1,
-            tx,
+            tx: crate::group_input::InputTx::new(tx),
             sent: 0,
         });
         // One member: the limit is gcs.fc_limit itself (16), resume at 16.

@@ -68,6 +68,13 @@ pub fn run_floor(plan: &Plan, provider: &Provider, slot: Slot) -> ProviderRun {
     run_cluster(plan, provider, slot, true)
 }
 
+/// A provider's folder under `raw/`: a library given by path
+/// (`--providers lockstep,/tmp/lib.so`) is named by the path with its
+/// separators replaced, so it stays inside `raw/`.
+fn raw_dir_name(label: &str) -> String {
+    label.trim_start_matches('/').replace('/', "_")
+}
+
 fn run_cluster(plan: &Plan, provider: &Provider, slot: Slot, floor: bool) -> ProviderRun {
     let label = if floor {
         FLOOR.to_string()
@@ -85,7 +92,7 @@ fn run_cluster(plan: &Plan, provider: &Provider, slot: Slot, floor: bool) -> Pro
     };
     let raw = plan
         .raw_dir
-        .join(&label)
+        .join(raw_dir_name(&label))
         .join(format!("round-{}", slot.round));
     let label = format!("round {} {label}", slot.round);
     let nodes = if floor { 1 } else { plan.nodes };
@@ -305,5 +312,18 @@ fn keep_file(from: &Path, to: &Path) {
     match std::fs::read_to_string(from) {
         Ok(text) => keep_text(to, &text),
         Err(e) => eprintln!("lockstep bench: cannot read {}: {e}", from.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_library_path_names_a_folder_inside_raw() {
+        assert_eq!(super::raw_dir_name("lockstep"), "lockstep");
+        assert_eq!(super::raw_dir_name("/tmp/w/lib.so"), "tmp_w_lib.so");
+        let raw = std::path::Path::new("out/raw");
+        assert!(raw
+            .join(super::raw_dir_name("/tmp/lib.so"))
+            .starts_with(raw));
     }
 }

@@ -7,10 +7,13 @@
 //! under the provider's one lock (`deliver`).
 
 mod deliver;
+mod driver;
 mod read_ask;
 mod recovery;
 
-use crate::group_input::Input;
+use driver::{Driver, Rounds};
+
+use crate::group_input::{Input, InputTx};
 use crate::log::{error, info, warn};
 use crate::shared::Shared;
 use crate::state::Resolution;
@@ -24,7 +27,7 @@ use lockstep_net::transport::{self, Inbound, Out, Transport};
 use protobuf::Message as _;
 use raft::eraftpb::MessageType;
 use std::collections::HashMap;
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{channel, Receiver, TryRecvError};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -51,15 +54,17 @@ pub fn suspect_timeout_ms(d: Duration) -> u64 {
     (d.as_millis() as u64).max(1000)
 }
 
-/// What the transport hands over goes into the group thread's input.
-fn inbound_sink(tx: Sender<Input>) -> transport::Sink {
+/// What the transport hands over goes into the group's input, on the
+/// reading thread, which runs the round itself when the driver is free
+/// (ADR 0023).
+fn inbound_sink(tx: InputTx) -> transport::Sink {
     Arc::new(move |inbound| {
         let input = match inbound {
             Inbound::PeerUp { raft_id, peer_addr } => Input::PeerUp { raft_id, peer_addr },
             Inbound::Peer { from, msg } => Input::Peer { from, msg },
             Inbound::PeerDown { raft_id } => Input::PeerDown { raft_id },
         };
-        tx.send(input).is_ok()
+        tx.submit(input)
     })
 }
 
@@ -91,16 +96,14 @@ pub struct Setup {
 }
 
 pub struct GroupChannel {
-    tx: Sender<Input>,
+    tx: InputTx,
     thread: Option<thread::JoinHandle<()>>,
 }
 
 impl GroupChannel {
-    pub fn start(
-        setup: Setup,
-        shared: Arc<Shared>,
-    ) -> Result<(GroupChannel, Sender<Input>), String> {
-        let (tx, rx) = channel();
+    pub fn start(setup: Setup, shared: Arc<Shared>) -> Result<(GroupChannel, InputTx), String> {
+        let (sender, rx) = channel();
+        let tx = InputTx::new(sender);
         let now = 0;
         let group = match setup.bootstrap {
             Some((history, last)) => {
@@ -163,17 +166,28 @@ impl GroupChannel {
             last_report: Instant::now(),
             reported: -1,
             reported_applied: 0,
+            rx,
+            inputs: tx.clone(),
         };
         let on_panic = worker.shared.clone();
+        let failed = on_panic.clone();
+        let driver = Arc::new(Driver::new(
+            worker,
+            tx.clone(),
+            Box::new(move |why| group_thread_failed(&failed, why)),
+        ));
         let thread = thread::Builder::new()
             .name("lockstep-group".into())
             .spawn(move || {
-                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run(rx)));
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    driver.run(Worker::start_rounds)
+                }));
                 if let Err(payload) = run {
                     group_thread_failed(&on_panic, &crate::log::panic_message(&*payload));
                 }
             })
             .map_err(|e| format!("cannot start the group thread: {e}"))?;
+        tx.set_group_thread(thread.thread().clone());
         Ok((
             GroupChannel {
                 tx: tx.clone(),
@@ -241,6 +255,9 @@ struct Worker {
     taken: u64,
     /// Bytes sent to members of other segments (`Inner::wan_bytes_sent`).
     wan_bytes: u64,
+    /// The group's input; a round takes all of it (`InputTx` counts it).
+    rx: Receiver<Input>,
+    inputs: InputTx,
 }
 
 /// Frees big purged writesets on a short-lived thread: a million keys
@@ -276,92 +293,103 @@ fn group_thread_failed(shared: &Shared, what: &str) {
 }
 
 impl Worker {
-    fn run(mut self, rx: Receiver<Input>) {
-        {
-            // A new channel is a new member: nothing announced yet, and
-            // the old group's requests do not apply. (Here, not in
-            // `start`: its caller may hold the lock.)
-            let mut g = self.shared.lock();
-            g.fc_req.reset();
-            g.fc.clear(crate::state::mono_ns());
-            g.peers = Some(self.transport.sender());
-            g.proposals_taken = 0;
-            g.send_queue = 0;
-            g.raft_leader = 0;
-            g.read_lease = None;
-        }
-        loop {
-            let first = match rx.recv_timeout(POLL) {
-                Ok(i) => Some(i),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => break,
-            };
-            let round = Instant::now();
-            self.group
-                .set_clock(self.started.elapsed().as_millis() as u64);
-            let mut stop = false;
-            for input in first.into_iter().chain(rx.try_iter()) {
-                stop |= self.handle(input);
-            }
-            let stepped = round.elapsed();
-            if stop {
-                break;
-            }
-            self.report_committed();
-            self.report_weight();
-            self.flow_control();
-            // Each loop, not only on deliveries: an applier may finish an
-            // asked-about seqno while nothing else is ordered.
-            let asked = {
-                let mut g = self.shared.lock();
-                g.answer_votes();
-                std::mem::take(&mut g.read_asked)
-            };
-            if asked {
-                self.group.saw_read();
-            }
-            self.ping_peers();
-            self.check_join_timeout();
-            self.drive_recovery();
-            self.check_quorum();
-            let now = self.started.elapsed().as_millis() as u64;
-            self.group.tick(now);
-            let outputs = self.group.poll();
-            let polled = round.elapsed();
-            let writesets = outputs
-                .iter()
-                .filter(|o| matches!(o, Output::Deliver(Delivery::Writeset { .. })))
-                .count() as u32;
-            self.process(outputs);
-            if writesets > 0 {
-                // The group thread's time per ordered writeset: Raft's
-                // ready, the sequencer (certification) and the delivery.
-                let per = (round.elapsed() - stepped) / writesets;
-                self.shared.lock().stages.observe(Stage::Certification, per);
-            }
-            free_elsewhere(
-                &self.shared.detached,
-                self.group.sequencer_mut().take_reaped(),
-            );
-            if round.elapsed() >= SLOW_ROUND {
-                // Heartbeats wait while this thread works: a round this
-                // long is what a big writeset costs the group.
-                info!(
-                    "group thread: one round took {} ms (inputs {} ms, Raft {} ms, deliveries {} ms)",
-                    round.elapsed().as_millis(),
-                    stepped.as_millis(),
-                    (polled - stepped).as_millis(),
-                    (round.elapsed() - polled).as_millis()
-                );
-            }
-            if !self.left_signalled && self.group.has_left() {
-                self.left_signalled = true;
-                self.left_group();
-            }
-        }
+    /// Before the first round, on the group thread.
+    fn start_rounds(&mut self) {
+        // A new channel is a new member: nothing announced yet, and the
+        // old group's requests do not apply. (Here, not in `start`: its
+        // caller may hold the lock.)
+        let mut g = self.shared.lock();
+        g.fc_req.reset();
+        g.fc.clear(crate::state::mono_ns());
+        g.peers = Some(self.transport.sender());
+        g.proposals_taken = 0;
+        g.send_queue = 0;
+        g.raft_leader = 0;
+        g.read_lease = None;
+    }
+}
+
+impl Rounds for Worker {
+    fn shut(&mut self) {
         self.transport.shutdown();
     }
 
+    /// One round, on whichever thread holds the driver (`driver.rs`):
+    /// every pending input, the timed checks, Raft's ready, and what it
+    /// sends and delivers. `true` when the group is to stop.
+    fn round(&mut self) -> bool {
+        let round = Instant::now();
+        self.group
+            .set_clock(self.started.elapsed().as_millis() as u64);
+        loop {
+            match self.rx.try_recv() {
+                Ok(input) => {
+                    self.inputs.took();
+                    if self.handle(input) {
+                        return true;
+                    }
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => return true,
+            }
+        }
+        let stepped = round.elapsed();
+        self.report_committed();
+        self.report_weight();
+        self.flow_control();
+        // Each round, not only on deliveries: an applier may finish an
+        // asked-about seqno while nothing else is ordered.
+        let asked = {
+            let mut g = self.shared.lock();
+            g.answer_votes();
+            std::mem::take(&mut g.read_asked)
+        };
+        if asked {
+            self.group.saw_read();
+        }
+        self.ping_peers();
+        self.check_join_timeout();
+        self.drive_recovery();
+        self.check_quorum();
+        let now = self.started.elapsed().as_millis() as u64;
+        self.group.tick(now);
+        let outputs = self.group.poll();
+        let polled = round.elapsed();
+        let writesets = outputs
+            .iter()
+            .filter(|o| matches!(o, Output::Deliver(Delivery::Writeset { .. })))
+            .count() as u32;
+        self.process(outputs);
+        if writesets > 0 {
+            // The time per ordered writeset: Raft's ready, the sequencer
+            // (certification) and the delivery.
+            let per = (round.elapsed() - stepped) / writesets;
+            self.shared.lock().stages.observe(Stage::Certification, per);
+        }
+        free_elsewhere(
+            &self.shared.detached,
+            self.group.sequencer_mut().take_reaped(),
+        );
+        if round.elapsed() >= SLOW_ROUND {
+            // Heartbeats wait while a round runs: a round this long is
+            // what a big writeset costs the group.
+            info!(
+                "group thread: one round took {} ms (inputs {} ms, Raft {} ms, deliveries {} ms)",
+                round.elapsed().as_millis(),
+                stepped.as_millis(),
+                (polled - stepped).as_millis(),
+                (round.elapsed() - polled).as_millis()
+            );
+        }
+        if !self.left_signalled && self.group.has_left() {
+            self.left_signalled = true;
+            self.left_group();
+        }
+        false
+    }
+}
+
+impl Worker {
     /// Once a second, a round-trip probe to every other member (answered
     /// on its reading thread, `read_ask::quick`; ADR 0019). A member with
     /// no connection yet is dialed (Raft alone connects followers only to

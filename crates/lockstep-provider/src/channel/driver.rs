@@ -1,0 +1,279 @@
+//! Who runs the group's rounds (ADR 0023). A round takes the pending
+//! inputs, steps Raft and sends and delivers what that produced (`Worker`).
+//! The group thread runs one at least every `POLL` (Raft's ticks, the
+//! timed checks) and whenever a server thread sends input. A connection's
+//! reading thread that brings a peer message runs the round itself when
+//! no other thread is in one (`InputTx::submit`): on two busy cores the
+//! hand-off to the group thread, a wake-up and a sleep per message, costs
+//! more than the round. One thread at a time holds the driver, so Raft
+//! and the group state still have one writer, and inputs are taken in the
+//! order they were queued.
+
+use super::POLL;
+use crate::group_input::{Drain, InputTx};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, TryLockError};
+use std::thread;
+
+/// What the driver runs: the group's rounds (`Worker`; a counting stand-in
+/// in the tests below).
+pub(super) trait Rounds: Send + 'static {
+    /// Takes every pending input and does what follows; `true` when the
+    /// group is to stop.
+    fn round(&mut self) -> bool;
+    /// Closes the transport (on the group thread, at the end).
+    fn shut(&mut self);
+}
+
+struct Held<W> {
+    rounds: W,
+    /// A round stopped the group or panicked: none runs again.
+    stopping: bool,
+}
+
+/// What a thread that is not the group thread does when a round panics
+/// on it (`group_thread_failed`).
+pub(super) type OnFailure = Box<dyn Fn(&str) + Send + Sync>;
+
+pub(super) struct Driver<W> {
+    held: Mutex<Held<W>>,
+    inputs: InputTx,
+    on_failure: OnFailure,
+}
+
+impl<W: Rounds> Driver<W> {
+    pub(super) fn new(rounds: W, inputs: InputTx, on_failure: OnFailure) -> Driver<W> {
+        Driver {
+            held: Mutex::new(Held {
+                rounds,
+                stopping: false,
+            }),
+            inputs,
+            on_failure,
+        }
+    }
+
+    /// The group thread: a round when woken or every `POLL`, until a round
+    /// stops the group. A panic in a round closes the transport and
+    /// unwinds out of here (the caller reports it); no round runs again.
+    pub(super) fn run(self: Arc<Self>, first: impl FnOnce(&mut W)) {
+        first(&mut self.held.lock().unwrap_or_else(|p| p.into_inner()).rounds);
+        self.inputs
+            .set_driver(Arc::downgrade(&(self.clone() as Arc<dyn Drain>)));
+        loop {
+            if !self.inputs.left_round() {
+                thread::park_timeout(POLL);
+            }
+            let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+            let stop = held.stopping || {
+                match catch_unwind(AssertUnwindSafe(|| held.rounds.round())) {
+                    Ok(stop) => stop,
+                    Err(payload) => {
+                        // Close the connections here, not wherever the
+                        // last reference to the driver happens to go.
+                        held.stopping = true;
+                        held.rounds.shut();
+                        drop(held);
+                        std::panic::resume_unwind(payload);
+                    }
+                }
+            };
+            if stop {
+                held.stopping = true;
+                held.rounds.shut();
+                return;
+            }
+        }
+    }
+}
+
+impl<W: Rounds> Drain for Driver<W> {
+    /// Runs rounds on the calling thread while inputs are pending and no
+    /// other thread runs one; returns at once when one does (it looks at
+    /// the pending inputs after it lets go, `InputTx::left_round`). The
+    /// caller holds no provider lock: a round takes them. `false` once
+    /// the group has stopped.
+    fn drain_if_free(&self) -> bool {
+        loop {
+            let mut held = match self.held.try_lock() {
+                Ok(h) => h,
+                Err(TryLockError::WouldBlock) => return true,
+                Err(TryLockError::Poisoned(_)) => return false,
+            };
+            if held.stopping {
+                return false;
+            }
+            match catch_unwind(AssertUnwindSafe(|| held.rounds.round())) {
+                Ok(false) => {}
+                Ok(true) => {
+                    // Stop or a closed input: the group thread ends it.
+                    held.stopping = true;
+                    drop(held);
+                    self.inputs.wake();
+                    return false;
+                }
+                Err(payload) => {
+                    // A bug, on this thread instead of the group thread:
+                    // the node leaves as if the group thread had failed,
+                    // and the group thread closes the connections.
+                    held.stopping = true;
+                    drop(held);
+                    (self.on_failure)(&crate::log::panic_message(&*payload));
+                    self.inputs.wake();
+                    return false;
+                }
+            }
+            drop(held);
+            if !self.inputs.left_round() {
+                return true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group_input::Input;
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::sync::mpsc::{channel, Receiver};
+    use std::time::{Duration, Instant};
+
+    const THREADS: u64 = 4;
+
+    /// Records the inputs its rounds take (`ReadFence { id }`, the highest
+    /// id per submitting thread) and checks that no two rounds overlap.
+    struct Counting {
+        rx: Receiver<Input>,
+        inputs: InputTx,
+        taken: Arc<Vec<AtomicU64>>,
+        inside: Arc<AtomicUsize>,
+        /// When set, a round that took inputs says so and waits for a
+        /// word before it ends (the deterministic test).
+        gate: Gate,
+    }
+
+    impl Rounds for Counting {
+        fn round(&mut self) -> bool {
+            assert_eq!(
+                self.inside.fetch_add(1, Ordering::SeqCst),
+                0,
+                "rounds overlap"
+            );
+            while let Ok(input) = self.rx.try_recv() {
+                self.inputs.took();
+                match input {
+                    Input::ReadFence { id } => {
+                        self.taken[(id % THREADS) as usize].fetch_max(id, Ordering::SeqCst);
+                    }
+                    _ => {
+                        self.inside.fetch_sub(1, Ordering::SeqCst);
+                        return true;
+                    }
+                }
+            }
+            if let Some((inside, go)) = &self.gate {
+                let _ = inside.send(());
+                let _ = go.recv_timeout(Duration::from_secs(5));
+            }
+            // Rounds take a while, so that submitters often find the
+            // driver busy: the case under test.
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_micros(100) {
+                std::hint::spin_loop();
+            }
+            self.inside.fetch_sub(1, Ordering::SeqCst);
+            false
+        }
+
+        fn shut(&mut self) {}
+    }
+
+    type Gate = Option<(std::sync::mpsc::Sender<()>, Receiver<()>)>;
+
+    /// A driver of `Counting` rounds, registered with its input as the
+    /// group thread registers it, and no group thread.
+    fn registered(gate: Gate) -> (InputTx, Arc<Vec<AtomicU64>>, Arc<Driver<Counting>>) {
+        let (tx, rx) = channel();
+        let inputs = InputTx::new(tx);
+        let taken: Arc<Vec<AtomicU64>> =
+            Arc::new((0..THREADS).map(|_| AtomicU64::new(0)).collect());
+        let rounds = Counting {
+            rx,
+            inputs: inputs.clone(),
+            taken: taken.clone(),
+            inside: Arc::new(AtomicUsize::new(0)),
+            gate,
+        };
+        let on_failure: OnFailure = Box::new(|why| panic!("no round panics here: {why}"));
+        let driver = Arc::new(Driver::new(rounds, inputs.clone(), on_failure));
+        inputs.set_driver(Arc::downgrade(&(driver.clone() as Arc<dyn Drain>)));
+        (inputs, taken, driver)
+    }
+
+    /// The hand-over, step by step: thread A's round runs (and waits) when
+    /// B submits; B finds the driver busy and returns at once; when A's
+    /// round ends, A takes B's input in a second round before its own
+    /// `submit` returns. No group thread runs.
+    #[test]
+    fn an_input_sent_during_a_round_is_taken_by_the_rounds_holder() {
+        let (inside_tx, inside_rx) = channel();
+        let (go_tx, go_rx) = channel();
+        let (inputs, taken, _driver) = registered(Some((inside_tx, go_rx)));
+        let a = {
+            let inputs = inputs.clone();
+            thread::spawn(move || assert!(inputs.submit(Input::ReadFence { id: THREADS })))
+        };
+        inside_rx.recv().unwrap();
+        // B, during A's round.
+        assert!(inputs.submit(Input::ReadFence { id: THREADS + 1 }));
+        assert_eq!(
+            taken[1].load(Ordering::SeqCst),
+            0,
+            "A's round is still waiting"
+        );
+        go_tx.send(()).unwrap(); // A's first round ends
+        inside_rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("A runs a second round for B's input");
+        go_tx.send(()).unwrap();
+        a.join().unwrap();
+        assert_eq!(taken[0].load(Ordering::SeqCst), THREADS);
+        assert_eq!(taken[1].load(Ordering::SeqCst), THREADS + 1);
+        assert!(!inputs.left_round(), "nothing pending");
+    }
+
+    /// With no group thread at all, an input submitted by a reading thread
+    /// is taken soon after its `submit` returns: when that thread found
+    /// the driver busy, the round's holder looks at the pending inputs
+    /// again after it lets go. Each submitter waits for its own input
+    /// before it sends the next; a lost hand-over leaves it waiting (the
+    /// group thread's `POLL` would hide that in a node; here nothing does).
+    #[test]
+    fn every_submitted_input_is_taken_without_the_group_thread() {
+        let (inputs, taken, driver) = registered(None);
+        let submitters: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (inputs, taken) = (inputs.clone(), taken.clone());
+                thread::spawn(move || {
+                    for n in 1..=2_000u64 {
+                        let id = n * THREADS + t;
+                        assert!(inputs.submit(Input::ReadFence { id }));
+                        let deadline = Instant::now() + Duration::from_secs(2);
+                        while taken[t as usize].load(Ordering::SeqCst) < id {
+                            assert!(Instant::now() < deadline, "input {id} was never taken");
+                            thread::yield_now();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for s in submitters {
+            s.join().unwrap();
+        }
+        assert!(!inputs.left_round(), "nothing pending");
+        // Stop taken on a reading thread: the driver runs no more rounds.
+        assert!(!inputs.submit(Input::Stop));
+        assert!(!driver.drain_if_free());
+    }
+}
