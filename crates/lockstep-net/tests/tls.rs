@@ -332,6 +332,19 @@ fn v1_files(cert: &str, key: &str, ca: &Path) -> TlsFiles {
     }
 }
 
+/// `checker` refuses `presented`'s certificate for `why` both as the
+/// acceptor and as the dialer.
+fn refused_either_way(checker: &TlsContext, presented: &TlsContext, why: &str) {
+    let (s, _c) = pair(checker, presented);
+    let s = s
+        .err()
+        .expect("the acceptor refuses the dialer's certificate");
+    assert!(s.contains(why), "{s}");
+    let (_s, c) = pair(presented, checker);
+    let c = dialer_refused(c);
+    assert!(c.contains(why), "{c}");
+}
+
 /// Two nodes with v1 certificates of one CA (what `openssl x509 -req`
 /// writes without `-extfile`, Galera's own recipe) load them, handshake in
 /// both directions and carry data.
@@ -365,14 +378,7 @@ fn a_v1_certificate_not_signed_by_our_ca_is_refused() {
     // other's v1 certificate when it is the one checking.
     let other_ca = Path::new(V1_DIR).join("../cacert.pem");
     let other = TlsContext::load(&v1_files("galera.2.crt", "galera.2.key", &other_ca)).unwrap();
-    let (s, _c) = pair(&other, &one);
-    let s = s
-        .err()
-        .expect("the acceptor refuses a v1 dialer of another CA");
-    assert!(s.contains("UnknownIssuer"), "{s}");
-    let (_s, c) = pair(&one, &other);
-    let c = dialer_refused(c);
-    assert!(c.contains("UnknownIssuer"), "{c}");
+    refused_either_way(&other, &one, "UnknownIssuer");
 
     // An impostor CA with galera.root's exact name signs a v1 certificate
     // (openssl x509 -req without -extfile writes v1).
@@ -404,14 +410,7 @@ fn a_v1_certificate_not_signed_by_our_ca_is_refused() {
         password_file: None,
     })
     .expect("openssl's v1 certificate loads");
-    let (s, _c) = pair(&one, &fake);
-    let s = s
-        .err()
-        .expect("the acceptor refuses the impostor's certificate");
-    assert!(s.contains("BadSignature"), "{s}");
-    let (_s, c) = pair(&fake, &one);
-    let c = dialer_refused(c);
-    assert!(c.contains("BadSignature"), "{c}");
+    refused_either_way(&one, &fake, "BadSignature");
 
     let e = TlsContext::load(&v1_files("galera.1.crt", "galera.2.key", &root)).unwrap_err();
     assert!(e.contains("the key is not the certificate's"), "{e}");

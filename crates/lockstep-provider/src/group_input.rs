@@ -29,7 +29,7 @@ pub(crate) trait Drain: Send + Sync {
 #[derive(Debug)]
 pub struct GroupGone;
 
-pub(crate) struct Inputs {
+struct Inputs {
     tx: Sender<Input>,
     /// Inputs sent and not yet taken by a round. A thread that leaves a
     /// round looks at it after it lets go of the driver, so an input sent
@@ -58,7 +58,7 @@ impl InputTx {
     /// that may hold the provider's lock (a round takes it).
     pub fn send(&self, input: Input) -> Result<(), GroupGone> {
         self.queue(input)?;
-        self.wake_group_thread();
+        self.wake();
         Ok(())
     }
 
@@ -82,7 +82,7 @@ impl InputTx {
         match self.0.driver.get().and_then(Weak::upgrade) {
             Some(driver) => driver.drain_if_free(),
             None => {
-                self.wake_group_thread();
+                self.wake();
                 true
             }
         }
@@ -98,12 +98,6 @@ impl InputTx {
         // finds the driver free.
         fence(Ordering::SeqCst);
         Ok(())
-    }
-
-    fn wake_group_thread(&self) {
-        if let Some(t) = self.0.group_thread.get() {
-            t.unpark();
-        }
     }
 
     /// A round took one input.
@@ -128,8 +122,11 @@ impl InputTx {
         let _ = self.0.driver.set(driver);
     }
 
+    /// Wakes the group thread (once it has registered).
     pub(crate) fn wake(&self) {
-        self.wake_group_thread();
+        if let Some(t) = self.0.group_thread.get() {
+            t.unpark();
+        }
     }
 }
 

@@ -844,7 +844,7 @@ impl Inner {
 
     /// [`Inner::propose`] with a waiter, without waking the group thread:
     /// the caller runs the round itself once it has let go of the lock
-    /// (`Provider::drive_group`, ADR 0023), and a round already running
+    /// (`InputTx::drive`, ADR 0023), and a round already running
     /// takes it.
     pub fn propose_to_drive(&mut self, action: Action) -> Option<u64> {
         self.send_proposal(true, false, |id| crate::group_input::Input::Propose {

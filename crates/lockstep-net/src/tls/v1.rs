@@ -32,12 +32,8 @@ fn parse_v1(der: &[u8]) -> Option<X509Certificate<'_>> {
     }
 }
 
-/// Whether `der` is a v1 certificate (and so for this module, not webpki).
-pub(super) fn is_v1(der: &[u8]) -> bool {
-    parse_v1(der).is_some()
-}
-
-/// The public key of a v1 certificate, to match it with the private key.
+/// The public key of a v1 certificate, to match it with the private key;
+/// `None` for anything else.
 pub(super) fn public_key(der: &[u8]) -> Option<SubjectPublicKeyInfoDer<'static>> {
     parse_v1(der).map(|c| SubjectPublicKeyInfoDer::from(c.public_key().raw.to_vec()))
 }
@@ -47,14 +43,23 @@ fn refused(e: CertificateError) -> Error {
 }
 
 /// Checks a peer's v1 certificate: signed by one of `anchors`, valid at
-/// `now`, sent without intermediates.
+/// `now`, sent without intermediates. `None` when `end_entity` is not a v1
+/// certificate (webpki's answer stands).
 pub(super) fn verify_peer(
     end_entity: &CertificateDer<'_>,
     intermediates: &[CertificateDer<'_>],
     anchors: &[CertificateDer<'static>],
     now: UnixTime,
+) -> Option<Result<(), Error>> {
+    parse_v1(end_entity).map(|cert| check_peer(&cert, intermediates, anchors, now))
+}
+
+fn check_peer(
+    cert: &X509Certificate<'_>,
+    intermediates: &[CertificateDer<'_>],
+    anchors: &[CertificateDer<'static>],
+    now: UnixTime,
 ) -> Result<(), Error> {
-    let cert = parse_v1(end_entity).ok_or(refused(CertificateError::BadEncoding))?;
     if !intermediates.is_empty() {
         // A v1 certificate can only be checked against the CA file directly.
         return Err(refused(CertificateError::UnknownIssuer));
@@ -110,6 +115,7 @@ fn tls13_scheme(scheme: SignatureScheme) -> bool {
 /// checks one made with a v3 certificate's: TLS 1.3 allows only its own
 /// schemes and takes the first algorithm of the scheme; TLS 1.2 names no
 /// curve or key type in the scheme, so any of its algorithms may match.
+/// `None` when `cert` is not a v1 certificate (webpki's answer stands).
 pub(super) fn verify_handshake(
     message: &[u8],
     cert: &CertificateDer<'_>,
@@ -117,8 +123,21 @@ pub(super) fn verify_handshake(
     signature: &[u8],
     algorithms: &WebPkiSupportedAlgorithms,
     tls13: bool,
+) -> Option<Result<HandshakeSignatureValid, Error>> {
+    let spki = public_key(cert)?;
+    Some(check_handshake(
+        message, &spki, scheme, signature, algorithms, tls13,
+    ))
+}
+
+fn check_handshake(
+    message: &[u8],
+    spki: &SubjectPublicKeyInfoDer<'_>,
+    scheme: SignatureScheme,
+    signature: &[u8],
+    algorithms: &WebPkiSupportedAlgorithms,
+    tls13: bool,
 ) -> Result<HandshakeSignatureValid, Error> {
-    let spki = public_key(cert).ok_or(refused(CertificateError::BadEncoding))?;
     let unadvertised = || Error::from(PeerMisbehaved::SignedHandshakeWithUnadvertisedSigScheme);
     if tls13 && !tls13_scheme(scheme) {
         return Err(unadvertised());
@@ -134,7 +153,7 @@ pub(super) fn verify_handshake(
     } else {
         candidates
     };
-    let key = webpki::RawPublicKeyEntity::try_from(&spki)
+    let key = webpki::RawPublicKeyEntity::try_from(spki)
         .map_err(|_| refused(CertificateError::BadEncoding))?;
     if candidates
         .iter()
@@ -170,23 +189,27 @@ mod tests {
     fn a_v1_certificate_is_valid_only_within_its_dates() {
         // galera.1.crt: 2021-02-04 .. 2030-11-04.
         let (one, root) = (cert("galera.1.crt"), cert("galera.root.crt"));
-        assert!(is_v1(&one) && !is_v1(&root));
+        assert!(public_key(&one).is_some() && public_key(&root).is_none());
+        assert_eq!(verify_peer(&root, &[], &[], at(1_800_000_000)), None, "v3");
         let anchors = [root];
-        assert!(verify_peer(&one, &[], &anchors, at(1_800_000_000)).is_ok());
+        assert_eq!(
+            verify_peer(&one, &[], &anchors, at(1_800_000_000)),
+            Some(Ok(()))
+        );
         assert_eq!(
             verify_peer(&one, &[], &anchors, at(1_500_000_000)),
-            Err(refused(CertificateError::NotValidYet))
+            Some(Err(refused(CertificateError::NotValidYet)))
         );
         assert_eq!(
             verify_peer(&one, &[], &anchors, at(2_000_000_000)),
-            Err(refused(CertificateError::Expired))
+            Some(Err(refused(CertificateError::Expired)))
         );
         // Sent with an intermediate, it is not taken even when the
         // intermediate is the CA itself.
         let root = anchors[0].clone();
         assert_eq!(
             verify_peer(&one, &[root], &anchors, at(1_800_000_000)),
-            Err(refused(CertificateError::UnknownIssuer))
+            Some(Err(refused(CertificateError::UnknownIssuer)))
         );
     }
 
@@ -205,8 +228,9 @@ mod tests {
         let sig = signer.sign(message).unwrap();
         let algs = &provider.signature_verification_algorithms;
         let (one, two) = (cert("galera.1.crt"), cert("galera.2.crt"));
-        let check =
-            |msg: &[u8], cert, tls13| verify_handshake(msg, cert, scheme, &sig, algs, tls13);
+        let check = |msg: &[u8], cert, tls13| {
+            verify_handshake(msg, cert, scheme, &sig, algs, tls13).expect("a v1 certificate")
+        };
         assert!(check(message, &one, false).is_ok());
         // Another message, another certificate's key: refused.
         assert!(check(b"something else", &one, false).is_err());

@@ -53,11 +53,7 @@ impl Pinned {
         intermediates: &[CertificateDer<'_>],
         now: UnixTime,
     ) -> Result<(), Error> {
-        if v1::is_v1(end_entity) {
-            v1::verify_peer(end_entity, intermediates, &self.anchors, now)
-        } else {
-            Err(refused)
-        }
+        v1::verify_peer(end_entity, intermediates, &self.anchors, now).unwrap_or(Err(refused))
     }
 
     /// A handshake signature: by webpki for v3 certificates, by
@@ -70,12 +66,13 @@ impl Pinned {
         dss: &DigitallySignedStruct,
         tls13: bool,
     ) -> Result<HandshakeSignatureValid, Error> {
+        let (scheme, signature) = (dss.scheme, dss.signature());
         match webpki {
-            Err(_) if v1::is_v1(cert) => {
-                let (scheme, signature) = (dss.scheme, dss.signature());
+            Err(e) => {
                 v1::verify_handshake(message, cert, scheme, signature, &self.algorithms, tls13)
+                    .unwrap_or(Err(e))
             }
-            other => other,
+            ok => ok,
         }
     }
 }
