@@ -21,9 +21,14 @@ pub enum AnomalyKind {
     GSingle,
     /// A cycle with two or more anti-dependencies (write skew).
     G2Item,
-    /// A cycle that exists only with real-time edges: a transaction
-    /// ordered before one that had completed before it began.
-    RealtimeCycle,
+    /// A cycle that exists only with real-time edges and has at most one
+    /// anti-dependency: something ordered before a transaction that had
+    /// completed before it began, or missed by a causal read (strong
+    /// snapshot isolation forbids it).
+    GSingleRealtime,
+    /// A cycle that exists only with real-time edges and has two or more
+    /// anti-dependencies (snapshot isolation allows it).
+    G2ItemRealtime,
     /// Two committed transactions read the same version of a register and
     /// both overwrote it: one update is lost.
     P4,
@@ -44,14 +49,15 @@ pub enum AnomalyKind {
 }
 
 impl AnomalyKind {
-    pub const ALL: [AnomalyKind; 14] = [
+    pub const ALL: [AnomalyKind; 15] = [
         AnomalyKind::G0,
         AnomalyKind::G1a,
         AnomalyKind::G1b,
         AnomalyKind::G1c,
         AnomalyKind::GSingle,
         AnomalyKind::G2Item,
-        AnomalyKind::RealtimeCycle,
+        AnomalyKind::GSingleRealtime,
+        AnomalyKind::G2ItemRealtime,
         AnomalyKind::P4,
         AnomalyKind::LostWrite,
         AnomalyKind::StaleRead,
@@ -70,7 +76,8 @@ impl AnomalyKind {
             AnomalyKind::G1c => "G1c",
             AnomalyKind::GSingle => "G-single",
             AnomalyKind::G2Item => "G2-item",
-            AnomalyKind::RealtimeCycle => "realtime-cycle",
+            AnomalyKind::GSingleRealtime => "G-single-realtime",
+            AnomalyKind::G2ItemRealtime => "G2-item-realtime",
             AnomalyKind::P4 => "P4",
             AnomalyKind::LostWrite => "lost-write",
             AnomalyKind::StaleRead => "stale-read",
@@ -78,6 +85,35 @@ impl AnomalyKind {
             AnomalyKind::PhantomElement => "phantom",
             AnomalyKind::IncompatibleOrder => "incompatible-order",
             AnomalyKind::Divergence => "divergence",
+        }
+    }
+}
+
+/// The isolation a run claims, which decides which cycles are anomalies
+/// and which are allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    /// `innodb_snapshot_isolation=ON` with causal reads: strong snapshot
+    /// isolation. Write skew (G2-item) is allowed, nothing else.
+    Snapshot,
+    /// InnoDB's REPEATABLE READ as the server ships it: a plain read sees
+    /// a snapshot, a write the newest version, so read-modify-write loses
+    /// updates (P4, G-single) as well.
+    RepeatableRead,
+}
+
+impl AnomalyKind {
+    /// Whether `isolation` allows histories showing this kind.
+    pub fn allowed_under(self, isolation: Isolation) -> bool {
+        use AnomalyKind::*;
+        match isolation {
+            Isolation::Snapshot => matches!(self, G2Item | G2ItemRealtime),
+            Isolation::RepeatableRead => {
+                matches!(
+                    self,
+                    G2Item | G2ItemRealtime | GSingle | GSingleRealtime | P4
+                )
+            }
         }
     }
 }
@@ -143,12 +179,29 @@ impl Report {
         self.counts.values().all(|&n| n == 0)
     }
 
+    /// No kind that `isolation` forbids was found.
+    pub fn is_clean_under(&self, isolation: Isolation) -> bool {
+        self.counts
+            .iter()
+            .all(|(k, &n)| n == 0 || k.allowed_under(isolation))
+    }
+
+    /// [`Report::summary`] of the kinds `isolation` forbids (`allowed`
+    /// false) or allows (`allowed` true).
+    pub fn summary_under(&self, isolation: Isolation, allowed: bool) -> String {
+        self.summary_of(|k| k.allowed_under(isolation) == allowed)
+    }
+
     /// `G-single 2, lost-write 1`, or `none`.
     pub fn summary(&self) -> String {
+        self.summary_of(|_| true)
+    }
+
+    fn summary_of(&self, which: impl Fn(AnomalyKind) -> bool) -> String {
         let parts: Vec<String> = self
             .counts
             .iter()
-            .filter(|(_, &n)| n > 0)
+            .filter(|(k, &n)| n > 0 && which(**k))
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
         if parts.is_empty() {

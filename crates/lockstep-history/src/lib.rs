@@ -36,7 +36,7 @@ pub mod history;
 pub mod list_append;
 pub mod register;
 
-pub use anomaly::{Anomaly, AnomalyKind, Report};
+pub use anomaly::{Anomaly, AnomalyKind, Isolation, Report};
 pub use history::{History, Mop, Outcome, Txn};
 
 /// Checks `history` with the analysis its workload needs: list-append

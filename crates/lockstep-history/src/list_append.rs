@@ -447,16 +447,25 @@ fn find_realtime_cycles(index: &Index, g: &Graph, report: &mut Report) {
             })
             .min_by_key(Vec::len);
         if let Some(cycle) = cycle {
-            report_cycle(
-                index,
-                g,
-                AnomalyKind::RealtimeCycle,
-                &cycle,
-                graph::ALL,
-                report,
-            );
+            let kind = if anti_dependencies(g, &cycle) >= 2 {
+                AnomalyKind::G2ItemRealtime
+            } else {
+                AnomalyKind::GSingleRealtime
+            };
+            report_cycle(index, g, kind, &cycle, graph::ALL, report);
         }
     }
+}
+
+/// How many steps of `cycle` can only be anti-dependencies (no other data
+/// edge joins the two transactions).
+fn anti_dependencies(g: &Graph, cycle: &[usize]) -> usize {
+    (0..cycle.len())
+        .filter(|&i| {
+            let k = g.kinds(cycle[i], cycle[(i + 1) % cycle.len()]);
+            k & EdgeKind::Rw.bit() != 0 && k & graph::WW_WR == 0
+        })
+        .count()
 }
 
 /// The shortest cycle inside `comp` that uses an edge of `kind`.

@@ -42,7 +42,7 @@ pub struct Session {
 
 impl Session {
     /// Connects to the server behind `socket`; `node` names it in errors.
-    pub(crate) fn open(node: &str, socket: &Path, timeout: Duration) -> Result<Session> {
+    pub fn open(node: &str, socket: &Path, timeout: Duration) -> Result<Session> {
         let (ours, theirs) = UnixStream::pair()
             .map_err(|e| Error::io(format!("{node}: creating a socket pair for a session"), e))?;
         let theirs_err = theirs
@@ -94,6 +94,12 @@ impl Session {
         &self.node
     }
 
+    /// Whether every later call will fail (the client died, timed out, or
+    /// lost its connection); open a new session then.
+    pub fn is_broken(&self) -> bool {
+        self.broken.is_some()
+    }
+
     /// How long one call may take before the client is killed (default:
     /// the node's SQL timeout).
     pub fn set_timeout(&mut self, timeout: Duration) {
@@ -109,6 +115,19 @@ impl Session {
     /// when that matters. A session whose client died or timed out fails
     /// every later call.
     pub fn sql(&mut self, sql: &str) -> Result<String> {
+        self.call(sql, false)
+    }
+
+    /// Like [`Session::sql`] for statements that end a transaction
+    /// (`COMMIT`): their outcome is theirs alone. If they succeeded and only
+    /// the session's marker `SELECT` after them failed (with
+    /// `wsrep_sync_wait` it waits, and can time out, on its own), the call
+    /// succeeds and the session becomes unusable.
+    pub fn sql_ending(&mut self, sql: &str) -> Result<String> {
+        self.call(sql, true)
+    }
+
+    fn call(&mut self, sql: &str, statements_only: bool) -> Result<String> {
         if let Some(why) = &self.broken {
             return Err(self.sql_error(sql, None, format!("session is unusable: {why}")));
         }
@@ -122,7 +141,7 @@ impl Session {
             self.broken = Some("its client no longer reads input".into());
         })?;
         self.lines_sent += input.lines().count();
-        self.collect(sql, &marker, marker_line)
+        self.collect(sql, &marker, marker_line, statements_only)
     }
 
     /// Like [`Session::sql`], split into rows of columns.
@@ -142,7 +161,13 @@ impl Session {
     }
 
     /// Reads output until the marker row; the first error line is the result.
-    fn collect(&mut self, sql: &str, marker: &str, marker_line: usize) -> Result<String> {
+    fn collect(
+        &mut self,
+        sql: &str,
+        marker: &str,
+        marker_line: usize,
+        statements_only: bool,
+    ) -> Result<String> {
         let deadline = Instant::now() + self.timeout;
         let mut rows: Vec<String> = Vec::new();
         let mut first_error: Option<(Option<u32>, String)> = None;
@@ -174,8 +199,18 @@ impl Session {
                 break;
             }
             if let Some(code) = sql::error_code(&line) {
-                // The marker itself failed: the connection is gone.
                 if line.contains(&format!(" at line {marker_line}:")) {
+                    // The marker failed. After a COMMIT that succeeded its
+                    // error is not the statements' (a causal wait of the
+                    // marker SELECT that timed out on a node that lost
+                    // the Primary component): the caller chose to hear
+                    // that as success. Otherwise the error concerns the
+                    // open transaction (a brute-force abort is reported
+                    // by the next statement) or the connection is gone.
+                    if first_error.is_none() && statements_only {
+                        self.broken = Some(format!("its marker failed: {line}"));
+                        return Ok(rows.join("\n"));
+                    }
                     self.broken = Some(format!("the connection failed: {line}"));
                     let (code, message) = first_error.unwrap_or((Some(code), line));
                     return Err(self.sql_error(sql, code, message));

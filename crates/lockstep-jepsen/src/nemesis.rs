@@ -1,0 +1,306 @@
+//! Faults on a live cluster. Each [`Nemesis`] injects its fault, holds it
+//! for a bounded time and heals it itself (restarting killed nodes,
+//! resuming paused ones, lifting isolation) before [`Nemesis::inject`]
+//! returns; whether the cluster then recovers is the run's to check.
+//!
+//! Two kinds of partition: `isolate-*` use `gmcast.isolate`, which both
+//! providers honour (the isolated node drops every peer connection until
+//! it is lifted); `cut-*` drop packets in the network between nodes placed
+//! in network namespaces ([`Net`]), which the provider cannot see coming.
+
+use std::time::{Duration, Instant};
+
+use lockstep_testkit::Cluster;
+
+use crate::net::Net;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// How long a pause or an isolation lasts: longer than the suspect
+/// timeout (5 s by default for both providers), so the others act on it.
+pub const HOLD: Duration = Duration::from_secs(8);
+/// Time between killing a node and starting it again.
+const DOWN: Duration = Duration::from_secs(2);
+
+/// How nodes are started after a crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restart {
+    /// `mariadbd --defaults-file=…`, as a container entrypoint does.
+    Plain,
+    /// `--wsrep-recover`, then `--wsrep_start_position`, as the systemd
+    /// unit does.
+    Systemd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nemesis {
+    /// No fault: the healthy cluster (P4, stale reads).
+    None,
+    /// kill -9 of the leader, then a plain restart.
+    KillOne,
+    /// kill -9 of every node at once, then restart.
+    CrashAll(Restart),
+    /// SIGSTOP of the Raft leader (node 1 for Galera) for [`HOLD`].
+    PauseLeader,
+    /// SIGSTOP of a follower for [`HOLD`].
+    PauseFollower,
+    /// The leader cut off from the others (a minority of one).
+    IsolateLeader,
+    /// A follower cut off from the others (minority/majority).
+    IsolateFollower,
+    /// The network cuts a follower off from the two others
+    /// (minority/majority).
+    CutMinority,
+    /// The network cuts the leader off from both followers.
+    CutLeader,
+    /// A bridge: the leader and one follower cannot reach each other, the
+    /// other follower reaches both.
+    CutBridge,
+    /// The leader isolated, then every node killed during the cut, then
+    /// all restarted the systemd way.
+    PartitionCrash,
+    /// A follower paused, the other two killed meanwhile and restarted the
+    /// systemd way, then the paused one resumed.
+    PauseCrash,
+}
+
+impl Nemesis {
+    pub const ALL: [Nemesis; 13] = [
+        Nemesis::None,
+        Nemesis::KillOne,
+        Nemesis::CrashAll(Restart::Plain),
+        Nemesis::CrashAll(Restart::Systemd),
+        Nemesis::PauseLeader,
+        Nemesis::PauseFollower,
+        Nemesis::IsolateLeader,
+        Nemesis::IsolateFollower,
+        Nemesis::CutMinority,
+        Nemesis::CutLeader,
+        Nemesis::CutBridge,
+        Nemesis::PartitionCrash,
+        Nemesis::PauseCrash,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Nemesis::None => "none",
+            Nemesis::KillOne => "kill-one",
+            Nemesis::CrashAll(Restart::Plain) => "crash-all-plain",
+            Nemesis::CrashAll(Restart::Systemd) => "crash-all-systemd",
+            Nemesis::PauseLeader => "pause-leader",
+            Nemesis::PauseFollower => "pause-follower",
+            Nemesis::IsolateLeader => "isolate-leader",
+            Nemesis::IsolateFollower => "isolate-follower",
+            Nemesis::CutMinority => "cut-minority",
+            Nemesis::CutLeader => "cut-leader",
+            Nemesis::CutBridge => "cut-bridge",
+            Nemesis::PartitionCrash => "partition-crash",
+            Nemesis::PauseCrash => "pause-crash",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Nemesis> {
+        Nemesis::ALL.into_iter().find(|n| n.name() == name)
+    }
+
+    /// Whether processes die: only then does the durability setting
+    /// (`innodb_flush_log_at_trx_commit`) matter.
+    pub fn crashes(self) -> bool {
+        matches!(
+            self,
+            Nemesis::KillOne | Nemesis::CrashAll(_) | Nemesis::PartitionCrash | Nemesis::PauseCrash
+        )
+    }
+
+    /// Whether the nodes must sit in network namespaces ([`Net`]).
+    pub fn needs_netns(self) -> bool {
+        matches!(
+            self,
+            Nemesis::CutMinority | Nemesis::CutLeader | Nemesis::CutBridge
+        )
+    }
+
+    /// Injects the fault and heals it; returns what it did, one line per
+    /// step with its time. An error is a step that could not be done (a
+    /// node that would not start): the run reports it.
+    pub fn inject(
+        self,
+        cluster: &mut Cluster,
+        net: Option<&mut Net>,
+        log: &mut Vec<String>,
+    ) -> Result<(), String> {
+        let t0 = Instant::now();
+        let mut note = |s: String| log.push(format!("{:6.1} s  {s}", t0.elapsed().as_secs_f64()));
+        let leader = leader(cluster);
+        let follower = (leader + 1) % cluster.len();
+        match self {
+            Nemesis::None => {
+                std::thread::sleep(HOLD);
+                note("no fault".into());
+            }
+            Nemesis::KillOne => {
+                note(format!("kill -9 node {} (leader)", leader + 1));
+                kill_nodes(cluster, &[leader])?;
+                std::thread::sleep(DOWN);
+                note(format!("start node {} plainly", leader + 1));
+                restart(cluster, &[leader], Restart::Plain, &mut note)?;
+            }
+            Nemesis::CrashAll(how) => {
+                note("kill -9 every node".into());
+                let all: Vec<usize> = (0..cluster.len()).collect();
+                kill_nodes(cluster, &all)?;
+                std::thread::sleep(DOWN);
+                restart(cluster, &all, how, &mut note)?;
+            }
+            Nemesis::PauseLeader | Nemesis::PauseFollower => {
+                let i = if self == Nemesis::PauseLeader {
+                    leader
+                } else {
+                    follower
+                };
+                note(format!("SIGSTOP node {}", i + 1));
+                signal(cluster, i, Signal::SIGSTOP)?;
+                std::thread::sleep(HOLD);
+                note(format!("SIGCONT node {}", i + 1));
+                signal(cluster, i, Signal::SIGCONT)?;
+            }
+            Nemesis::IsolateLeader | Nemesis::IsolateFollower => {
+                let i = if self == Nemesis::IsolateLeader {
+                    leader
+                } else {
+                    follower
+                };
+                note(format!("isolate node {}", i + 1));
+                isolate(cluster, i, true)?;
+                std::thread::sleep(HOLD);
+                note(format!("heal node {}", i + 1));
+                isolate(cluster, i, false)?;
+            }
+            Nemesis::CutMinority | Nemesis::CutLeader | Nemesis::CutBridge => {
+                let net = net.ok_or("this nemesis needs the nodes in network namespaces")?;
+                let other = (follower + 1) % cluster.len();
+                match self {
+                    Nemesis::CutMinority => {
+                        note(format!("network: cut node {} off", follower + 1));
+                        net.isolate(follower)?;
+                    }
+                    Nemesis::CutLeader => {
+                        note(format!("network: cut node {} (leader) off", leader + 1));
+                        net.isolate(leader)?;
+                    }
+                    _ => {
+                        note(format!(
+                            "network: cut node {} (leader) from node {}; node {} reaches both",
+                            leader + 1,
+                            other + 1,
+                            follower + 1
+                        ));
+                        net.cut(leader, other)?;
+                    }
+                }
+                std::thread::sleep(HOLD);
+                note("network: heal".into());
+                net.heal()?;
+            }
+            Nemesis::PartitionCrash => {
+                note(format!("isolate node {} (leader)", leader + 1));
+                isolate(cluster, leader, true)?;
+                std::thread::sleep(Duration::from_secs(3));
+                note("kill -9 every node during the cut".into());
+                let all: Vec<usize> = (0..cluster.len()).collect();
+                kill_nodes(cluster, &all)?;
+                std::thread::sleep(DOWN);
+                restart(cluster, &all, Restart::Systemd, &mut note)?;
+            }
+            Nemesis::PauseCrash => {
+                note(format!("SIGSTOP node {}", follower + 1));
+                signal(cluster, follower, Signal::SIGSTOP)?;
+                std::thread::sleep(Duration::from_secs(2));
+                let others: Vec<usize> = (0..cluster.len()).filter(|&i| i != follower).collect();
+                note("kill -9 the two others during the pause".into());
+                let killed = kill_nodes(cluster, &others);
+                std::thread::sleep(DOWN);
+                let restarted =
+                    killed.and_then(|()| restart(cluster, &others, Restart::Systemd, &mut note));
+                note(format!("SIGCONT node {}", follower + 1));
+                signal(cluster, follower, Signal::SIGCONT)?;
+                restarted?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The Raft leader's index for Lockstep (`wsrep_lockstep_leader`); Galera
+/// has no leader, so node 1.
+fn leader(cluster: &Cluster) -> usize {
+    cluster
+        .nodes()
+        .iter()
+        .find_map(|n| n.status("wsrep_lockstep_leader").ok().flatten())
+        .and_then(|name| cluster.nodes().iter().position(|n| n.name() == name))
+        .unwrap_or(0)
+}
+
+fn signal(cluster: &Cluster, i: usize, sig: Signal) -> Result<(), String> {
+    let pid = cluster
+        .node(i)
+        .pid()
+        .ok_or(format!("node {} is not running", i + 1))?;
+    kill(Pid::from_raw(pid as i32), sig).map_err(|e| format!("{sig} to node {}: {e}", i + 1))
+}
+
+/// SIGKILL to every node of `nodes` first, then reaps them: none of them
+/// notices the others going.
+fn kill_nodes(cluster: &mut Cluster, nodes: &[usize]) -> Result<(), String> {
+    for &i in nodes {
+        signal(cluster, i, Signal::SIGKILL)?;
+    }
+    for &i in nodes {
+        cluster
+            .node_mut(i)
+            .kill()
+            .map_err(|e| format!("reaping node {}: {e}", i + 1))?;
+    }
+    Ok(())
+}
+
+/// Starts `nodes` again without waiting for them (the run waits for the
+/// whole cluster, with its deadline).
+fn restart(
+    cluster: &mut Cluster,
+    nodes: &[usize],
+    how: Restart,
+    note: &mut impl FnMut(String),
+) -> Result<(), String> {
+    for &i in nodes {
+        let node = cluster.node_mut(i);
+        match how {
+            Restart::Plain => {
+                note(format!("start node {} plainly", i + 1));
+                node.spawn(&[])
+                    .map_err(|e| format!("starting node {}: {e}", i + 1))?;
+            }
+            Restart::Systemd => {
+                let position = node
+                    .recover_position()
+                    .map_err(|e| format!("--wsrep-recover on node {}: {e}", i + 1))?;
+                note(format!("start node {} at {position} (systemd way)", i + 1));
+                node.spawn(&[&format!("--wsrep_start_position={position}")])
+                    .map_err(|e| format!("starting node {}: {e}", i + 1))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn isolate(cluster: &Cluster, i: usize, on: bool) -> Result<(), String> {
+    cluster
+        .node(i)
+        .sql(&format!(
+            "SET GLOBAL wsrep_provider_options='gmcast.isolate={}'",
+            u8::from(on)
+        ))
+        .map(|_| ())
+        .map_err(|e| format!("gmcast.isolate on node {}: {e}", i + 1))
+}
