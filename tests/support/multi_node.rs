@@ -135,11 +135,17 @@ pub fn one_row_table(cluster: &Cluster, db: &str) {
     }
 }
 
-/// How many lines of the node's error log contain `what`.
+/// How many lines of the node's error log contain `what`. A log that
+/// cannot be read fails the test: counting nothing there would pass any
+/// check that a line is absent.
 pub fn log_count(node: &Node, what: &str) -> usize {
-    std::fs::read_to_string(node.error_log_path())
-        .map(|t| t.lines().filter(|l| l.contains(what)).count())
-        .unwrap_or(0)
+    let path = node.error_log_path();
+    let text = std::fs::read(path)
+        .unwrap_or_else(|e| panic!("{}: cannot read {}: {e}", node.name(), path.display()));
+    String::from_utf8_lossy(&text)
+        .lines()
+        .filter(|l| l.contains(what))
+        .count()
 }
 
 /// Node `i`'s grastate.dat (the test fails if it cannot be read).

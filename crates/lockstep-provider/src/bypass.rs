@@ -13,6 +13,7 @@
 //! the storage engine has had time to write its log.
 
 use crate::log::{info, warn};
+use crate::storage::{self, Disk, Fs};
 use lockstep_core::ordering::Watermark;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -167,6 +168,11 @@ impl Bypass {
     /// the list, the first such dependency stopped every client thread of
     /// the node in turn until the large writeset had committed).
     pub fn allows(&self, seqno: i64, depends_on: i64, commit: &Watermark) -> bool {
+        // No marker, no bypass: a crash inside the window must be seen at
+        // the next start (issue 34).
+        if !self.marker_written {
+            return false;
+        }
         let level = commit.level();
         if !self.holds_back(seqno, level) {
             return false;
@@ -204,28 +210,41 @@ impl Bypass {
         }
     }
 
+    /// A local transaction at `seqno` is held back by a large writeset:
+    /// writes the marker, durably, before any transaction may pass it
+    /// ([`Bypass::allows`] says no until it is on disk). If it cannot be
+    /// written, transactions wait for their turn in order; the next one
+    /// held back tries again.
+    pub fn prepare(&mut self, fs: &dyn Fs, seqno: i64) {
+        if self.marker_written {
+            return;
+        }
+        match &self.marker_dir {
+            None => self.marker_written = true,
+            Some(dir) => match write_marker(fs, dir, seqno) {
+                Ok(()) => self.marker_written = true,
+                Err(e) => warn!(
+                    "cannot write {}: {e}; transactions wait for the large writeset in commit \
+                     order (no commit bypass without its marker)",
+                    dir.join(MARKER_FILE).display()
+                ),
+            },
+        }
+    }
+
     /// `seqno` commits ahead of an earlier seqno: opens (or widens) the
-    /// window, writing the marker first.
+    /// window. The marker is on disk ([`Bypass::prepare`]).
     pub fn opened(&mut self, seqno: i64) {
-        self.highest = Some(self.highest.map_or(seqno, |h| h.max(seqno)));
-        self.settled_since = None;
-        self.count += 1;
-        if !self.marker_written {
+        if self.highest.is_none() {
             info!(
                 "seqno {seqno} commits ahead of large writeset {}, still being applied \
                  (lockstep.commit_bypass)",
                 self.large.first().copied().unwrap_or(-1)
             );
-            if let Some(dir) = &self.marker_dir {
-                if let Err(e) = write_marker(dir, seqno) {
-                    // Without the marker a crash in this window would go
-                    // unnoticed; the commit still goes ahead (refusing it
-                    // would only bring back the stall).
-                    warn!("cannot write {}: {e}", dir.join(MARKER_FILE).display());
-                }
-            }
-            self.marker_written = true;
         }
+        self.highest = Some(self.highest.map_or(seqno, |h| h.max(seqno)));
+        self.settled_since = None;
+        self.count += 1;
     }
 
     /// Called as seqnos finish: closes the window once `last_committed`
@@ -245,7 +264,7 @@ impl Bypass {
         let since = *self.settled_since.get_or_insert_with(Instant::now);
         if since.elapsed() >= SETTLE {
             if let Some(dir) = &self.marker_dir {
-                remove_marker(dir);
+                remove_marker_on(&Disk, dir);
             }
             self.highest = None;
             self.settled_since = None;
@@ -254,30 +273,31 @@ impl Bypass {
     }
 }
 
-fn write_marker(dir: &Path, seqno: i64) -> std::io::Result<()> {
-    use std::io::Write;
-    let path = dir.join(MARKER_FILE);
-    let mut f = std::fs::File::create(&path)?;
-    writeln!(
-        f,
-        "# Lockstep: local transactions committed ahead of a large writeset \
-         (from seqno {seqno}).\n# Present after a crash: the node takes a full state transfer."
-    )?;
-    f.sync_all()?;
-    // The file's name must be durable too.
-    std::fs::File::open(dir)?.sync_all()
+fn write_marker(fs: &dyn Fs, dir: &Path, seqno: i64) -> std::io::Result<()> {
+    let text = format!(
+        "# Lockstep: local transactions may commit ahead of a large writeset \
+         (from seqno {seqno}).\n# Present after a crash: the node takes a full state transfer.\n"
+    );
+    storage::replace_durably(fs, &dir.join(MARKER_FILE), text.as_bytes())
 }
 
 pub fn marker_present(dir: &Path) -> bool {
-    dir.join(MARKER_FILE).exists()
+    marker_present_on(&Disk, dir)
+}
+
+fn marker_present_on(fs: &dyn Fs, dir: &Path) -> bool {
+    // An unreadable marker counts as present: the safe side.
+    !matches!(fs.read(&dir.join(MARKER_FILE), 0), Ok(None))
 }
 
 pub fn remove_marker(dir: &Path) {
+    remove_marker_on(&Disk, dir);
+}
+
+fn remove_marker_on(fs: &dyn Fs, dir: &Path) {
     let path = dir.join(MARKER_FILE);
-    match std::fs::remove_file(&path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => warn!("cannot remove {}: {e}", path.display()),
+    if let Err(e) = storage::remove_durably(fs, &path) {
+        warn!("cannot remove {}: {e}", path.display());
     }
 }
 
@@ -292,6 +312,8 @@ mod tests {
         // Nothing large pending: strict order.
         assert!(!b.allows(12, 5, &at(10)));
         b.large.insert(11);
+        assert!(!b.allows(12, 10, &at(10)), "no marker yet");
+        b.prepare(&Disk, 12); // no marker directory: nothing to write
         assert!(
             b.allows(12, 10, &at(10)),
             "independent of 11, which is large"
@@ -317,6 +339,7 @@ mod tests {
             ..Bypass::default()
         };
         b.large.insert(11);
+        b.prepare(&Disk, 12);
         let mut commit = Watermark::new(10);
         commit.mark(12).unwrap(); // committed ahead of 11
                                   // 14 depends on 12 (committed) and 13 (not yet).
@@ -399,6 +422,7 @@ mod tests {
             marker_dir: Some(dir.path().into()),
             ..Bypass::default()
         };
+        b.prepare(&Disk, 12);
         b.opened(12);
         assert!(marker_present(dir.path()));
         b.settle(11);
@@ -411,8 +435,45 @@ mod tests {
         assert!(!marker_present(dir.path()));
         assert_eq!(b.highest, None);
         // A new window writes it again.
+        assert!(!b.marker_written);
+        b.prepare(&Disk, 30);
         b.opened(30);
         assert!(marker_present(dir.path()));
         assert_eq!(b.count, 2);
+    }
+
+    #[test]
+    fn without_its_marker_on_disk_nothing_passes_a_large_writeset() {
+        use crate::storage::power_loss::SimFs;
+        let dir = Path::new("/data");
+        let commit = Watermark::new(10);
+        for cut in 0.. {
+            let fs = SimFs::new();
+            let mut b = Bypass {
+                threshold: 100,
+                marker_dir: Some(dir.into()),
+                ..Bypass::default()
+            };
+            assert!(b.ordered(11, 1000), "11 is large");
+            fs.cut_after(cut);
+            b.prepare(&fs, 12);
+            let passes = b.allows(12, 10, &commit);
+            fs.power_loss();
+            let on_disk = marker_present_on(&fs, dir);
+            // Whatever step the power went at: a transaction passes only
+            // if the marker survives it.
+            assert!(
+                !passes || on_disk,
+                "cut {cut}: passed without a durable marker"
+            );
+            if passes {
+                assert!(
+                    cut >= 4,
+                    "the marker took {cut} steps, fewer than a durable write"
+                );
+                break;
+            }
+            assert!(cut < 10, "the marker never got written");
+        }
     }
 }

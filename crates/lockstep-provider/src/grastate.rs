@@ -1,11 +1,15 @@
 //! `<data_dir>/grastate.dat` on disk, behind a trait so tests can inject
-//! failures. The format lives in `lockstep_core::saved_state`.
+//! failures. The format lives in `lockstep_core::saved_state`. The file is
+//! replaced whole through [`crate::storage`] (temporary file, fsync,
+//! rename, directory fsync): a crash while it is written leaves the old
+//! state or the new one, never a torn file.
 
+use crate::storage::{self, Disk, Fs};
 use lockstep_core::saved_state::{SavedState, SavedStateError, MAX_FILE_BYTES};
 use std::fmt;
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(Debug)]
 pub enum StoreError {
@@ -38,10 +42,13 @@ pub trait StateStore: Send {
     fn store(&mut self, state: &SavedState) -> Result<(), StoreError>;
 }
 
-/// The real file, locked for as long as the provider lives.
+/// The real file. The data directory is locked (`flock` on the directory
+/// itself, since the file is replaced by renames) for as long as the
+/// provider lives.
 pub struct GrastateFile {
     path: PathBuf,
-    file: File,
+    fs: Arc<dyn Fs>,
+    _lock: Option<File>,
 }
 
 impl GrastateFile {
@@ -50,39 +57,43 @@ impl GrastateFile {
     pub fn open(data_dir: &Path) -> Result<GrastateFile, StoreError> {
         let path = data_dir.join(Self::NAME);
         let io = |err| StoreError::Io {
-            path: path.clone(),
+            path: data_dir.to_path_buf(),
             err,
         };
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(io)?;
-        match file.try_lock() {
+        let lock = File::open(data_dir).map_err(io)?;
+        match lock.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => return Err(StoreError::Locked(path)),
             Err(std::fs::TryLockError::Error(err)) => return Err(io(err)),
         }
-        Ok(GrastateFile { path, file })
+        Ok(GrastateFile {
+            path,
+            fs: Arc::new(Disk),
+            _lock: Some(lock),
+        })
+    }
+
+    /// The file in `data_dir` of `fs`, unlocked (power-loss tests).
+    #[cfg(test)]
+    pub fn on(fs: Arc<dyn Fs>, data_dir: &Path) -> GrastateFile {
+        GrastateFile {
+            path: data_dir.join(Self::NAME),
+            fs,
+            _lock: None,
+        }
     }
 }
 
 impl StateStore for GrastateFile {
     fn load(&mut self) -> Result<SavedState, StoreError> {
-        let io = |err| StoreError::Io {
-            path: self.path.clone(),
-            err,
-        };
-        self.file.seek(SeekFrom::Start(0)).map_err(io)?;
-        let mut bytes = Vec::new();
-        // Read one byte past the cap so an oversized file is detected
-        // without reading all of it.
-        (&self.file)
-            .take(MAX_FILE_BYTES as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(io)?;
+        let bytes = self
+            .fs
+            .read(&self.path, MAX_FILE_BYTES)
+            .map_err(|err| StoreError::Io {
+                path: self.path.clone(),
+                err,
+            })?
+            .unwrap_or_default();
         let text = String::from_utf8_lossy(&bytes);
         SavedState::parse(&text).map_err(|err| StoreError::Corrupt {
             path: self.path.clone(),
@@ -91,15 +102,12 @@ impl StateStore for GrastateFile {
     }
 
     fn store(&mut self, state: &SavedState) -> Result<(), StoreError> {
-        let io = |err| StoreError::Io {
-            path: self.path.clone(),
-            err,
-        };
-        let text = state.render();
-        self.file.seek(SeekFrom::Start(0)).map_err(io)?;
-        self.file.write_all(text.as_bytes()).map_err(io)?;
-        self.file.set_len(text.len() as u64).map_err(io)?;
-        self.file.sync_data().map_err(io)
+        storage::replace_durably(&*self.fs, &self.path, state.render().as_bytes()).map_err(|err| {
+            StoreError::Io {
+                path: self.path.clone(),
+                err,
+            }
+        })
     }
 }
 
@@ -195,6 +203,42 @@ mod tests {
             GrastateFile::open(&dir),
             Err(StoreError::Locked(_))
         ));
+    }
+
+    #[test]
+    fn a_power_loss_at_any_step_of_a_store_leaves_the_old_state_or_the_new_one() {
+        use crate::storage::power_loss::SimFs;
+        let dir = Path::new("/data");
+        let uuid = wsrep_abi::Uuid::from_bytes([7; 16]);
+        let old = SavedState {
+            uuid,
+            seqno: 41,
+            safe_to_bootstrap: true,
+        };
+        let new = SavedState {
+            uuid,
+            seqno: -1,
+            safe_to_bootstrap: false,
+        };
+        let mut cuts = 0;
+        for cut in 0.. {
+            let fs = Arc::new(SimFs::new());
+            GrastateFile::on(fs.clone(), dir).store(&old).unwrap();
+            fs.cut_after(cut);
+            let stored = GrastateFile::on(fs.clone(), dir).store(&new).is_ok();
+            fs.power_loss();
+            let loaded = GrastateFile::on(fs.clone(), dir).load().unwrap();
+            if stored {
+                assert_eq!(
+                    loaded, new,
+                    "cut {cut}: the store returned, so it must last"
+                );
+                break;
+            }
+            assert!(loaded == old || loaded == new, "cut {cut}: {loaded:?}");
+            cuts += 1;
+        }
+        assert!(cuts >= 4, "a store has four steps, {cuts} were cut");
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! `unsafe`); `provider`, `session`, `replication`, `control` and `stats`
 //! implement the contract in safe Rust on top of `lockstep_core`'s pure
 //! state machines; `server` wraps the server's callbacks; `grastate` keeps
-//! the saved position on disk.
+//! the saved position on disk; `storage` is the file-system seam its
+//! small state files go through (power-loss tests cut it at every step).
 
 pub mod arbitrator;
 mod bypass;
@@ -33,6 +34,7 @@ mod session;
 mod shared;
 mod state;
 mod stats;
+mod storage;
 #[cfg(test)]
 mod tests;
 mod transfer;

@@ -330,6 +330,11 @@ impl Provider {
             return status::OK;
         }
         let depends_on = g.trxs.get(&trx_id).map_or(seqno - 1, |r| r.depends_on);
+        let mut g = g;
+        if g.bypass.holds_back(seqno, g.commit.level()) {
+            // Its marker on disk before anything passes the large writeset.
+            g.bypass.prepare(&crate::storage::Disk, seqno);
+        }
         let t0 = Instant::now();
         // Held back by a large writeset, this transaction may pass it as
         // soon as its own dependencies commit (ADR 0011): any commit may

@@ -116,7 +116,10 @@ impl AckedLoad {
         let reports = self
             .writers
             .into_iter()
-            .map(|h| h.join().unwrap_or_default())
+            // A writer that panicked took its acknowledged ids with it:
+            // checking the others alone would hide them, so the panic
+            // goes on to the caller.
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect();
         (self.table, reports)
     }

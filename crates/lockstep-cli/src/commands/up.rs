@@ -56,6 +56,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .start_timeout(Duration::from_secs(args.timeout))
         .tls(!args.no_tls)
         .detach_processes(true);
+    // Snapshot isolation: without it InnoDB's repeatable read loses
+    // updates (P4) under read-modify-write, on one node or across nodes,
+    // with any provider (docs/jepsen.md). A `--mysqld` line comes later
+    // in my.cnf and overrides it.
+    spec = spec.extra_mysqld("innodb_snapshot_isolation=ON");
     for line in &args.mysqld {
         spec = spec.extra_mysqld(line);
     }

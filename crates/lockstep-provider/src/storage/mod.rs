@@ -1,0 +1,133 @@
+//! The provider's small state files (`grastate.dat`, `gvwstate.dat`, the
+//! commit-bypass marker) go through [`Fs`], the file-system primitives
+//! they need, so that tests can cut the real code at any step and drop
+//! what was not yet durable, as a power loss does ([`power_loss::SimFs`]);
+//! a process kill keeps the page cache and tells nothing about that.
+//!
+//! Every file is replaced whole by [`replace_durably`] (a temporary file,
+//! fsync, rename, fsync of the directory), so after a crash at any point
+//! it holds its old content or its new one, never a mix, and once the
+//! call returned, the new one.
+
+#[cfg(test)]
+pub mod power_loss;
+
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The primitives, as POSIX gives them: nothing is durable until synced.
+pub trait Fs: Send + Sync {
+    /// The file's bytes, at most `limit` + 1 of them (so an oversized file
+    /// shows), `None` if it does not exist.
+    fn read(&self, path: &Path, limit: usize) -> io::Result<Option<Vec<u8>>>;
+    /// Creates or truncates the file and writes `bytes` (page cache only).
+    fn write_file(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
+    /// Makes the file's content durable (fsync).
+    fn sync_file(&self, path: &Path) -> io::Result<()>;
+    /// Renames atomically; the new name is durable once the directory is
+    /// synced.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes the name; durable once the directory is synced. A missing
+    /// file is not an error.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Makes the directory's names durable (fsync of the directory).
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+}
+
+/// The temporary name a file is written under before its rename.
+pub fn temp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
+
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Replaces `path` with `bytes` so that a crash at any step leaves the old
+/// content or the new one, and a return means the new one is durable.
+pub fn replace_durably(fs: &dyn Fs, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = temp_path(path);
+    fs.write_file(&tmp, bytes)?;
+    fs.sync_file(&tmp)?;
+    fs.rename(&tmp, path)?;
+    fs.sync_dir(parent(path))
+}
+
+/// Removes `path` durably.
+pub fn remove_durably(fs: &dyn Fs, path: &Path) -> io::Result<()> {
+    fs.remove(path)?;
+    fs.sync_dir(parent(path))
+}
+
+/// The real file system.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Disk;
+
+impl Fs for Disk {
+    fn read(&self, path: &Path, limit: usize) -> io::Result<Option<Vec<u8>>> {
+        match std::fs::File::open(path) {
+            Ok(f) => {
+                let mut bytes = Vec::new();
+                f.take(limit as u64 + 1).read_to_end(&mut bytes)?;
+                Ok(Some(bytes))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn write_file(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        std::fs::File::create(path)?.write_all(bytes)
+    }
+
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)?
+            .sync_all()
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            r => r,
+        }
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        std::fs::File::open(dir)?.sync_all()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_disk_replaces_reads_and_removes_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("state.dat");
+        assert_eq!(Disk.read(&p, 10).unwrap(), None);
+        replace_durably(&Disk, &p, b"one").unwrap();
+        replace_durably(&Disk, &p, b"two!").unwrap();
+        assert_eq!(Disk.read(&p, 10).unwrap().as_deref(), Some(&b"two!"[..]));
+        assert_eq!(
+            Disk.read(&p, 2).unwrap().map(|b| b.len()),
+            Some(3),
+            "limit + 1"
+        );
+        assert!(!temp_path(&p).exists(), "the temporary file was renamed");
+        remove_durably(&Disk, &p).unwrap();
+        remove_durably(&Disk, &p).unwrap();
+        assert_eq!(Disk.read(&p, 10).unwrap(), None);
+    }
+}
