@@ -141,6 +141,8 @@ fn main() {
         }
     };
     let t0 = Instant::now();
+    // Taken now: the tree may change while the runs go on.
+    let versions = versions();
     let specs = specs(&a);
     let mut results: Vec<RunResult> = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
@@ -171,7 +173,7 @@ fn main() {
         std::env::args().skip(1).collect::<Vec<_>>().join(" "),
         results.len(),
         t0.elapsed().as_secs_f64() / 60.0,
-        versions(),
+        versions,
         a.before,
         a.after
     );
