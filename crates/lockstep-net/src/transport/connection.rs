@@ -81,7 +81,7 @@ pub(super) fn accept_loop(listener: TcpListener, ctx: Ctx) {
                 };
                 let c = ctx.clone();
                 ctx.threads.spawn("lockstep-peer", move || {
-                    run_connection(stream, c, Side::Accepted, Some(slot))
+                    run_connection(stream, c, Side::Accepted, Some(slot), None)
                 });
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -167,7 +167,13 @@ fn read_msg(
     }
 }
 
-pub(super) fn run_connection(stream: TcpStream, ctx: Ctx, side: Side, slot: Option<OpeningSlot>) {
+pub(super) fn run_connection(
+    stream: TcpStream,
+    ctx: Ctx,
+    side: Side,
+    slot: Option<OpeningSlot>,
+    dialed: Option<String>,
+) {
     let conn_id = ctx.next_conn.fetch_add(1, Ordering::Relaxed);
     if let Ok(s) = stream.try_clone() {
         let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
@@ -176,7 +182,7 @@ pub(super) fn run_connection(stream: TcpStream, ctx: Ctx, side: Side, slot: Opti
         }
         t.open.insert(conn_id, s);
     }
-    let peer = serve_connection(stream, &ctx, conn_id, side, slot);
+    let peer = serve_connection(stream, &ctx, conn_id, side, slot, dialed);
     let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
     t.open.remove(&conn_id);
     let Some(raft_id) = peer else {
@@ -201,6 +207,7 @@ fn serve_connection(
     conn_id: u64,
     side: Side,
     slot: Option<OpeningSlot>,
+    dialed: Option<String>,
 ) -> Option<u64> {
     let peer = stream
         .peer_addr()
@@ -332,6 +339,7 @@ fn serve_connection(
             id: conn_id,
             out: out.clone(),
             addr: peer_addr.clone(),
+            dialed,
         });
     }
     (ctx.sink)(Inbound::PeerUp { raft_id, peer_addr });

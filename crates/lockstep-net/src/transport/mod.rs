@@ -305,9 +305,13 @@ impl Transport {
             return;
         }
         let now = Instant::now();
-        if t.dialing
-            .get(addr)
-            .is_some_and(|at| now < *at + REDIAL_EVERY)
+        // One connection per peer: callers redial on a timer (a restarting
+        // member every 500 ms), and a connection per call would pile up
+        // sockets and threads on both ends for as long as they wait.
+        if t.reaches(addr)
+            || t.dialing
+                .get(addr)
+                .is_some_and(|at| now < *at + REDIAL_EVERY)
         {
             return;
         }
@@ -319,7 +323,7 @@ impl Transport {
             let Some(stream) = dial(&addr, ctx.me.bind_ip) else {
                 return;
             };
-            run_connection(stream, ctx, Side::Dialed, None);
+            run_connection(stream, ctx, Side::Dialed, None, Some(addr));
         });
     }
 

@@ -28,6 +28,8 @@ pub(super) struct Conn {
     pub(super) out: Arc<Queue>,
     /// The address the peer advertised in its hello.
     pub(super) addr: String,
+    /// The address this node dialed to open it (none if accepted).
+    pub(super) dialed: Option<String>,
 }
 
 #[derive(Default)]
@@ -50,6 +52,15 @@ pub(super) struct Table {
 }
 
 impl Table {
+    /// Whether a connection that said hello already reaches `addr` (as
+    /// dialed, or as its peer advertises itself).
+    pub(super) fn reaches(&self, addr: &str) -> bool {
+        self.by_peer
+            .values()
+            .flatten()
+            .any(|c| c.addr == addr || c.dialed.as_deref() == Some(addr))
+    }
+
     /// Whether one more connection from `host` is within its rate now.
     pub(super) fn accept_allowed(&mut self, host: std::net::IpAddr, now: Instant) -> bool {
         let second = Duration::from_secs(1);

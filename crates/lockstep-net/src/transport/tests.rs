@@ -304,6 +304,26 @@ fn an_isolated_node_drops_its_peers_refuses_new_ones_and_reconnects_after() {
 }
 
 #[test]
+fn redialing_a_connected_peer_opens_no_second_connection() {
+    let (a, rx_a) = start("c", 1);
+    let (b, rx_b) = start("c", 2);
+    let a_addr = a.local_addr().unwrap().to_string();
+    b.dial(&a_addr);
+    assert_eq!(peer_up(&rx_a), Some(2));
+    assert_eq!(peer_up(&rx_b), Some(1));
+    // A restarting member redials every 500 ms for as long as it waits.
+    for _ in 0..4 {
+        thread::sleep(REDIAL_EVERY + Duration::from_millis(50));
+        b.dial(&a_addr);
+    }
+    thread::sleep(Duration::from_millis(200));
+    let count = |t: &Transport| t.ctx.table.lock().unwrap().open.len();
+    assert_eq!(count(&b), 1, "b opened more than one connection to a");
+    assert_eq!(count(&a), 1, "a accepted more than one connection from b");
+    assert_eq!(peer_up(&rx_a), None, "a second connection came up");
+}
+
+#[test]
 fn garbage_instead_of_a_hello_is_dropped() {
     let (a, rx_a) = start("c", 1);
     let mut s = TcpStream::connect(a.local_addr().unwrap()).unwrap();

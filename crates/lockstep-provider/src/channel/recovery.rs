@@ -171,13 +171,22 @@ impl Worker {
         }
         let vote = r.vote.clone();
         if vote.seqno < 0 {
+            // Nothing is guessed: founding at an unknown position could
+            // drop acknowledged commits or fork the history (issue 34).
+            // The node waits, with one connection per peer, and says what
+            // to run (at once, then every LOG_EVERY).
             if r.last_log
                 .is_some_and(|t| t.elapsed() < Duration::from_millis(100))
             {
                 error!(
-                    "pc.recovery: this node should re-form the primary component but its \
-                     position is unknown (seqno -1): start it with --wsrep-recover first \
-                     (the systemd unit does), or bootstrap the most advanced node by hand"
+                    "pc.recovery: this node is the one to re-form the primary component, but it \
+                     was started without a position after a crash (seqno -1), so it cannot \
+                     tell what its storage engine committed. On every member of the last \
+                     primary component, stop mariadbd, run `mariadbd --wsrep-recover` (or \
+                     `galera_recovery`), and start it with the printed position: \
+                     `--wsrep_start_position=<uuid:seqno>` (the systemd unit does both). The \
+                     members then re-form the component by themselves, led by the most \
+                     advanced"
                 );
             }
             return;
