@@ -246,6 +246,40 @@ fn pc_ignore_sb_keeps_a_node_of_two_primary_and_the_other_rejoins() {
     assert_same_rows(&cluster, "1,2");
 }
 
+/// `pc.ignore_sb` is Galera's split-brain override: a side with exactly
+/// half of the weight stays primary, a minority does not. A node of three
+/// cut off with it set turns non-Primary like any other, and the two
+/// others stay Primary: no split brain.
+#[test]
+fn pc_ignore_sb_leaves_a_minority_of_three_non_primary() {
+    let cluster = start_tls("ignore_sb_minority", false);
+    let n3 = cluster.node(2);
+    n3.sql("SET GLOBAL wsrep_provider_options='pc.ignore_sb=true'")
+        .or_logs(&cluster, "pc.ignore_sb");
+    isolate(&cluster, n3, true);
+    n3.wait_for_status("wsrep_cluster_status", "non-Primary", WAIT)
+        .or_logs(&cluster, "the cut-off node is non-primary");
+    // Well past the suspect timeout (3 s): it did not re-form alone.
+    std::thread::sleep(Duration::from_secs(6));
+    let st = n3
+        .status("wsrep_cluster_status")
+        .or_logs(&cluster, "status");
+    check(&cluster, st.as_deref() == Some("non-Primary"), || {
+        format!("node3, a minority of one with pc.ignore_sb, is {st:?}")
+    });
+    check(
+        &cluster,
+        log_count(n3, "pc.ignore_sb (a split into exact halves)") == 0,
+        || "node3 re-formed a primary component alone".into(),
+    );
+    for n in &cluster.nodes()[..2] {
+        n.wait_for_status("wsrep_cluster_size", "2", WAIT)
+            .or_logs(&cluster, "the majority stays Primary with two members");
+    }
+    isolate(&cluster, n3, false);
+    n3.wait_synced(WAIT).or_logs(&cluster, "node3 back");
+}
+
 #[test]
 fn pc_bootstrap_makes_the_survivor_of_two_primary_and_the_killed_node_rejoins() {
     let mut cluster = start_two("pc_bootstrap", "evs.suspect_timeout=PT3S");

@@ -154,7 +154,7 @@ pub enum Input {
     /// `pc.bootstrap=YES`: make this node's component primary.
     Bootstrap,
     /// `pc.ignore_sb` / `pc.ignore_quorum` changed at runtime.
-    IgnoreQuorum(bool),
+    IgnoreQuorum(QuorumOverrides),
     /// `pc.weight` changed at runtime.
     Weight(u32),
     /// An applier took an event and the receive queue fell below what
@@ -168,4 +168,14 @@ pub enum Input {
     /// A bug on the group thread, injected by a test.
     #[cfg(any(test, feature = "fault-injection"))]
     Panic,
+}
+
+/// What a node without a majority may do anyway (Galera's options).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QuorumOverrides {
+    /// `pc.ignore_quorum`: stay primary alone, whatever the split.
+    pub ignore_quorum: bool,
+    /// `pc.ignore_sb`: stay primary when this side holds exactly half of
+    /// the weight (a split brain), not when it is a minority.
+    pub ignore_sb: bool,
 }

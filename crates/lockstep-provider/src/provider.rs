@@ -342,13 +342,14 @@ impl Provider {
         }
     }
 
-    /// `pc.ignore_sb` or `pc.ignore_quorum`: keep serving alone when the
-    /// majority is lost (split brain is the operator's choice).
-    pub fn ignores_quorum(&self) -> bool {
+    /// `pc.ignore_quorum` and `pc.ignore_sb`: keep serving without the
+    /// majority (split brain is the operator's choice).
+    pub fn ignores_quorum(&self) -> crate::group_input::QuorumOverrides {
         let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
-        ["pc.ignore_sb", "pc.ignore_quorum"]
-            .iter()
-            .any(|k| o.bool(k).unwrap_or(false))
+        crate::group_input::QuorumOverrides {
+            ignore_quorum: o.bool("pc.ignore_quorum").unwrap_or(false),
+            ignore_sb: o.bool("pc.ignore_sb").unwrap_or(false),
+        }
     }
 
     /// How long a silent member stays a member (and a node without a

@@ -525,6 +525,16 @@ impl Group {
             .is_some_and(|t| self.now <= t + fresh)
     }
 
+    /// Whether this node heard from `raft_id` within `window_ms` (itself:
+    /// always).
+    pub fn heard_within(&self, raft_id: u64, window_ms: u64) -> bool {
+        raft_id == self.me.raft_id
+            || self
+                .last_heard
+                .get(&raft_id)
+                .is_some_and(|t| self.now <= t + window_ms)
+    }
+
     /// A learner that lost its leader never campaigns, so no member would
     /// hear from it again: it pokes them (a heartbeat response, which Raft
     /// takes without effect from a peer in its configuration) so that a
@@ -2078,6 +2088,23 @@ pub fn wanted_voters(members: &[super::sequencer::Member]) -> Vec<u64> {
 
 /// The member holding more than half of the members' total `pc.weight`,
 /// if one does (at most one can): alone, it is a primary component.
+/// Galera's split brain, the one case `pc.ignore_sb` lets a side stay
+/// primary without a majority: the members `reachable` says this side
+/// still has hold exactly half of the weight (a node of two, two of four).
+/// A minority is not a split brain: it stays non-primary.
+pub fn is_exact_half(
+    members: &[super::sequencer::Member],
+    reachable: impl Fn(u64) -> bool,
+) -> bool {
+    let total: u64 = members.iter().map(|m| u64::from(m.weight)).sum();
+    let here: u64 = members
+        .iter()
+        .filter(|m| reachable(m.info.raft_id))
+        .map(|m| u64::from(m.weight))
+        .sum();
+    total > 0 && here * 2 == total
+}
+
 pub fn weight_majority(members: &[super::sequencer::Member]) -> Option<&super::sequencer::Member> {
     let total: u64 = members.iter().map(|m| u64::from(m.weight)).sum();
     members.iter().find(|m| u64::from(m.weight) * 2 > total)
@@ -2110,7 +2137,7 @@ fn proposal_size(p: &Proposal) -> usize {
 
 #[cfg(test)]
 mod weight_tests {
-    use super::wanted_voters;
+    use super::{is_exact_half, wanted_voters};
     use crate::group::action::tests::member;
     use crate::group::sequencer::Member;
     use crate::group::MemberState;
@@ -2129,6 +2156,26 @@ mod weight_tests {
 
     fn synced(id: u64, weight: u32) -> Member {
         m(id, weight, true, MemberState::Synced)
+    }
+
+    #[test]
+    fn ignore_sb_takes_an_exact_half_and_never_a_minority() {
+        let reach = |ids: &'static [u64]| move |id: u64| ids.contains(&id);
+        let two = [synced(1, 1), synced(2, 1)];
+        assert!(is_exact_half(&two, reach(&[1])), "one node of two");
+        let three = [synced(1, 1), synced(2, 1), synced(3, 1)];
+        assert!(!is_exact_half(&three, reach(&[1])), "a minority of three");
+        assert!(
+            !is_exact_half(&three, reach(&[1, 2])),
+            "a majority is no split brain"
+        );
+        let four = [synced(1, 1), synced(2, 1), synced(3, 1), synced(4, 1)];
+        assert!(is_exact_half(&four, reach(&[1, 2])));
+        assert!(!is_exact_half(&four, reach(&[1])));
+        let weighted = [synced(1, 2), synced(2, 1), synced(3, 1)];
+        assert!(is_exact_half(&weighted, reach(&[1])), "weight 2 of 4");
+        assert!(!is_exact_half(&weighted, reach(&[2])));
+        assert!(!is_exact_half(&[], reach(&[])), "no members, no half");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::group_input::{Input, InputTx};
 use crate::log::{error, info, warn};
 use crate::shared::Shared;
 use crate::state::Resolution;
-use lockstep_core::group::node::weight_majority;
+use lockstep_core::group::node::{is_exact_half, weight_majority};
 use lockstep_core::group::{relay, Action, Delivery, Group, GroupConfig, MemberInfo, Output};
 use lockstep_core::metrics::Stage;
 use lockstep_core::wire::lanes::{Lane, Outgoing as _};
@@ -81,8 +81,8 @@ pub struct Setup {
     pub join_timeout: Duration,
     /// `gmcast.isolate` was set before connecting.
     pub isolated: bool,
-    /// `pc.ignore_sb` or `pc.ignore_quorum`.
-    pub ignore_quorum: bool,
+    /// `pc.ignore_sb` and `pc.ignore_quorum`.
+    pub ignore_quorum: crate::group_input::QuorumOverrides,
     /// `pc.weight`.
     pub weight: u32,
     /// `pc.recovery`: a non-primary member votes too.
@@ -215,8 +215,9 @@ struct Worker {
     group: Group,
     me: MemberInfo,
     config: GroupConfig,
-    /// `pc.ignore_sb` / `pc.ignore_quorum`: re-found alone on quorum loss.
-    ignore_quorum: bool,
+    /// `pc.ignore_sb` / `pc.ignore_quorum`: re-found alone on quorum loss
+    /// (the first only in an exact-half split).
+    ignore_quorum: crate::group_input::QuorumOverrides,
     pc_recovery: bool,
     /// The last primary view this node was in (for its recovery vote).
     last_view: Option<lockstep_core::group::GroupView>,
@@ -658,10 +659,16 @@ impl Worker {
         if since.elapsed() < self.non_primary_after {
             return;
         }
-        if self.ignore_quorum {
+        if self.ignore_quorum.ignore_quorum {
             // Split brain allowed: stay primary, alone, with the
             // operations in flight carried over (no non-primary view).
-            self.bootstrap_here("pc.ignore_sb/pc.ignore_quorum", true);
+            self.bootstrap_here("pc.ignore_quorum", true);
+            return;
+        }
+        if self.ignore_quorum.ignore_sb && self.holds_exact_half() {
+            // Galera's split brain: this side has exactly half of the
+            // weight (a minority does not qualify).
+            self.bootstrap_here("pc.ignore_sb (a split into exact halves)", true);
             return;
         }
         if self.holds_weight_majority() {
@@ -806,6 +813,15 @@ impl Worker {
 
     /// Whether this node's recorded weight is more than half of the
     /// group's (the weights the group agreed on, not local settings).
+    /// The members heard within the suspect timeout hold exactly half of
+    /// the group's weight.
+    fn holds_exact_half(&self) -> bool {
+        let window = self.non_primary_after.as_millis() as u64;
+        is_exact_half(self.group.sequencer().members(), |id| {
+            self.group.heard_within(id, window)
+        })
+    }
+
     fn holds_weight_majority(&self) -> bool {
         let me = self.group.me().raft_id;
         weight_majority(self.group.sequencer().members()).is_some_and(|m| m.info.raft_id == me)
