@@ -36,6 +36,34 @@ pub(super) fn dial(addr: &str, from: Option<std::net::IpAddr>) -> Option<TcpStre
     None
 }
 
+/// Idle time before a peer connection's first keepalive probe, the time
+/// between probes, and how many may go unanswered: a peer that vanished
+/// (power off, a cut that drops packets) is found in about 10 s even on a
+/// connection that carries nothing.
+pub(super) const KEEPALIVE_IDLE: Duration = Duration::from_secs(5);
+pub(super) const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(1);
+pub(super) const KEEPALIVE_PROBES: u32 = 5;
+/// How long written bytes may stay unacknowledged before the kernel
+/// closes the connection (`TCP_USER_TIMEOUT`): a writer blocked on a full
+/// socket to a dead peer gets an error instead of blocking until the
+/// kernel's own retries give up (about 15 minutes).
+pub(super) const UNACKED_WRITE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Bounds how long an open peer connection can hang on a peer that is
+/// gone: keepalive for idle reads, `TCP_USER_TIMEOUT` for writes. Either
+/// ends in an error on the reading and writing threads, which close the
+/// connection; the peer is redialed as any lost peer is.
+pub(super) fn arm_liveness(stream: &TcpStream) -> std::io::Result<()> {
+    let s = socket2::SockRef::from(stream);
+    s.set_tcp_keepalive(
+        &socket2::TcpKeepalive::new()
+            .with_time(KEEPALIVE_IDLE)
+            .with_interval(KEEPALIVE_INTERVAL)
+            .with_retries(KEEPALIVE_PROBES),
+    )?;
+    s.set_tcp_user_timeout(Some(UNACKED_WRITE_TIMEOUT))
+}
+
 /// Connects to `to` from address `ip` (any port).
 fn dial_from(ip: std::net::IpAddr, to: SocketAddr) -> std::io::Result<TcpStream> {
     use socket2::{Domain, Protocol, Socket, Type};
@@ -327,6 +355,9 @@ fn serve_connection(
         return None; // dialed ourselves through a listed address
     }
     let _ = stream.tcp().set_read_timeout(None);
+    if let Err(e) = arm_liveness(stream.tcp()) {
+        warn!("group connection with {peer}: cannot set TCP keepalive and user timeout: {e}");
+    }
     dec.set_max_payload(MAX_WIRE_FRAME);
     drop(slot); // known now: no longer counted as opening
     let out = Arc::new(Queue::default());

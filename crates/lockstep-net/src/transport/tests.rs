@@ -324,6 +324,27 @@ fn redialing_a_connected_peer_opens_no_second_connection() {
 }
 
 #[test]
+fn an_open_peer_connection_has_keepalive_and_a_write_timeout() {
+    use super::connection::{
+        KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_PROBES, UNACKED_WRITE_TIMEOUT,
+    };
+    let (a, rx_a) = start("c", 1);
+    let (b, _rx_b) = start("c", 2);
+    b.dial(&a.local_addr().unwrap().to_string());
+    assert_eq!(peer_up(&rx_a), Some(2));
+    for t in [&a, &b] {
+        let table = t.ctx.table.lock().unwrap();
+        let (_, stream) = table.open.iter().next().expect("one open connection");
+        let s = socket2::SockRef::from(stream);
+        assert!(s.keepalive().unwrap(), "no keepalive");
+        assert_eq!(s.tcp_keepalive_time().unwrap(), KEEPALIVE_IDLE);
+        assert_eq!(s.tcp_keepalive_interval().unwrap(), KEEPALIVE_INTERVAL);
+        assert_eq!(s.tcp_keepalive_retries().unwrap(), KEEPALIVE_PROBES);
+        assert_eq!(s.tcp_user_timeout().unwrap(), Some(UNACKED_WRITE_TIMEOUT));
+    }
+}
+
+#[test]
 fn garbage_instead_of_a_hello_is_dropped() {
     let (a, rx_a) = start("c", 1);
     let mut s = TcpStream::connect(a.local_addr().unwrap()).unwrap();
