@@ -169,7 +169,11 @@ fn main() {
          Each run: a fresh 3-node cluster on loopback, 2 list-append clients and 1 register \
          client per node, every session with `wsrep_sync_wait=1`, the nemesis after {} s, \
          {} s of workload once the cluster is whole again, then a causal final read on every \
-         node. How to read it: README's Guarantees and `docs/adr/0024-history-checker-and-fault-suite.md`.",
+         node. How to read it: README's Guarantees and `docs/adr/0024-history-checker-and-fault-suite.md`. \
+         *anomalies* are the kinds the run's isolation forbids; the kinds it allows are counted \
+         apart (and in the table by kind). The histories of the runs that did not pass, and of \
+         the repeatable-read runs, are kept gzipped in `docs/jepsen/` (`lockstep-history` reads \
+         them after `zcat`).",
         std::env::args().skip(1).collect::<Vec<_>>().join(" "),
         results.len(),
         t0.elapsed().as_secs_f64() / 60.0,
