@@ -329,9 +329,11 @@ fn an_open_peer_connection_has_keepalive_and_a_write_timeout() {
         KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_PROBES, UNACKED_WRITE_TIMEOUT,
     };
     let (a, rx_a) = start("c", 1);
-    let (b, _rx_b) = start("c", 2);
+    let (b, rx_b) = start("c", 2);
     b.dial(&a.local_addr().unwrap().to_string());
+    // Each side arms its socket before it reports the peer up.
     assert_eq!(peer_up(&rx_a), Some(2));
+    assert_eq!(peer_up(&rx_b), Some(1));
     for t in [&a, &b] {
         let table = t.ctx.table.lock().unwrap();
         let (_, stream) = table.open.iter().next().expect("one open connection");
