@@ -120,17 +120,103 @@ pub fn run_file(r: &RunResult) -> String {
     r.spec.name()
 }
 
-/// Copies the history of every run that did not pass into `dir`.
+/// Copies the history of every run [`kept`] says into `dir`, compressed
+/// (`gzip -9`: a run's history is a few MB of JSON lines; `zcat` reads it
+/// back), under the name the report links.
 pub fn keep_histories(results: &[RunResult], dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    for r in results
-        .iter()
-        .filter(|r| !r.report.is_clean() || !r.recovered)
-    {
+    for r in results.iter().filter(|r| kept(r)) {
         let from = r.dir.join("history.jsonl");
-        if from.is_file() {
-            std::fs::copy(&from, dir.join(format!("{}.jsonl", run_file(r))))?;
+        if !from.is_file() {
+            continue;
+        }
+        let to = dir.join(format!("{}.jsonl", run_file(r)));
+        std::fs::copy(&from, &to)?;
+        let zipped = std::process::Command::new("gzip")
+            .args(["-9", "-f"])
+            .arg(&to)
+            .status()?;
+        if !zipped.success() {
+            return Err(std::io::Error::other(format!("gzip {}", to.display())));
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nemesis::Nemesis;
+    use crate::run::RunSpec;
+    use lockstep_history::{Anomaly, Report};
+    use lockstep_testkit::Provider;
+
+    fn result(dir: &Path, nemesis: Nemesis, si: bool, report: Report) -> RunResult {
+        let mut spec = RunSpec::new(Provider::Galera, nemesis, 1);
+        spec.snapshot_isolation = si;
+        let run_dir = dir.join(spec.name());
+        std::fs::create_dir_all(&run_dir).unwrap();
+        std::fs::write(run_dir.join("history.jsonl"), "{}\n").unwrap();
+        RunResult {
+            spec,
+            ok: 1,
+            failed: 0,
+            unknown: 0,
+            report,
+            recovered: true,
+            final_reads: 3,
+            problems: vec![],
+            nemesis_log: vec![],
+            dir: run_dir,
+            seconds: 1.0,
+        }
+    }
+
+    fn with(kind: AnomalyKind) -> Report {
+        let mut r = Report::default();
+        r.add(Anomaly {
+            kind,
+            txns: vec![1],
+            explanation: vec!["x".into()],
+        });
+        r
+    }
+
+    #[test]
+    fn the_kept_histories_are_the_linked_ones_and_gzipped() {
+        let out =
+            std::env::temp_dir().join(format!("lockstep-jepsen-report-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let results = vec![
+            // Allowed under snapshot isolation: passes, not kept.
+            result(&out, Nemesis::PauseLeader, true, with(AnomalyKind::G2Item)),
+            // Forbidden: kept.
+            result(&out, Nemesis::KillOne, true, with(AnomalyKind::LostWrite)),
+            // Repeatable read: kept as evidence.
+            result(&out, Nemesis::None, false, with(AnomalyKind::P4)),
+        ];
+        let docs = out.join("docs");
+        keep_histories(&results, &docs.join("jepsen")).unwrap();
+        let mut files: Vec<String> = std::fs::read_dir(docs.join("jepsen"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        assert_eq!(
+            files,
+            [
+                "galera-kill-one-flush1-si.jsonl.gz",
+                "galera-none-flush1-rr.jsonl.gz"
+            ]
+        );
+        let md = markdown(&results, "# t", "jepsen");
+        for f in &files {
+            assert!(md.contains(&format!("(jepsen/{f})")), "{f} not linked");
+        }
+        assert!(
+            !md.contains("galera-pause-leader-flush1-si.jsonl"),
+            "a passing run is linked"
+        );
+        let _ = std::fs::remove_dir_all(&out);
+    }
 }
