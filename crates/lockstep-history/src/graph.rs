@@ -186,13 +186,38 @@ impl Graph {
     /// The shortest cycle through `v` over edges meeting `mask`, inside
     /// `allowed`: `v` first, the node that closes the cycle last.
     pub fn shortest_cycle(&self, v: usize, mask: Kinds, allowed: &[bool]) -> Option<Vec<usize>> {
-        self.successors(v, mask)
-            .into_iter()
-            .filter(|&w| allowed[w])
-            .filter_map(|w| {
-                let mut path = self.shortest_path(w, v, mask, allowed)?;
-                path.pop(); // `v` again
-                path.insert(0, v);
+        let out = self.successors(v, mask).into_iter().filter(|&w| allowed[w]);
+        self.shortest_closing(out.map(|w| (v, w)), mask, allowed)
+    }
+
+    /// The edges `a -> b` of `kind` with `a` in `comp` and `b` allowed.
+    pub fn edges_within<'a>(
+        &'a self,
+        comp: &'a [usize],
+        allowed: &'a [bool],
+        kind: EdgeKind,
+    ) -> impl Iterator<Item = (usize, usize)> + 'a {
+        comp.iter().flat_map(move |&a| {
+            self.out[a]
+                .iter()
+                .filter(move |(&b, &k)| allowed[b] && k & kind.bit() != 0)
+                .map(move |(&b, _)| (a, b))
+        })
+    }
+
+    /// Of the cycles that take one of `edges` and return over edges meeting
+    /// `mask` inside `allowed`, the shortest: the edge's source first.
+    pub fn shortest_closing(
+        &self,
+        edges: impl Iterator<Item = (usize, usize)>,
+        mask: Kinds,
+        allowed: &[bool],
+    ) -> Option<Vec<usize>> {
+        edges
+            .filter_map(|(a, b)| {
+                let mut path = self.shortest_path(b, a, mask, allowed)?;
+                path.pop(); // `a` again
+                path.insert(0, a);
                 Some(path)
             })
             .min_by_key(Vec::len)

@@ -35,6 +35,16 @@ pub enum Mop {
 }
 
 impl Mop {
+    /// A micro-operation of the list-append workload.
+    pub fn is_list(&self) -> bool {
+        matches!(self, Mop::Append { .. } | Mop::Read { .. })
+    }
+
+    /// A micro-operation of the register workload.
+    pub fn is_register(&self) -> bool {
+        matches!(self, Mop::RegRead { .. } | Mop::RegWrite { .. })
+    }
+
     pub fn key(&self) -> u64 {
         match *self {
             Mop::Append { key, .. }
@@ -106,6 +116,12 @@ pub struct History {
 impl History {
     pub fn new(txns: Vec<Txn>) -> History {
         History { txns }
+    }
+
+    /// The transactions with a micro-operation `of` selects (a workload's
+    /// part of the history), in history order.
+    pub fn txns_with(&self, of: fn(&Mop) -> bool) -> Vec<&Txn> {
+        self.txns.iter().filter(|t| t.mops.iter().any(of)).collect()
     }
 
     /// The transaction with `id`.

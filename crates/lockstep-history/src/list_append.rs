@@ -40,15 +40,7 @@ struct Index<'h> {
 
 impl<'h> Index<'h> {
     fn build(history: &'h History) -> Index<'h> {
-        let txns: Vec<&Txn> = history
-            .txns
-            .iter()
-            .filter(|t| {
-                t.mops
-                    .iter()
-                    .any(|m| matches!(m, Mop::Append { .. } | Mop::Read { .. }))
-            })
-            .collect();
+        let txns = history.txns_with(Mop::is_list);
         let mut appends = HashMap::new();
         for (i, t) in txns.iter().enumerate() {
             let mut last_of_key: BTreeMap<u64, u64> = BTreeMap::new();
@@ -397,25 +389,23 @@ fn find_cycles(index: &Index, g: &Graph, report: &mut Report) {
     }
     for comp in g.cyclic_components(graph::WW_WR) {
         let allowed = members(g.len(), &comp);
-        if let Some(cycle) = cycle_through(g, &comp, EdgeKind::Wr, graph::WW_WR, &allowed) {
+        let wr = g
+            .edges_within(&comp, &allowed, EdgeKind::Wr)
+            .take(SEARCH_STARTS);
+        if let Some(cycle) = g.shortest_closing(wr, graph::WW_WR, &allowed) {
             report_cycle(index, g, AnomalyKind::G1c, &cycle, graph::WW_WR, report);
         }
     }
     for comp in g.cyclic_components(graph::DATA) {
         let allowed = members(g.len(), &comp);
-        // One rw edge closed by ww/wr edges only: G-single.
-        let single = rw_edges(g, &comp, &allowed)
-            .take(SEARCH_STARTS)
-            .filter_map(|(a, b)| {
-                let mut path = g.shortest_path(b, a, graph::WW_WR, &allowed)?;
-                path.insert(0, a);
-                path.pop();
-                Some(path)
-            })
-            .min_by_key(Vec::len);
-        if let Some(cycle) = single {
+        let rw = || {
+            g.edges_within(&comp, &allowed, EdgeKind::Rw)
+                .take(SEARCH_STARTS)
+        };
+        // One rw edge closed by ww/wr edges only: G-single; else G2-item.
+        if let Some(cycle) = g.shortest_closing(rw(), graph::WW_WR, &allowed) {
             report_cycle(index, g, AnomalyKind::GSingle, &cycle, graph::DATA, report);
-        } else if let Some(cycle) = cycle_through(g, &comp, EdgeKind::Rw, graph::DATA, &allowed) {
+        } else if let Some(cycle) = g.shortest_closing(rw(), graph::DATA, &allowed) {
             report_cycle(index, g, AnomalyKind::G2Item, &cycle, graph::DATA, report);
         }
     }
@@ -434,18 +424,11 @@ fn find_realtime_cycles(index: &Index, g: &Graph, report: &mut Report) {
         |a: usize, b: usize| data_comp[a] != usize::MAX && data_comp[a] == data_comp[b];
     for comp in g.cyclic_components(graph::ALL) {
         let allowed = members(g.len(), &comp);
-        let cycle = comp
-            .iter()
-            .flat_map(|&a| comp.iter().map(move |&b| (a, b)))
-            .filter(|&(a, b)| g.kinds(a, b) & EdgeKind::Rt.bit() != 0 && !same_data_comp(a, b))
-            .take(SEARCH_STARTS)
-            .filter_map(|(a, b)| {
-                let mut path = g.shortest_path(b, a, graph::ALL, &allowed)?;
-                path.insert(0, a);
-                path.pop();
-                Some(path)
-            })
-            .min_by_key(Vec::len);
+        let rt = g
+            .edges_within(&comp, &allowed, EdgeKind::Rt)
+            .filter(|&(a, b)| !same_data_comp(a, b))
+            .take(SEARCH_STARTS);
+        let cycle = g.shortest_closing(rt, graph::ALL, &allowed);
         if let Some(cycle) = cycle {
             let kind = if anti_dependencies(g, &cycle) >= 2 {
                 AnomalyKind::G2ItemRealtime
@@ -466,38 +449,6 @@ fn anti_dependencies(g: &Graph, cycle: &[usize]) -> usize {
             k & EdgeKind::Rw.bit() != 0 && k & graph::WW_WR == 0
         })
         .count()
-}
-
-/// The shortest cycle inside `comp` that uses an edge of `kind`.
-fn cycle_through(
-    g: &Graph,
-    comp: &[usize],
-    kind: EdgeKind,
-    mask: Kinds,
-    allowed: &[bool],
-) -> Option<Vec<usize>> {
-    comp.iter()
-        .flat_map(|&a| comp.iter().map(move |&b| (a, b)))
-        .filter(|&(a, b)| g.kinds(a, b) & kind.bit() != 0)
-        .take(SEARCH_STARTS)
-        .filter_map(|(a, b)| {
-            let mut path = g.shortest_path(b, a, mask, allowed)?;
-            path.insert(0, a);
-            path.pop();
-            Some(path)
-        })
-        .min_by_key(Vec::len)
-}
-
-fn rw_edges<'a>(
-    g: &'a Graph,
-    comp: &'a [usize],
-    allowed: &'a [bool],
-) -> impl Iterator<Item = (usize, usize)> + 'a {
-    g.edges()
-        .filter(move |&(a, b, k)| allowed[a] && allowed[b] && k & EdgeKind::Rw.bit() != 0)
-        .map(|(a, b, _)| (a, b))
-        .filter(move |(a, _)| comp.binary_search(a).is_ok())
 }
 
 fn members(n: usize, comp: &[usize]) -> Vec<bool> {

@@ -23,15 +23,7 @@ struct Rmw {
 
 /// Checks the register part of `history`.
 pub fn check(history: &History) -> Report {
-    let txns: Vec<&Txn> = history
-        .txns
-        .iter()
-        .filter(|t| {
-            t.mops
-                .iter()
-                .any(|m| matches!(m, Mop::RegRead { .. } | Mop::RegWrite { .. }))
-        })
-        .collect();
+    let txns = history.txns_with(Mop::is_register);
     let mut report = Report::default();
     let mut writer: HashMap<(u64, u64), usize> = HashMap::new();
     for (i, t) in txns.iter().enumerate() {
