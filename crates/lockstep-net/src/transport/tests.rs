@@ -65,6 +65,21 @@ fn start_with(
     (t, rx)
 }
 
+/// A transport and what its sink received.
+type Node = (Transport, Receiver<Inbound>);
+
+/// Nodes 1 and 2 of cluster "c", 2 dialed 1, both reported the other
+/// up; and 1's address.
+fn connected_pair() -> (Node, Node, String) {
+    let (a, rx_a) = start("c", 1);
+    let (b, rx_b) = start("c", 2);
+    let a_addr = a.local_addr().unwrap().to_string();
+    b.dial(&a_addr);
+    assert_eq!(peer_up(&rx_a), Some(2));
+    assert_eq!(peer_up(&rx_b), Some(1));
+    ((a, rx_a), (b, rx_b), a_addr)
+}
+
 /// Inbound messages into a channel, as the group thread takes them.
 fn sink(tx: Sender<Inbound>) -> Sink {
     Arc::new(move |ev| tx.send(ev).is_ok())
@@ -274,12 +289,7 @@ fn a_different_cluster_name_is_refused() {
 
 #[test]
 fn an_isolated_node_drops_its_peers_refuses_new_ones_and_reconnects_after() {
-    let (a, rx_a) = start("c", 1);
-    let (b, rx_b) = start("c", 2);
-    let a_addr = a.local_addr().unwrap().to_string();
-    b.dial(&a_addr);
-    assert_eq!(peer_up(&rx_a), Some(2));
-    assert_eq!(peer_up(&rx_b), Some(1));
+    let ((a, rx_a), (b, _rx_b), a_addr) = connected_pair();
     a.set_isolated(true);
     assert!(a.is_isolated());
     // b's connection ends; a message to a no longer arrives.
@@ -305,12 +315,7 @@ fn an_isolated_node_drops_its_peers_refuses_new_ones_and_reconnects_after() {
 
 #[test]
 fn redialing_a_connected_peer_opens_no_second_connection() {
-    let (a, rx_a) = start("c", 1);
-    let (b, rx_b) = start("c", 2);
-    let a_addr = a.local_addr().unwrap().to_string();
-    b.dial(&a_addr);
-    assert_eq!(peer_up(&rx_a), Some(2));
-    assert_eq!(peer_up(&rx_b), Some(1));
+    let ((a, rx_a), (b, _rx_b), a_addr) = connected_pair();
     // A restarting member redials every 500 ms for as long as it waits.
     for _ in 0..4 {
         thread::sleep(REDIAL_EVERY + Duration::from_millis(50));
@@ -328,12 +333,8 @@ fn an_open_peer_connection_has_keepalive_and_a_write_timeout() {
     use super::connection::{
         KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_PROBES, UNACKED_WRITE_TIMEOUT,
     };
-    let (a, rx_a) = start("c", 1);
-    let (b, rx_b) = start("c", 2);
-    b.dial(&a.local_addr().unwrap().to_string());
     // Each side arms its socket before it reports the peer up.
-    assert_eq!(peer_up(&rx_a), Some(2));
-    assert_eq!(peer_up(&rx_b), Some(1));
+    let ((a, _rx_a), (b, _rx_b), _) = connected_pair();
     for t in [&a, &b] {
         let table = t.ctx.table.lock().unwrap();
         let (_, stream) = table.open.iter().next().expect("one open connection");
