@@ -104,30 +104,25 @@ fn specs(a: &Args) -> Vec<RunSpec> {
     specs
 }
 
-/// The first line of a command's output, or `?`.
-fn output_of(cmd: &str, args: &[&str]) -> String {
-    std::process::Command::new(cmd)
-        .args(args)
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.lines().next().map(str::to_string))
-        .unwrap_or_else(|| "?".into())
+/// The first line a command printed; `None` if it could not run or
+/// printed nothing.
+fn first_line_of(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new(cmd).args(args).output().ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    text.lines().next().map(str::to_string)
 }
 
 /// What ran: our commit, Galera's package, the server.
 fn versions() -> String {
+    let shown = |cmd: &str, args: &[&str]| first_line_of(cmd, args).unwrap_or_else(|| "?".into());
+    // `git status --porcelain` prints a line per changed file.
+    let dirty = first_line_of("git", &["status", "--porcelain", "--untracked-files=no"]).is_some();
     format!(
         "Lockstep at `{}`{}, Galera `{}`, `{}`",
-        output_of("git", &["rev-parse", "--short", "HEAD"]),
-        // No output (shown as `?`): a clean tree.
-        if output_of("git", &["status", "--porcelain", "--untracked-files=no"]) == "?" {
-            ""
-        } else {
-            " (with local changes)"
-        },
-        output_of("dpkg-query", &["-W", "-f", "${Version}", "galera-4"]),
-        output_of("mariadbd", &["--version"])
+        shown("git", &["rev-parse", "--short", "HEAD"]),
+        if dirty { " (with local changes)" } else { "" },
+        shown("dpkg-query", &["-W", "-f", "${Version}", "galera-4"]),
+        shown("mariadbd", &["--version"])
     )
 }
 
