@@ -57,11 +57,7 @@ impl RunSpec {
     }
 
     pub fn provider_name(&self) -> String {
-        match &self.provider {
-            Provider::Galera => "galera".into(),
-            Provider::Lockstep(_) => "lockstep".into(),
-            Provider::Path(p) => p.display().to_string(),
-        }
+        self.provider.label()
     }
 
     /// What the run claims: strong snapshot isolation with
