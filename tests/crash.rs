@@ -20,22 +20,8 @@ const WAIT: Duration = Duration::from_secs(120);
 /// SIGKILL to `nodes` at once (before any can notice the others), then
 /// reaps them.
 fn power_loss(cluster: &mut Cluster, nodes: &[usize]) {
-    for &i in nodes {
-        let pid = cluster.node(i).pid();
-        check(cluster, pid.is_some(), || {
-            format!("node{} is not running", i + 1)
-        });
-        if let Some(pid) = pid {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-    }
-    for &i in nodes {
-        let r = cluster.node_mut(i).kill();
-        r.or_logs(cluster, "reap the killed node");
-    }
+    let r = cluster.kill_at_once(nodes);
+    r.or_logs(cluster, "kill -9 of the nodes at once");
 }
 
 /// Every node's position from `--wsrep-recover` (the systemd unit's step).

@@ -250,19 +250,11 @@ fn signal(cluster: &Cluster, i: usize, sig: Signal) -> Result<(), String> {
     kill(Pid::from_raw(pid as i32), sig).map_err(|e| format!("{sig} to node {}: {e}", i + 1))
 }
 
-/// SIGKILL to every node of `nodes` first, then reaps them: none of them
-/// notices the others going.
+/// kill -9 of `nodes` together ([`Cluster::kill_at_once`]).
 fn kill_nodes(cluster: &mut Cluster, nodes: &[usize]) -> Result<(), String> {
-    for &i in nodes {
-        signal(cluster, i, Signal::SIGKILL)?;
-    }
-    for &i in nodes {
-        cluster
-            .node_mut(i)
-            .kill()
-            .map_err(|e| format!("reaping node {}: {e}", i + 1))?;
-    }
-    Ok(())
+    cluster
+        .kill_at_once(nodes)
+        .map_err(|e| format!("kill -9 of nodes {nodes:?}: {e}"))
 }
 
 /// Starts `nodes` again without waiting for them (the run waits for the

@@ -599,6 +599,25 @@ impl Cluster {
         first.map_or(Ok(()), Err)
     }
 
+    /// A crash of `nodes` together: SIGKILL to each of them first, then
+    /// reaps them, so that none of them notices another going before it
+    /// dies itself ([`Cluster::kill_all`] kills one after the other). A
+    /// node that is not running is an error.
+    pub fn kill_at_once(&mut self, nodes: &[usize]) -> Result<()> {
+        for &i in nodes {
+            let node = &self.nodes[i];
+            let pid = node
+                .pid()
+                .ok_or_else(|| Error::config(format!("{} is not running", node.name())))?;
+            process::signal(pid, nix::sys::signal::Signal::SIGKILL)
+                .map_err(|e| Error::io(format!("SIGKILL to {} (pid {pid})", node.name()), e))?;
+        }
+        for &i in nodes {
+            self.nodes[i].kill()?;
+        }
+        Ok(())
+    }
+
     /// Keeps the cluster directory after drop (servers are still stopped).
     pub fn keep(&mut self) -> &Path {
         self.keep = true;
