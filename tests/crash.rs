@@ -59,11 +59,18 @@ fn three_loaded_tls(
     rows: u64,
     tls: bool,
 ) -> (Cluster, AckedLoad) {
-    let cluster = Cluster::builder(3)
+    let spec = Cluster::builder(3)
         .provider(provider)
         .tls(tls)
         .cluster_name(name)
-        .provider_options(options)
+        .provider_options(options);
+    loaded(spec, rows)
+}
+
+/// The cluster `spec` describes, with a database `c` and the
+/// acknowledged-writes load running with `rows` acknowledged.
+fn loaded(spec: lockstep_testkit::ClusterSpec, rows: u64) -> (Cluster, AckedLoad) {
+    let cluster = spec
         .start()
         .unwrap_or_else(|e| panic!("starting 3 nodes: {e}"));
     cluster
@@ -117,6 +124,54 @@ fn the_whole_cluster_killed_at_once_comes_back_primary_by_itself() {
     });
 }
 
+/// Three nodes with `innodb_flush_log_at_trx_commit=0` under the
+/// acknowledged-writes load (`rows` acknowledged), all killed at once; the
+/// load's report.
+fn crashed_with_flush_0(
+    name: &str,
+    provider: Provider,
+    rows: u64,
+) -> (Cluster, (String, Vec<lockstep_testkit::WriterReport>)) {
+    let spec = Cluster::builder(3)
+        .provider(provider)
+        .cluster_name(name)
+        .extra_mysqld("innodb_flush_log_at_trx_commit=0");
+    let (mut cluster, load) = loaded(spec, rows);
+    power_loss(&mut cluster, &[0, 1, 2]);
+    let stopped = load.stop();
+    (cluster, stopped)
+}
+
+/// Every node Synced in a component of three.
+fn all_three_synced(cluster: &Cluster, what: &str) {
+    for node in cluster.nodes() {
+        node.wait_synced(WAIT).or_logs(cluster, what);
+        node.wait_for_status("wsrep_cluster_size", "3", WAIT)
+            .or_logs(cluster, "three members");
+    }
+}
+
+/// With `innodb_flush_log_at_trx_commit=0` InnoDB writes its log about
+/// once a second, so a crash of every node takes the last commits out of
+/// every storage engine. The group ordered them and the writeset caches
+/// hold them (ADR 0026): the most advanced node replays them into its
+/// server before it re-forms the cluster, the others catch up from it,
+/// and nothing acknowledged is lost.
+#[test]
+fn with_innodb_flush_log_at_trx_commit_0_a_crash_of_every_node_loses_no_acknowledged_commit() {
+    let (mut cluster, stopped) = crashed_with_flush_0("crash_flush0", Provider::from_env(), 300);
+    let positions = recover_positions(&mut cluster);
+    restart_at(&mut cluster, &positions);
+    all_three_synced(&cluster, "Synced again after the crash");
+    let replayed: Vec<usize> = cluster
+        .nodes()
+        .iter()
+        .map(|n| log_count(n, "first replaying the"))
+        .collect();
+    eprintln!("founders that replayed their writeset cache: {replayed:?}");
+    multi_node::verify_acked_rows(&cluster, &stopped, 300, "the crash with flush 0");
+}
+
 /// Open file descriptors and threads of a running node.
 fn fds_and_threads(cluster: &Cluster, i: usize) -> (usize, usize) {
     let pid = cluster.node(i).pid();
@@ -132,27 +187,28 @@ fn fds_and_threads(cluster: &Cluster, i: usize) -> (usize, usize) {
 }
 
 /// After a crash of every node, plain restarts (no `--wsrep-recover`, as
-/// a container starts them) give positions nobody knows: the nodes wait
-/// for an operator instead of guessing, say exactly what to run, and
-/// while they wait hold one connection per peer: their descriptors and
+/// a container starts them) give the provider no position: each node runs
+/// `mariadbd --wsrep-recover` itself (`position_recovery`), so the nodes
+/// re-form their component by themselves once every member is back, led
+/// by the most advanced writeset cache, with `innodb_flush_log_at_trx_commit=0`
+/// so the replay of ADR 0026 is needed too. While two of them wait for
+/// the third they hold one connection per peer: their descriptors and
 /// threads stay flat over two minutes (each used to open a connection
-/// per peer every 500 ms, until `Too many open files`). Re-forming by
-/// themselves from the writeset caches is issue 34's.
+/// per peer every 500 ms, until `Too many open files`).
 #[test]
-fn plain_restarts_after_a_crash_of_every_node_wait_without_leaking_and_say_what_to_run() {
-    let (mut cluster, load) = three_loaded("crash_plain", Provider::lockstep_default(), "", 100);
-    power_loss(&mut cluster, &[0, 1, 2]);
-    let _ = load.stop();
-    for i in 0..3 {
+fn plain_restarts_after_a_crash_of_every_node_re_form_the_cluster_without_leaking() {
+    let (mut cluster, stopped) =
+        crashed_with_flush_0("crash_plain", Provider::lockstep_default(), 100);
+    for i in 0..2 {
         let r = cluster.node_mut(i).spawn(&[]);
         r.or_logs(&cluster, "plain start after the crash");
     }
     std::thread::sleep(Duration::from_secs(20));
-    let early: Vec<(usize, usize)> = (0..3).map(|i| fds_and_threads(&cluster, i)).collect();
+    let early: Vec<(usize, usize)> = (0..2).map(|i| fds_and_threads(&cluster, i)).collect();
     std::thread::sleep(Duration::from_secs(120));
-    let late: Vec<(usize, usize)> = (0..3).map(|i| fds_and_threads(&cluster, i)).collect();
+    let late: Vec<(usize, usize)> = (0..2).map(|i| fds_and_threads(&cluster, i)).collect();
     eprintln!("descriptors and threads after 20 s: {early:?}, after 140 s: {late:?}");
-    for i in 0..3 {
+    for i in 0..2 {
         let ((f0, t0), (f1, t1)) = (early[i], late[i]);
         // A few may come and go (a redial in flight); a leak grows by
         // hundreds over two minutes.
@@ -163,34 +219,28 @@ fn plain_restarts_after_a_crash_of_every_node_wait_without_leaking_and_say_what_
             )
         });
         // It answers no SQL yet (the provider connects before the storage
-        // engine opens): its log tells whether it re-formed anything.
-        let reformed = log_count(cluster.node(i), "re-forming the primary component");
-        check(&cluster, reformed == 0, || {
+        // engine opens): its log tells what it did.
+        let node = cluster.node(i);
+        let recovered = log_count(node, ": starting from it");
+        let reformed = log_count(node, "re-forming the primary component");
+        check(&cluster, recovered == 1 && reformed == 0, || {
             format!(
-                "node{} re-formed the component at an unknown position",
+                "node{}: {recovered} recovered positions, {reformed} re-formations while a \
+                 member of the last component is missing",
                 i + 1
             )
         });
     }
-    // The one chosen to re-form the component says it; the others wait
-    // for it.
-    let told: Vec<usize> = (0..3)
-        .filter(|&i| log_count(cluster.node(i), "run `mariadbd --wsrep-recover`") > 0)
-        .collect();
-    check(&cluster, told.len() == 1, || {
-        format!("nodes (0-based) that said what to run: {told:?}; expected exactly one")
+    let r = cluster.node_mut(2).spawn(&[]);
+    r.or_logs(&cluster, "plain start of the last node");
+    all_three_synced(&cluster, "Synced after plain restarts");
+    let told: usize = (0..3)
+        .map(|i| log_count(cluster.node(i), "run `mariadbd --wsrep-recover`"))
+        .sum();
+    check(&cluster, told == 0, || {
+        format!("{told} instructions to run --wsrep-recover by hand")
     });
-    // And what it says works: the systemd way brings them back.
-    for i in 0..3 {
-        let r = cluster.node_mut(i).kill();
-        r.or_logs(&cluster, "stop the waiting node");
-    }
-    let positions = recover_positions(&mut cluster);
-    restart_at(&mut cluster, &positions);
-    for node in cluster.nodes() {
-        node.wait_synced(WAIT)
-            .or_logs(&cluster, "Synced after the recovery");
-    }
+    multi_node::verify_acked_rows(&cluster, &stopped, 100, "plain restarts after the crash");
 }
 
 #[test]

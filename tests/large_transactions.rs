@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lockstep_testkit::{Cluster, Error};
-use multi_node::{check, fail, start_three_with_appliers, status, status_u64, OrLogs};
+use multi_node::{check, fail, start_three_with_options, status, status_u64, OrLogs};
 
 const WAIT: Duration = Duration::from_secs(300);
 /// Rows of 1 MiB in the big transaction.
@@ -36,7 +36,13 @@ fn conf_ids(cluster: &Cluster) -> Vec<String> {
 
 #[test]
 fn a_300_mb_writeset_replicates_while_another_node_keeps_committing() {
-    let cluster = start_three_with_appliers("large_trx", &["max_allowed_packet=64M"]);
+    // repl.commit_order=2 (local transactions may commit out of order, as
+    // Galera defines it) lets the commit bypass run at the end.
+    let cluster = start_three_with_options(
+        "large_trx",
+        &["max_allowed_packet=64M"],
+        "repl.commit_order=2",
+    );
     let node1 = cluster.node(0);
     node1
         .sql(
@@ -172,8 +178,9 @@ fn a_300_mb_writeset_replicates_while_another_node_keeps_committing() {
     }
 }
 
-/// `lockstep.commit_bypass` (Lockstep's own; on at 64M by default where
-/// the server writes no binary log, set lower here to save the test a
+/// `lockstep.commit_bypass` (Lockstep's own; with `repl.commit_order`
+/// below 3, on at 64M by default where the server writes no binary log,
+/// set lower here to save the test a
 /// bigger writeset): node 2's small transactions commit ahead of a large
 /// writeset it is still applying; the nodes end identical, and the crash
 /// marker goes once the order is whole again.

@@ -276,33 +276,52 @@ fn log_lines(node: &Node, what: &str) -> usize {
         .unwrap_or(0)
 }
 
-/// `lockstep.commit_bypass` (ADR 0011) is on by default only where the
-/// server writes no binary log, which the provider reads from the server
-/// itself: a binlog must follow the commit order.
+/// `lockstep.commit_bypass` (ADR 0011) needs `repl.commit_order` below 3
+/// (strict order, Galera's default and ours); with it, the bypass is on by
+/// default only where the server writes no binary log, which the provider
+/// reads from the server itself: a binlog must follow the commit order.
 #[test]
-fn the_commit_bypass_is_on_by_default_only_without_a_binlog() {
-    let mut plain = one_node("one_node_no_binlog");
+fn the_commit_bypass_is_on_only_below_strict_commit_order_and_without_a_binlog() {
     let on = "commit bypass on for writesets of 64 MiB or more";
     let off = "commit bypass off: this server writes a binary log";
-    let n = plain.node(0);
-    assert_eq!(
-        (log_lines(n, on), log_lines(n, off)),
-        (1, 0),
-        "without log_bin"
-    );
-    plain.stop_all().unwrap();
-    let mut binlog = Cluster::builder(1)
-        .provider(lockstep())
-        .cluster_name("one_node_binlog")
-        .extra_mysqld("log_bin=binlog")
-        .start()
-        .unwrap_or_else(|e| panic!("starting one Lockstep node with log_bin: {e}"));
-    let n = binlog.node(0);
-    assert_eq!(n.var("log_bin").unwrap().as_deref(), Some("ON"));
-    assert_eq!(
-        (log_lines(n, on), log_lines(n, off)),
-        (0, 1),
-        "with log_bin"
-    );
-    binlog.stop_all().unwrap();
+    let strict = "commit bypass off: repl.commit_order=3";
+    let start = |name: &str, options: &str, extra: Option<&str>| {
+        let mut spec = Cluster::builder(1)
+            .provider(lockstep())
+            .cluster_name(name)
+            .provider_options(options);
+        if let Some(line) = extra {
+            spec = spec.extra_mysqld(line);
+        }
+        spec.start()
+            .unwrap_or_else(|e| panic!("starting one Lockstep node ({name}): {e}"))
+    };
+    let counts = |c: &Cluster| {
+        let n = c.node(0);
+        (log_lines(n, on), log_lines(n, off), log_lines(n, strict))
+    };
+
+    let cases = [
+        ("bypass_no_binlog", "repl.commit_order=2", None, (1, 0, 0)),
+        (
+            "bypass_binlog",
+            "repl.commit_order=2",
+            Some("log_bin=binlog"),
+            (0, 1, 0),
+        ),
+        (
+            "bypass_strict",
+            "lockstep.commit_bypass=8M",
+            None,
+            (0, 0, 1),
+        ),
+    ];
+    for (name, options, extra, want) in cases {
+        let mut c = start(name, options, extra);
+        if extra.is_some() {
+            assert_eq!(c.node(0).var("log_bin").unwrap().as_deref(), Some("ON"));
+        }
+        assert_eq!(counts(&c), want, "{name}: {options} {extra:?}");
+        c.stop_all().unwrap();
+    }
 }

@@ -106,11 +106,17 @@ pub fn status_u64(node: &Node, name: &str) -> Result<u64> {
 /// names another ([`Provider::from_env`]: `galera` runs the same test on
 /// Galera 4, the reference).
 pub fn start_three_with_appliers(name: &str, extra: &[&str]) -> Cluster {
+    start_three_with_options(name, extra, "")
+}
+
+/// [`start_three_with_appliers`] with provider `options`.
+pub fn start_three_with_options(name: &str, extra: &[&str], options: &str) -> Cluster {
     let provider = Provider::from_env();
     let label = provider.label();
     let mut spec = Cluster::builder(3)
         .provider(provider)
         .cluster_name(name)
+        .provider_options(options)
         .slave_threads(4);
     for line in extra {
         spec = spec.extra_mysqld(line);

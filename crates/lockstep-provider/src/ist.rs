@@ -18,6 +18,7 @@
 use crate::event::Event;
 use crate::remote_ws::RemoteWs;
 use crate::server::View;
+use lockstep_core::writeset_cache::CachedKind;
 use std::collections::VecDeque;
 use wsrep_abi::{Gtid, Uuid};
 
@@ -30,6 +31,36 @@ fn writeset_bytes(ws: &RemoteWs) -> usize {
         .map(|k| k.parts.iter().map(Vec::len).sum::<usize>() + 16)
         .sum();
     ws.ws.data.len() + keys + 64
+}
+
+/// A cached view as the server is shown it during IST: primary, this
+/// node not in it (`my_idx` -1).
+pub fn past_view(
+    history: Uuid,
+    seqno: i64,
+    who: &lockstep_core::writeset_cache::CachedMembers,
+    proto_ver: i32,
+) -> View {
+    View {
+        state_id: Gtid {
+            uuid: history,
+            seqno,
+        },
+        conf_id: who.conf_id,
+        status: wsrep_abi::view_status::PRIMARY,
+        capabilities: crate::identity::CAPABILITIES,
+        my_idx: -1,
+        proto_ver,
+        members: who
+            .members
+            .iter()
+            .map(|m| crate::server::Member {
+                id: Uuid::from_bytes(m.uuid),
+                name: m.name.clone(),
+                incoming: m.incoming.clone(),
+            })
+            .collect(),
+    }
 }
 
 /// What the replay collected, or why it cannot serve as IST.
@@ -135,6 +166,23 @@ impl IstBuffer {
             self.give_up(format!(
                 "the missing writesets exceed {limit} bytes (gcache.size)"
             ));
+        }
+    }
+
+    /// An event read back from a writeset cache (a donor's stream, or this
+    /// node's own at a re-formation): its views the server sees with
+    /// their members when the record kept them.
+    pub fn cached(&mut self, seqno: i64, kind: CachedKind, proto_ver: i32) {
+        let history = self.have.uuid;
+        match kind {
+            CachedKind::View { members, who } => {
+                let view = who.map(|w| past_view(history, seqno, &w, proto_ver));
+                self.view(history, seqno, members, view)
+            }
+            CachedKind::Writeset { ws, outcome } => {
+                self.writeset(RemoteWs::new(seqno, ws, outcome))
+            }
+            CachedKind::End => {}
         }
     }
 

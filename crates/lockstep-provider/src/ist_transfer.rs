@@ -14,7 +14,6 @@
 
 use crate::ist::IstBuffer;
 use crate::log::{info, warn};
-use crate::remote_ws::RemoteWs;
 use crate::writeset_cache::{read_record, CacheReader};
 use lockstep_core::writeset_cache::{
     decode_stream_header, encode_record, encode_stream_header, event_digest, CachedEvent,
@@ -314,20 +313,7 @@ fn receive(
         if ev.seqno >= expect.join_seqno {
             continue;
         }
-        match kind {
-            // With its members (records written since they are kept) the
-            // server sees the view, as with IST from the group log.
-            CachedKind::View { members, who } => {
-                let view = who.map(|w| {
-                    crate::state::past_view(expect.have.uuid, ev.seqno, &w, expect.proto_ver)
-                });
-                buffer.view(expect.have.uuid, ev.seqno, members, view)
-            }
-            CachedKind::Writeset { ws, outcome } => {
-                buffer.writeset(RemoteWs::new(ev.seqno, ws, outcome))
-            }
-            CachedKind::End => {}
-        }
+        buffer.cached(ev.seqno, kind, expect.proto_ver);
     }
     let join = Gtid {
         uuid: expect.have.uuid,

@@ -24,6 +24,7 @@ mod ist_transfer;
 pub mod log;
 mod os;
 mod peer_security;
+mod position_recovery;
 mod provider;
 mod read_asks;
 mod recv_spool;

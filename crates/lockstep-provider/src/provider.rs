@@ -97,7 +97,12 @@ impl Provider {
         mut store: Box<dyn StateStore>,
     ) -> Result<Provider, InitError> {
         let saved = store.load().map_err(InitError::State)?;
-        let position = startup_position(&saved, cfg.state_id, &cfg.data_dir);
+        let mut position = startup_position(&saved, cfg.state_id, &cfg.data_dir);
+        if position < 0 && !saved.uuid.is_nil() && !crate::bypass::marker_present(&cfg.data_dir) {
+            if let Some(p) = recover_own_position(saved.uuid, &cfg.data_dir) {
+                position = p;
+            }
+        }
         info!(
             "Lockstep {} loaded: node '{}' at {}, data dir {}, position {}",
             PROVIDER_VERSION,
@@ -477,12 +482,26 @@ impl Tunables {
     }
 }
 
-/// `lockstep.commit_bypass` in effect (ADR 0011). Set explicitly, it is
-/// what it says. By default it is on (64M) only where the server is known
-/// to write no binary log: a binlog records commits in commit order, and
-/// with `wsrep_gtid_mode` its GTIDs must name the same transactions on
-/// every node, which a local transaction committing ahead would break.
+/// Whether `repl.commit_order` lets local transactions commit out of
+/// order. Galera's values: 3 (the default) no out-of-order commit, 2 local
+/// transactions only, 1 any, 0 no commit order at all. Lockstep's bypass
+/// is the local kind; 0 and 1 allow it too, and nothing looser.
+fn commit_order_allows_bypass(options: &Options) -> bool {
+    options.int("repl.commit_order").unwrap_or(3) < 3
+}
+
+/// `lockstep.commit_bypass` in effect (ADR 0011). Off in strict commit
+/// order (`repl.commit_order=3`, the default): a whole-cluster crash
+/// inside a bypass window could cost an acknowledged commit (issue 34).
+/// Otherwise, set explicitly, it is what it says; by default it is on
+/// (64M) only where the server is known to write no binary log: a binlog
+/// records commits in commit order, and with `wsrep_gtid_mode` its GTIDs
+/// must name the same transactions on every node, which a local
+/// transaction committing ahead would break.
 fn commit_bypass(options: &Options, server_binlog: Option<bool>) -> u64 {
+    if !commit_order_allows_bypass(options) {
+        return 0;
+    }
     let value = options.size("lockstep.commit_bypass").unwrap_or(0);
     if options.is_explicit("lockstep.commit_bypass") || server_binlog == Some(false) {
         value
@@ -492,6 +511,16 @@ fn commit_bypass(options: &Options, server_binlog: Option<bool>) -> u64 {
 }
 
 fn log_commit_bypass(options: &Options, server_binlog: Option<bool>, bytes: u64) {
+    if !commit_order_allows_bypass(options) {
+        if options.is_explicit("lockstep.commit_bypass") {
+            info!(
+                "commit bypass off: repl.commit_order=3 (strict commit order, the default) \
+                 overrides lockstep.commit_bypass; set repl.commit_order=2 to let local \
+                 transactions commit ahead of large writesets"
+            );
+        }
+        return;
+    }
     if options.is_explicit("lockstep.commit_bypass") {
         return;
     }
@@ -530,6 +559,39 @@ fn startup_position(saved: &SavedState, state_id: Option<Gtid>, data_dir: &Path)
          whole state"
     );
     -1
+}
+
+/// A member that stopped uncleanly and was started without a position:
+/// where the server opens its engines after connecting, the provider runs
+/// `mariadbd --wsrep-recover` itself (`position_recovery`) and takes the
+/// seqno if it is of this node's history.
+fn recover_own_position(history: wsrep_abi::Uuid, data_dir: &Path) -> Option<i64> {
+    let method = crate::os::server_sst_method();
+    if !crate::position_recovery::engines_opened_later(method.as_deref()) {
+        return None;
+    }
+    info!(
+        "this node stopped without a clean shutdown and was started without a position \
+         (grastate.dat seqno -1, no --wsrep_start_position): running `mariadbd \
+         --wsrep-recover` to learn what its storage engine committed, as the systemd unit does"
+    );
+    match crate::position_recovery::run_wsrep_recover(data_dir) {
+        Ok(g) if g.uuid == history && g.seqno >= 0 => {
+            info!("recovered position {g}: starting from it");
+            Some(g.seqno)
+        }
+        Ok(g) => {
+            warn!(
+                "mariadbd --wsrep-recover recovered {g}, not a position of this node's history \
+                 {history}: starting without a position"
+            );
+            None
+        }
+        Err(e) => {
+            warn!("{e}; starting without a position");
+            None
+        }
+    }
 }
 
 /// Contract §2.2: use grastate; take the seqno from `state_id` only when the
@@ -586,9 +648,14 @@ mod tests {
     }
 
     #[test]
-    fn the_commit_bypass_is_on_by_default_only_without_a_binlog() {
+    fn the_commit_bypass_needs_a_looser_commit_order_and_is_on_by_default_only_without_a_binlog() {
         let mut o = Options::new("127.0.0.1:16001", "/data");
         let bypass = |o: &Options, binlog| Tunables::from_options(o, binlog).commit_bypass;
+        assert_eq!(bypass(&o, Some(false)), 0, "repl.commit_order=3: strict");
+        let mut strict = Options::new("127.0.0.1:16001", "/data");
+        strict.apply_initial("lockstep.commit_bypass=8M").unwrap();
+        assert_eq!(bypass(&strict, Some(false)), 0, "strict order wins");
+        o.apply_initial("repl.commit_order=2").unwrap();
         assert_eq!(bypass(&o, Some(false)), 64 << 20);
         assert_eq!(bypass(&o, Some(true)), 0, "the binlog follows commit order");
         assert_eq!(bypass(&o, None), 0, "unknown server: the cautious side");

@@ -144,6 +144,32 @@ impl Provider {
             g.commit.reset(last);
             g.last_ordered = last;
         }
+        // Writesets the group ordered past what the storage engine kept
+        // (ADR 0026): they count as this node's position for founding and
+        // for pc.recovery, and the founder replays them into its server
+        // before anything else (`deliver`, the founder's first view).
+        let position = g.join_position();
+        let held = opened
+            .as_ref()
+            .or(g.cache.as_ref())
+            .and_then(|c| c.held_past(position.uuid, position.seqno));
+        if let Some(top) = held {
+            info!(
+                "the writeset cache holds the events {}..={top} of history {} past this                  node's committed position: the group ordered them before this node stopped,                  so they count as committed; this node's position for re-forming the cluster                  is {top}",
+                position.seqno + 1,
+                position.uuid
+            );
+            if let Some((history, seqno)) = setup.bootstrap.as_mut() {
+                if *history == position.uuid.data {
+                    *seqno = top;
+                }
+            }
+            if let Some((vote, _)) = setup.recovery.as_mut() {
+                if vote.history == position.uuid {
+                    vote.seqno = top;
+                }
+            }
+        }
         channel::log_start(&setup);
         let setup_raft_id = setup.me.raft_id;
         let (chan, tx) = match GroupChannel::start(setup, self.shared.clone()) {
@@ -464,9 +490,13 @@ impl Provider {
         let name = o.get("gcache.name").unwrap_or("galera.cache").to_string();
         let size = o.size("gcache.size").unwrap_or(128 << 20);
         let recover = o.bool("gcache.recover").unwrap_or(true);
+        let sync = o.bool("lockstep.cache_sync").unwrap_or(false);
         drop(o);
         match WritesetCache::open(&dir, &name, size, max_payload, recover, position) {
-            Ok(c) => Some(c),
+            Ok(mut c) => {
+                c.set_sync(sync);
+                Some(c)
+            }
             Err(e) => {
                 warn!(
                     "writeset cache {}: {e}; running without one (joiners that need events \

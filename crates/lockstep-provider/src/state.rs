@@ -104,36 +104,6 @@ pub fn view_kind(v: &View) -> CachedKind {
     }
 }
 
-/// A cached view as the server is shown it during IST: primary, this
-/// node not in it (`my_idx` -1).
-pub fn past_view(
-    history: Uuid,
-    seqno: i64,
-    who: &lockstep_core::writeset_cache::CachedMembers,
-    proto_ver: i32,
-) -> View {
-    View {
-        state_id: Gtid {
-            uuid: history,
-            seqno,
-        },
-        conf_id: who.conf_id,
-        status: wsrep_abi::view_status::PRIMARY,
-        capabilities: crate::identity::CAPABILITIES,
-        my_idx: -1,
-        proto_ver,
-        members: who
-            .members
-            .iter()
-            .map(|m| crate::server::Member {
-                id: Uuid::from_bytes(m.uuid),
-                name: m.name.clone(),
-                incoming: m.incoming.clone(),
-            })
-            .collect(),
-    }
-}
-
 /// A transfer this node donates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Donation {

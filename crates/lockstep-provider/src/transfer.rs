@@ -81,6 +81,24 @@ impl Provider {
             );
             return Some(self.refuse_join(ctx, local, &why));
         }
+        let held = self
+            .lock()
+            .cache
+            .as_ref()
+            .and_then(|c| c.held_past(local.uuid, local.seqno));
+        if let Some(top) =
+            held.filter(|top| local.uuid == group_pos.uuid && *top >= group_pos.seqno)
+        {
+            // The same, for what the group ordered and this node cached
+            // but its storage engine lost (ADR 0026): it may hold commits
+            // that were acknowledged.
+            let why = format!(
+                "this node's writeset cache holds events of history {} up to seqno {top},                  which the group ordered before this node stopped, and the cluster it joins                  is at {group_pos}: the cluster was bootstrapped from a less advanced node and                  lacks commits this node holds. Refusing to join so they are not thrown away.                  Stop the cluster and bootstrap it from this node (it replays them), or, to                  discard them, delete {}/grastate.dat and the writeset cache and restart it                  (full SST)",
+                local.uuid,
+                self.data_dir.display()
+            );
+            return Some(self.refuse_join(ctx, local, &why));
+        }
         if !needed && full_sst.is_none() {
             info!(
                 "joining at {group_pos} with the state already here ({local}): no transfer needed"

@@ -13,15 +13,19 @@
 //! and every one of them is in this node's committed state or was ordered
 //! by the group this node is a member of (final either way). An event
 //! that does not extend the run (another history, a jump after an SST)
-//! starts the cache over. At start, `gcache.recover=yes` keeps what the
-//! files hold up to the node's own position (events ordered but not
-//! committed before a crash may be ordered differently by the re-formed
-//! cluster, so they go); `no` starts empty.
+//! starts the cache over. At start, `gcache.recover=yes` keeps the run of
+//! the node's history, past the node's own position too: an event the
+//! group ordered is committed by definition, even if the storage engine
+//! lost it in the crash (`innodb_flush_log_at_trx_commit=0`), and a node
+//! that re-forms the cluster replays those events into its server first
+//! (`replay`, ADR 0026); `no` starts empty.
 //!
-//! Writes are buffered and flushed once per group-thread batch, not
-//! fsynced (as Galera): after a power loss the cache may end early, which
-//! only shortens what it can serve. A write error disables the cache with
-//! a warning; the node keeps running (joiners then need SST).
+//! Writes are buffered and flushed (write(2)) once per group-thread
+//! batch, before any commit of the batch is acknowledged, so a process
+//! crash keeps every acknowledged writeset; they are not fsynced (as
+//! Galera): after a power loss the cache may end early, which only
+//! shortens what it can serve. A write error disables the cache with a
+//! warning; the node keeps running (joiners then need SST).
 
 use crate::log::{info, warn};
 use lockstep_core::writeset_cache::{
@@ -68,6 +72,11 @@ pub struct WritesetCache {
     /// The newest event held: (seqno, `event_digest`).
     last_event: Option<(i64, u32)>,
     scratch: Vec<u8>,
+    /// `lockstep.cache_sync`: fsync what each batch wrote before its
+    /// commits are acknowledged (power loss keeps them too).
+    sync: bool,
+    /// Written since the last fsync.
+    unsynced: bool,
 }
 
 /// What reading one file found.
@@ -79,6 +88,14 @@ struct Scan {
     keep: u64,
     /// Why the scan stopped early, if it did.
     stopped: Option<String>,
+}
+
+/// fsyncs the directory holding `path`, so a new name in it is durable.
+fn sync_parent(path: &Path) -> io::Result<()> {
+    match path.parent() {
+        Some(dir) => File::open(dir)?.sync_all(),
+        None => Ok(()),
+    }
 }
 
 /// Reads one record from `r` into `buf`: `None` at a clean end of input.
@@ -116,7 +133,10 @@ pub fn read_record(
     }
 }
 
-fn scan(path: &Path, keep_upto: Gtid, max_payload: usize) -> io::Result<Scan> {
+/// Reads the run of `position`'s history in `path`. The check points
+/// (`last_event`, `last_writeset`) stay at or below the position, where
+/// this node's state can vouch for them; the run goes on past it.
+fn scan(path: &Path, position: Gtid, max_payload: usize) -> io::Result<Scan> {
     let mut r = BufReader::new(File::open(path)?);
     let mut header = [0u8; FILE_HEADER_LEN];
     if let Err(e) = r.read_exact(&mut header) {
@@ -137,7 +157,7 @@ fn scan(path: &Path, keep_upto: Gtid, max_payload: usize) -> io::Result<Scan> {
             stopped: Some(e.to_string()),
         });
     }
-    let history = *keep_upto.uuid.as_bytes();
+    let history = *position.uuid.as_bytes();
     let mut scan = Scan {
         run: None,
         last_writeset: None,
@@ -156,14 +176,16 @@ fn scan(path: &Path, keep_upto: Gtid, max_payload: usize) -> io::Result<Scan> {
             }
         };
         let next = scan.run.map_or(ev.seqno, |run| run.last + 1);
-        if ev.history != history || ev.seqno > keep_upto.seqno || ev.seqno != next {
+        if ev.history != history || ev.seqno != next {
             break;
         }
         scan.keep += buf.len() as u64;
-        let digest = event_digest(&ev);
-        scan.last_event = Some((ev.seqno, digest));
-        if let CachedKind::Writeset { .. } = ev.kind {
-            scan.last_writeset = Some((ev.seqno, digest));
+        if ev.seqno <= position.seqno {
+            let digest = event_digest(&ev);
+            scan.last_event = Some((ev.seqno, digest));
+            if let CachedKind::Writeset { .. } = ev.kind {
+                scan.last_writeset = Some((ev.seqno, digest));
+            }
         }
         match &mut scan.run {
             Some(run) => run.last = ev.seqno,
@@ -216,6 +238,8 @@ impl WritesetCache {
             last_writeset: None,
             last_event: None,
             scratch: Vec::new(),
+            sync: false,
+            unsynced: false,
         };
         let known = !position.uuid.is_nil() && position.seqno >= 0;
         if recover && known {
@@ -297,6 +321,11 @@ impl WritesetCache {
     fn create_current(&mut self) -> io::Result<()> {
         let mut f = File::create(&self.current_path)?;
         f.write_all(&encode_file_header())?;
+        if self.sync {
+            // The new name must survive a power loss with its records.
+            f.sync_data()?;
+            sync_parent(&self.current_path)?;
+        }
         self.current_bytes = FILE_HEADER_LEN as u64;
         self.writer = Some(BufWriter::with_capacity(WRITE_BUFFER, f));
         Ok(())
@@ -354,6 +383,14 @@ impl WritesetCache {
         run.history == *history.as_bytes() && first <= after + 1 && run.last >= last
     }
 
+    /// The newest seqno held when the run covers every event of `history`
+    /// after `position` up to it and goes past `position`: events the
+    /// group ordered that this node's storage does not hold.
+    pub fn held_past(&self, history: Uuid, position: i64) -> Option<i64> {
+        let last = self.current?.last;
+        (last > position && self.covers(history, position, last)).then_some(last)
+    }
+
     /// Whether `seqno` of `history` is the next event of the run.
     pub fn extends(&self, history: [u8; 16], seqno: i64) -> bool {
         self.current
@@ -387,6 +424,7 @@ impl WritesetCache {
             return Err(io::Error::other("the cache file is not open"));
         };
         w.write_all(&self.scratch)?;
+        self.unsynced = true;
         self.current_bytes += self.scratch.len() as u64;
         let digest = event_digest(ev);
         self.last_event = Some((ev.seqno, digest));
@@ -448,12 +486,23 @@ impl WritesetCache {
         self.doomed.take()
     }
 
-    /// Hands buffered records to the OS (once per group-thread batch).
+    /// Hands buffered records to the OS (once per group-thread batch), and
+    /// with `lockstep.cache_sync` to the disk: one fsync per batch, so
+    /// the writesets of every commit the batch acknowledges share it.
     pub fn flush(&mut self) -> io::Result<()> {
-        match &mut self.writer {
-            Some(w) => w.flush(),
-            None => Ok(()),
+        let Some(w) = &mut self.writer else {
+            return Ok(());
+        };
+        w.flush()?;
+        if self.sync && std::mem::take(&mut self.unsynced) {
+            w.get_ref().sync_data()?;
         }
+        Ok(())
+    }
+
+    /// Turns `lockstep.cache_sync` on or off.
+    pub fn set_sync(&mut self, on: bool) {
+        self.sync = on;
     }
 
     /// The events `after + 1 ..= last` of `history`, read from files opened
@@ -765,7 +814,7 @@ mod tests {
     }
 
     #[test]
-    fn recovery_keeps_events_up_to_the_position_and_survives_a_torn_tail() {
+    fn recovery_keeps_events_past_the_position_and_survives_a_torn_tail() {
         let dir = tempfile::tempdir().unwrap();
         let mut c = open(dir.path(), 1 << 20, true, at(0));
         for s in 1..=30 {
@@ -773,19 +822,53 @@ mod tests {
         }
         c.flush().unwrap();
         drop(c);
-        // Ordered past the committed position 25 before the crash: gone.
+        // Ordered past the committed position 25 before the crash: kept,
+        // to be replayed; the check points stay at the position.
         let mut c = open(dir.path(), 1 << 20, true, at(25));
         assert_eq!(
             c.describe(),
-            format!("seqnos 1..=25 of {}", Uuid::from_bytes(H))
+            format!("seqnos 1..=30 of {}", Uuid::from_bytes(H))
         );
-        assert_eq!(read(&mut c, 20, 25), vec![21, 22, 23, 24, 25]);
-        // It appends after what it kept.
+        assert_eq!(c.held_past(Uuid::from_bytes(H), 25), Some(30));
+        assert_eq!(c.held_past(Uuid::from_bytes(H), 30), None);
+        assert_eq!(c.held_past(Uuid::from_bytes([8; 16]), 25), None);
+        let checks: Vec<i64> = c
+            .check_points(Uuid::from_bytes(H), 25)
+            .iter()
+            .map(|(s, _)| *s)
+            .collect();
+        assert_eq!(checks, vec![25]);
+        assert_eq!(
+            read(&mut c, 20, 30),
+            vec![21, 22, 23, 24, 25, 26, 27, 28, 29, 30]
+        );
+        drop(c);
+        // Cut to 25 (the length of a cache of 1..=25 written alike), it
+        // holds nothing past the position and appends after what it holds.
+        let len_of_25 = {
+            let other = tempfile::tempdir().unwrap();
+            let mut c = open(other.path(), 1 << 20, true, at(0));
+            for s in 1..=25 {
+                c.append(&ev(s, 100)).unwrap();
+            }
+            c.flush().unwrap();
+            fs::metadata(other.path().join("galera.cache"))
+                .unwrap()
+                .len()
+        };
+        let path = dir.path().join("galera.cache");
+        OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(len_of_25)
+            .unwrap();
+        let mut c = open(dir.path(), 1 << 20, true, at(25));
+        assert_eq!(c.held_past(Uuid::from_bytes(H), 25), None);
         c.append(&ev(26, 100)).unwrap();
         c.flush().unwrap();
         drop(c);
         // A torn last record (power loss mid-write).
-        let path = dir.path().join("galera.cache");
         let len = fs::metadata(&path).unwrap().len();
         OpenOptions::new()
             .write(true)

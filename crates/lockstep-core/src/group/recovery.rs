@@ -1,8 +1,8 @@
 //! Re-forming the last primary component after the whole cluster crashed
 //! (Galera's `pc.recovery`). Every restarting node that has a saved view
 //! (`saved_view`, `gvwstate.dat`) and finds no running primary component
-//! announces a [`Vote`]: its member id in that view, its history and last
-//! committed seqno, and its saved view (the seqno the view took in the
+//! announces a [`Vote`]: its member id in that view, its history and the
+//! newest seqno it holds (committed, or ordered and cached), and its saved view (the seqno the view took in the
 //! history, and its members). [`decide`] is a pure function of the votes
 //! a node has heard (its own included, other histories ignored):
 //!
@@ -29,7 +29,9 @@ pub struct Vote {
     /// Its member id in its saved view.
     pub member: Uuid,
     pub history: Uuid,
-    /// Its last committed seqno (-1: unknown, ranks last).
+    /// The newest seqno it holds: committed by its storage engine, or
+    /// ordered by the group and kept in its writeset cache past that
+    /// (the founder replays those first; -1: unknown, ranks last).
     pub seqno: i64,
     /// The seqno its saved view took in the history.
     pub view_seqno: i64,

@@ -228,7 +228,8 @@ pub const TABLE: &[Spec] = &[
     o("ist.keep_keys",                 Unset,                        Bool,     Dynamic),   // hidden
     o("ist.recv_addr",                 Unset,                        Str,      Static).honoured(),    // provider derives it when unset
     o("ist.recv_bind",                 Unset,                        Str,      Static).honoured(),
-    o("lockstep.commit_bypass",        Fixed("64M"),               Size,     Dynamic).honoured(),   // provider: 0 where the server writes a binlog
+    o("lockstep.cache_sync",           Fixed("no"),                  Bool,     Static).honoured(),    // fsync the writeset cache per batch (ADR 0026)
+    o("lockstep.commit_bypass",        Fixed("64M"),               Size,     Dynamic).honoured(),   // provider: only with repl.commit_order<3 and no binlog
     o("lockstep.raft_tick",            Fixed("PT0.05S"),              Duration, Static).honoured(),
     o("lockstep.secret",               Unset,                        Str,      Static).not_printed(),
     o("pc.announce_timeout",           Fixed("PT3S"),                Duration, Static),
@@ -246,7 +247,7 @@ pub const TABLE: &[Spec] = &[
     o("protonet.backend",              Fixed("asio"),                Str,      Static).check(Check::OneOf(&["asio"])),
     o("protonet.version",              Fixed("0"),                   Int,      Static),
     o("repl.causal_read_timeout",      Fixed("PT30S"),               Duration, Dynamic).honoured(),
-    o("repl.commit_order",             Fixed("3"),                   Int,      Static).check(Check::Range(0, 3)),
+    o("repl.commit_order",             Fixed("3"),                   Int,      Static).check(Check::Range(0, 3)).honoured(),  // 3 strict; 0-2 allow the commit bypass (ADR 0011)
     o("repl.key_format",               Fixed("FLAT8"),               Str,      Dynamic)
         .check(Check::OneOf(&["FLAT8", "FLAT8A", "FLAT16", "FLAT16A"])),
     o("repl.max_ws_size",              Fixed("2147483647"),          Int,      Dynamic).check(NON_NEG).honoured(),

@@ -5,6 +5,7 @@
 
 use crate::event::Event;
 use crate::identity::CAPABILITIES;
+use crate::ist::IstBuffer;
 use crate::log::info;
 use crate::remote_ws::RemoteWs;
 use crate::server::{Member, View};
@@ -167,6 +168,29 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
     }
 }
 
+/// The events between the server's position and the founding view `v`,
+/// read from this node's writeset cache (ADR 0026).
+fn own_cache_replay(g: &mut Inner, v: &GroupView) -> Result<Vec<Event>, String> {
+    let have = g.join_position();
+    let history = Uuid::from_bytes(v.history);
+    let proto_ver = g.proto_ver;
+    let mut buffer = IstBuffer::new(have, g.ist.limit());
+    buffer.start_history(history);
+    let cache = g
+        .cache
+        .as_mut()
+        .ok_or("this node keeps no writeset cache")?;
+    for ev in cache.reader(history, have.seqno, v.seqno - 1)? {
+        let ev = ev?;
+        buffer.cached(ev.seqno, ev.kind, proto_ver);
+    }
+    buffer.covers(Gtid {
+        uuid: history,
+        seqno: v.seqno,
+    })?;
+    buffer.take_after(have.seqno)
+}
+
 fn view(g: &mut Inner, me: u64, v: GroupView) {
     g.last_ordered = v.seqno;
     let members = membership_digest(v.conf_id, v.members.iter().map(|m| m.uuid));
@@ -196,11 +220,41 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
         g.enqueue(Event::Connected(mine.clone()));
         let founder = v.conf_id == 1 && v.members.len() == 1;
         if founder {
+            let have = g.join_position();
+            let replay = (have.uuid.data == v.history && have.seqno + 1 < v.seqno)
+                .then(|| own_cache_replay(g, &v));
             // Its state is the group's: the cache continues from it.
             g.cache_live = true;
             g.cache_event(v.seqno, view_kind(&mine));
-        }
-        if founder {
+            match replay {
+                None => {}
+                Some(Ok(events)) => {
+                    info!(
+                        "founding at seqno {}: first replaying the {} events {}..={} that the                          group ordered before this node stopped and its storage engine lost,                          from its writeset cache",
+                        v.seqno,
+                        events.len(),
+                        have.seqno + 1,
+                        v.seqno - 1
+                    );
+                    // The server first sees the component at its own
+                    // position, then the replay as IST, then the view.
+                    let mut at_position = mine.clone();
+                    at_position.state_id.seqno = have.seqno;
+                    g.enqueue(Event::PrimaryView(at_position));
+                    for e in events {
+                        g.enqueue(e);
+                    }
+                }
+                Some(Err(why)) => {
+                    g.enqueue(Event::Inconsistent(format!(
+                        "this node founded the cluster at seqno {} from its writeset cache,                          but cannot read back the events {}..={} its server lacks: {why}.                          Stop every node and bootstrap from another member",
+                        v.seqno,
+                        have.seqno + 1,
+                        v.seqno - 1
+                    )));
+                    return;
+                }
+            }
             g.enqueue(Event::PrimaryView(mine));
             g.enqueue(Event::Synced);
         } else {

@@ -11,6 +11,32 @@ pub(crate) fn server_writes_binlog() -> Option<bool> {
     read_bool(c"opt_bin_log")
 }
 
+/// The server's `wsrep_sst_method` (`rsync`, `mariabackup`, `mysqldump`,
+/// `skip`, or a custom script's name). `None` when not exported.
+pub(crate) fn server_sst_method() -> Option<String> {
+    read_c_string(c"wsrep_sst_method")
+}
+
+/// A global `const char *` of the server, copied.
+fn read_c_string(name: &std::ffi::CStr) -> Option<String> {
+    // SAFETY: as in `read_bool`: only searches the loaded objects.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: the symbol is a `const char *` variable in mariadbd
+    // (`wsrep_sst_method`): an aligned, readable pointer-sized slot,
+    // set while the server parses its options, before any provider loads.
+    let s = unsafe { std::ptr::read_volatile(p.cast::<*const libc::c_char>()) };
+    if s.is_null() {
+        return None;
+    }
+    // SAFETY: the server keeps the option's value, a NUL-terminated
+    // string, for its whole life; it is copied at once.
+    let value = unsafe { std::ffi::CStr::from_ptr(s) };
+    Some(value.to_string_lossy().into_owned())
+}
+
 fn read_bool(name: &std::ffi::CStr) -> Option<bool> {
     // SAFETY: `dlsym` with `RTLD_DEFAULT` only searches the loaded
     // objects for a symbol; `name` is NUL-terminated and outlives the call.
@@ -35,6 +61,7 @@ mod tests {
         // The test binary is not mariadbd.
         assert_eq!(server_writes_binlog(), None);
         assert_eq!(read_bool(c"lockstep_no_such_symbol"), None);
+        assert_eq!(server_sst_method(), None);
     }
 
     #[test]
