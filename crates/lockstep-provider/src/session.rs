@@ -155,7 +155,10 @@ impl Provider {
             .and_then(|c| c.held_past(position.uuid, position.seqno));
         if let Some(top) = held {
             info!(
-                "the writeset cache holds the events {}..={top} of history {} past this                  node's committed position: the group ordered them before this node stopped,                  so they count as committed; this node's position for re-forming the cluster                  is {top}",
+                "the writeset cache holds the events {}..={top} of history {} past this \
+                 node's committed position: the group ordered them before this node \
+                 stopped, so they count as committed; this node's position for re-forming \
+                 the cluster is {top}",
                 position.seqno + 1,
                 position.uuid
             );

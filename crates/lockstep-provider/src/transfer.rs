@@ -93,7 +93,13 @@ impl Provider {
             // but its storage engine lost (ADR 0026): it may hold commits
             // that were acknowledged.
             let why = format!(
-                "this node's writeset cache holds events of history {} up to seqno {top},                  which the group ordered before this node stopped, and the cluster it joins                  is at {group_pos}: the cluster was bootstrapped from a less advanced node and                  lacks commits this node holds. Refusing to join so they are not thrown away.                  Stop the cluster and bootstrap it from this node (it replays them), or, to                  discard them, delete {}/grastate.dat and the writeset cache and restart it                  (full SST)",
+                "this node's writeset cache holds events of history {} up to seqno {top}, \
+                 which the group ordered before this node stopped, and the cluster it \
+                 joins is at {group_pos}: the cluster was bootstrapped from a less \
+                 advanced node and lacks commits this node holds. Refusing to join so they \
+                 are not thrown away. Stop the cluster and bootstrap it from this node (it \
+                 replays them), or, to discard them, delete {}/grastate.dat and the \
+                 writeset cache and restart it (full SST)",
                 local.uuid,
                 self.data_dir.display()
             );

@@ -230,7 +230,9 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
                 None => {}
                 Some(Ok(events)) => {
                     info!(
-                        "founding at seqno {}: first replaying the {} events {}..={} that the                          group ordered before this node stopped and its storage engine lost,                          from its writeset cache",
+                        "founding at seqno {}: first replaying the {} events {}..={} that \
+                         the group ordered before this node stopped and its storage engine \
+                         lost, from its writeset cache",
                         v.seqno,
                         events.len(),
                         have.seqno + 1,
@@ -247,7 +249,9 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
                 }
                 Some(Err(why)) => {
                     g.enqueue(Event::Inconsistent(format!(
-                        "this node founded the cluster at seqno {} from its writeset cache,                          but cannot read back the events {}..={} its server lacks: {why}.                          Stop every node and bootstrap from another member",
+                        "this node founded the cluster at seqno {} from its writeset \
+                         cache, but cannot read back the events {}..={} its server lacks: \
+                         {why}. Stop every node and bootstrap from another member",
                         v.seqno,
                         have.seqno + 1,
                         v.seqno - 1
