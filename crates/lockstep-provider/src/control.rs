@@ -3,7 +3,7 @@
 
 use crate::event::Event;
 use crate::log::{info, warn};
-use crate::provider::Provider;
+use crate::provider::{Provider, Until, IN_ORDER};
 use crate::read_asks::Join;
 use crate::state::{Conn, Inner, Resolution};
 use lockstep_core::group::Action;
@@ -57,7 +57,7 @@ impl Provider {
                 }
             }
         };
-        let (mut g, reached) = self.wait_until(g, Some(deadline), |s| {
+        let (mut g, reached) = self.wait_until(g, Until::Deadline(deadline), |s| {
             s.last_committed() >= target || s.conn == Conn::Closed
         });
         if !reached || g.last_committed() < target {
@@ -106,7 +106,7 @@ impl Provider {
         if let Some(index) = index {
             // A new leader may cut the old one's unreplicated tail, and
             // the index might then not come for a long while.
-            let (ng, reached) = self.wait_until(g, Some(deadline), |s| {
+            let (ng, reached) = self.wait_until(g, Until::Deadline(deadline), |s| {
                 s.applied_index >= index || s.conn == Conn::Closed || s.raft_leader != leader
             });
             g = ng;
@@ -144,7 +144,7 @@ impl Provider {
         let Some(id) = id else {
             return (g, None);
         };
-        let (mut g, _) = self.wait_until(g, Some(deadline), |s| {
+        let (mut g, _) = self.wait_until(g, Until::Deadline(deadline), |s| {
             s.waiting.get(&id) != Some(&Resolution::Pending)
         });
         match g.waiting.remove(&id) {
@@ -211,7 +211,7 @@ impl Provider {
         // Seqnos already ordered drain; later ones wait for resume().
         let upto = g.last_ordered;
         g.paused_at = Some(upto);
-        let (g, _) = self.wait_until(g, None, |s| {
+        let (g, _) = self.wait_until(g, Until::Progress(IN_ORDER), |s| {
             s.last_committed() >= upto || s.conn == Conn::Closed
         });
         let seqno = g.last_committed();

@@ -83,6 +83,35 @@ impl std::fmt::Display for InitError {
     }
 }
 
+/// How long a wait on the provider's state may last (issue 34 item 8):
+/// every wait names a deadline, or why what it waits for always comes.
+#[derive(Debug, Clone, Copy)]
+pub enum Until {
+    /// Give up at this instant.
+    Deadline(Instant),
+    /// No deadline, for the reason given. Every such wait also ends when
+    /// the session closes (`Conn::Closed`, which disconnect and shutdown
+    /// always reach, and which wakes every waiter). One still open after
+    /// [`STALL_NOTE`] logs a note with its reason, once.
+    Progress(&'static str),
+    /// An applier waiting for work: forever is normal; an event or the
+    /// session's close wakes it.
+    Idle,
+}
+
+/// When a wait without a deadline says it is still waiting.
+pub const STALL_NOTE: Duration = Duration::from_secs(60);
+
+/// Why a wait for an earlier seqno ends: the appliers run every ordered
+/// event in order (applied, or skipped when its certification failed),
+/// and an applier that cannot go on fails the session loudly.
+pub const IN_ORDER: &str = "every earlier ordered event finishes in order";
+
+/// [`IN_ORDER`], for a wait that also holds while the provider is paused:
+/// `resume()` follows every `pause()` (FTWRL, a donation's copy).
+pub const IN_ORDER_UNPAUSED: &str =
+    "every earlier ordered event finishes in order, and resume() follows every pause()";
+
 impl Provider {
     pub fn init(cfg: InitConfig) -> Result<Provider, InitError> {
         let options = parse_options(&cfg)?;
@@ -166,14 +195,15 @@ impl Provider {
     }
 
     /// Waits until `ready` holds, re-checking after every state change.
-    /// Returns the guard and whether the condition was met before `deadline`.
+    /// Returns the guard and whether the condition was met before `until`'s
+    /// deadline.
     pub fn wait_until<'a>(
         &'a self,
         guard: MutexGuard<'a, Inner>,
-        deadline: Option<Instant>,
+        until: Until,
         ready: impl FnMut(&mut Inner) -> bool,
     ) -> (MutexGuard<'a, Inner>, bool) {
-        self.wait_on(Wake::Changed, guard, deadline, ready)
+        self.wait_on(Wake::Changed, guard, until, ready)
     }
 
     /// [`Provider::wait_until`] for one kind of waiter: `ready` may depend
@@ -182,10 +212,10 @@ impl Provider {
         &'a self,
         wake: Wake,
         guard: MutexGuard<'a, Inner>,
-        deadline: Option<Instant>,
+        until: Until,
         ready: impl FnMut(&mut Inner) -> bool,
     ) -> (MutexGuard<'a, Inner>, bool) {
-        self.wait_picking(|_| wake, guard, deadline, ready)
+        self.wait_picking(|_| wake, guard, until, ready)
     }
 
     /// [`Provider::wait_on`] with the kind of waiter chosen again, from
@@ -194,9 +224,18 @@ impl Provider {
         &'a self,
         wake: impl Fn(&Inner) -> Wake,
         mut guard: MutexGuard<'a, Inner>,
-        deadline: Option<Instant>,
+        until: Until,
         mut ready: impl FnMut(&mut Inner) -> bool,
     ) -> (MutexGuard<'a, Inner>, bool) {
+        let deadline = match until {
+            Until::Deadline(d) => Some(d),
+            Until::Progress(_) | Until::Idle => None,
+        };
+        let started = Instant::now();
+        let mut stall = match until {
+            Until::Progress(why) => Some((started + STALL_NOTE, why)),
+            _ => None,
+        };
         loop {
             if ready(&mut guard) {
                 return (guard, true);
@@ -206,12 +245,19 @@ impl Provider {
             if deadline.is_some_and(|d| now >= d) {
                 return (guard, false);
             }
+            if let Some((at, why)) = stall.filter(|(at, _)| now >= *at) {
+                info!(
+                    "a wait has been open for {} s; it ends once {why}",
+                    at.duration_since(started).as_secs()
+                );
+                stall = None;
+            }
             // A turn waiter looks again after TURN_RECHECK in any case.
             let recheck = sleepers.map(|_| now + TURN_RECHECK);
-            let until = match (deadline, recheck) {
-                (Some(d), Some(r)) => Some(d.min(r)),
-                (d, r) => d.or(r),
-            };
+            let until = [deadline, recheck, stall.map(|(at, _)| at)]
+                .into_iter()
+                .flatten()
+                .min();
             // Counted under the lock, before `wait` releases it: a
             // notifier that changed the state after this check sees it.
             if let Some(s) = sleepers {

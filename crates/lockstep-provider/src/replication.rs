@@ -6,7 +6,7 @@
 //! writesets arrive as `Event::Apply` and run through `apply_cb`.
 
 use crate::log::{error, info};
-use crate::provider::Provider;
+use crate::provider::{Provider, Until, IN_ORDER};
 use crate::remote_ws::{RemoteWs, LARGE_WRITESET};
 use crate::server::ThreadCtx;
 use crate::shared::Wake;
@@ -96,7 +96,7 @@ impl Provider {
             inputs.drive();
         }
         let g = self.lock();
-        let (mut g, _) = self.wait_on(Wake::Resolved, g, None, |s| {
+        let (mut g, _) = self.wait_on(Wake::Resolved, g, Until::Progress("the group resolves every proposal: ordered, settled as dropped, or abandoned when the node leaves the primary component or the session closes"), |s| {
             s.waiting.get(&id) != Some(&Resolution::Pending)
         });
         g.stages.observe(Stage::Replicate, t0.elapsed());
@@ -141,7 +141,9 @@ impl Provider {
         g: MutexGuard<'a, Inner>,
         trx: Option<u64>,
     ) -> MutexGuard<'a, Inner> {
-        let (g, _) = self.wait_until(g, None, |s| {
+        let why = "flow control lifts when the slow member catches up or leaves the view; a \
+                   BF abort, a lost primary component or the session's close end it too";
+        let (g, _) = self.wait_until(g, Until::Progress(why), |s| {
             let aborted = trx.is_some_and(|id| {
                 s.trxs
                     .get(&id)
@@ -160,8 +162,12 @@ impl Provider {
 
     /// Waits while the provider is paused (FTWRL, SST donation).
     fn wait_unpaused<'a>(&'a self, g: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
-        self.wait_until(g, None, |s| s.paused_at.is_none() || s.conn == Conn::Closed)
-            .0
+        self.wait_until(
+            g,
+            Until::Progress("resume() follows every pause() (FTWRL, a donation)"),
+            |s| s.paused_at.is_none() || s.conn == Conn::Closed,
+        )
+        .0
     }
 
     pub fn certify(
@@ -319,9 +325,10 @@ impl Provider {
                 );
             }
             let t0 = Instant::now();
-            let (mut g, _) = self.wait_on(Wake::Turn(seqno - 1), g, None, |s| {
-                (s.commit.level() >= seqno - 1 && s.may_commit(seqno)) || s.conn == Conn::Closed
-            });
+            let (mut g, _) =
+                self.wait_on(Wake::Turn(seqno - 1), g, Until::Progress(IN_ORDER), |s| {
+                    (s.commit.level() >= seqno - 1 && s.may_commit(seqno)) || s.conn == Conn::Closed
+                });
             if g.conn == Conn::Closed {
                 return status::CONN_FAIL;
             }
@@ -348,7 +355,7 @@ impl Provider {
                 Wake::Turn(seqno - 1)
             }
         };
-        let (mut g, _) = self.wait_picking(wake, g, None, |s| {
+        let (mut g, _) = self.wait_picking(wake, g, Until::Progress(IN_ORDER), |s| {
             let bf = matches!(
                 s.trxs.get(&trx_id).map(|r| r.state),
                 Some(TrxState::MustReplay)
@@ -438,7 +445,7 @@ impl Provider {
         let fragment_done = rec.open_fragment && rec.commit_left && rec.seqno >= 0;
         if rec.seqno >= 0 {
             if !rec.commit_left {
-                let (ng, _) = self.wait_until(g, None, |s| {
+                let (ng, _) = self.wait_until(g, Until::Progress(IN_ORDER), |s| {
                     s.commit.level() >= rec.seqno - 1 || s.conn == Conn::Closed
                 });
                 g = ng;
@@ -562,7 +569,7 @@ impl Provider {
                 return status::TRX_FAIL;
             }
         };
-        let (ng, _) = self.wait_until(g, None, |s| {
+        let (ng, _) = self.wait_until(g, Until::Progress(IN_ORDER), |s| {
             s.last_committed() >= depends_on || s.conn == Conn::Closed
         });
         g = ng;
@@ -663,7 +670,7 @@ impl Provider {
         };
         // Total order isolation: everything before it has finished, and it
         // holds commit order until to_execute_end.
-        let (mut g, _) = self.wait_until(g, None, |s| {
+        let (mut g, _) = self.wait_until(g, Until::Progress(IN_ORDER), |s| {
             (s.last_committed() >= seqno - 1 && s.commit.level() >= seqno - 1)
                 || s.conn == Conn::Closed
         });
@@ -753,7 +760,7 @@ impl Provider {
         };
         let mut g = self.lock();
         g.arrive_apply(seqno);
-        let (mut g, _) = self.wait_on(Wake::Turn(depends_on), g, None, |s| {
+        let (mut g, _) = self.wait_on(Wake::Turn(depends_on), g, Until::Progress(IN_ORDER), |s| {
             (s.last_committed() >= depends_on && s.may_commit(seqno)) || s.conn == Conn::Closed
         });
         if g.conn == Conn::Closed {
@@ -829,7 +836,7 @@ impl Provider {
             g.stages.observe(Stage::Apply, took);
         }
         if !g.commit.has_passed(seqno) {
-            let (ng, _) = self.wait_on(Wake::Turn(seqno - 1), g, None, |s| {
+            let (ng, _) = self.wait_on(Wake::Turn(seqno - 1), g, Until::Progress(IN_ORDER), |s| {
                 s.commit.level() >= seqno - 1 || s.conn == Conn::Closed
             });
             g = ng;

@@ -7,7 +7,7 @@ use crate::channel::{self, GroupChannel, Setup};
 use crate::event::Event;
 use crate::identity::CAPABILITIES;
 use crate::log::{error, info, warn};
-use crate::provider::Provider;
+use crate::provider::{Provider, Until, IN_ORDER_UNPAUSED};
 use crate::recv_spool::{RecvSpool, Spilled};
 use crate::server::{ThreadCtx, View};
 use crate::shared::Wake;
@@ -558,7 +558,7 @@ impl Provider {
     fn recv_loop(&self, ctx: ThreadCtx) -> Status {
         loop {
             let g = self.lock();
-            let (mut g, _) = self.wait_on(Wake::Work, g, None, |s| {
+            let (mut g, _) = self.wait_on(Wake::Work, g, Until::Idle, |s| {
                 (!s.events.is_empty() && !s.isolating) || s.conn == Conn::Closed
             });
             let Some(event) = g.pop_event() else {
@@ -684,7 +684,7 @@ impl Provider {
         // store this view in it without the position that goes with it,
         // and the joiner refuses that state: MariaDB's
         // galera_3nodes.GCF-376).
-        let (g, _) = self.wait_until(g, None, |s| {
+        let (g, _) = self.wait_until(g, Until::Progress(IN_ORDER_UNPAUSED), |s| {
             (s.last_committed() >= seqno - 1 && s.may_commit(seqno)) || s.conn == Conn::Closed
         });
         drop(g);
@@ -730,7 +730,7 @@ impl Provider {
     /// their rows.
     fn pass_past_view(&self, ctx: ThreadCtx, seqno: i64, view: Option<&View>) -> Option<Status> {
         let g = self.lock();
-        let (g, _) = self.wait_until(g, None, |s| {
+        let (g, _) = self.wait_until(g, Until::Progress(IN_ORDER_UNPAUSED), |s| {
             (s.last_committed() >= seqno - 1 && s.may_commit(seqno)) || s.conn == Conn::Closed
         });
         if g.conn == Conn::Closed {
@@ -758,9 +758,11 @@ impl Provider {
     fn deliver_non_primary(&self, ctx: ThreadCtx) {
         let mut g = self.lock();
         let upto = g.last_ordered;
-        let (ng, _) = self.wait_until(g, Some(Instant::now() + Duration::from_secs(5)), |s| {
-            s.last_committed() >= upto || s.conn == Conn::Closed
-        });
+        let (ng, _) = self.wait_until(
+            g,
+            Until::Deadline(Instant::now() + Duration::from_secs(5)),
+            |s| s.last_committed() >= upto || s.conn == Conn::Closed,
+        );
         g = ng;
         let view = View {
             state_id: wsrep_abi::Gtid {
@@ -820,7 +822,7 @@ impl Provider {
             // under them makes the server fail their apply and log it as
             // an error (Galera delivers it after them too).
             let deadline = Instant::now() + FINAL_VIEW_WAIT;
-            let _ = self.wait_until(g, Some(deadline), |s| s.applying == 0);
+            let _ = self.wait_until(g, Until::Deadline(deadline), |s| s.applying == 0);
         }
         self.server
             .view(ctx, &View::final_view(CAPABILITIES, self.proto_ver));
@@ -869,7 +871,7 @@ impl Provider {
         let mut warned = false;
         let mut forced = false;
         loop {
-            let deadline = Some(Instant::now() + Duration::from_secs(1));
+            let deadline = Until::Deadline(Instant::now() + Duration::from_secs(1));
             let (ng, done) = self.wait_until(g, deadline, |s| s.final_delivered);
             g = ng;
             if done {

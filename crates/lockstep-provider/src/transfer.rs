@@ -10,7 +10,7 @@
 use crate::event::Event;
 use crate::ist_transfer::{self, Expect, IstReceiver};
 use crate::log::{error, info, warn};
-use crate::provider::Provider;
+use crate::provider::{Provider, Until, IN_ORDER};
 use crate::server::{ThreadCtx, View};
 use crate::shared::Shared;
 use crate::state::{Conn, Donation, Inner};
@@ -352,7 +352,10 @@ impl Provider {
                 false,
             );
             let streaming = from_cache.is_some();
-            let (g, _) = self.wait_until(g, None, |s| {
+            let why = "the transfer ends: the state arrives or fails, the donor fails or \
+                       leaves, no donor is found (asked again after a second), or the \
+                       session closes";
+            let (g, _) = self.wait_until(g, Until::Progress(why), |s| {
                 let stream_done = s.sst.cache_ist.is_some();
                 let state_done = match s.sst.received {
                     Some((gtid, rcode)) => {
@@ -425,7 +428,7 @@ impl Provider {
                 }
             );
             let deadline = Instant::now() + NO_DONOR_RETRY;
-            let _ = self.wait_until(g, Some(deadline), |s| s.conn != Conn::Open);
+            let _ = self.wait_until(g, Until::Deadline(deadline), |s| s.conn != Conn::Open);
         }
     }
 
@@ -511,7 +514,7 @@ impl Provider {
     /// request has finished, hand over to the server's SST script.
     pub(crate) fn donate(&self, ctx: ThreadCtx, request: &[u8], seqno: i64, joiner: u64) {
         let g = self.lock();
-        let (mut g, _) = self.wait_until(g, None, |s| {
+        let (mut g, _) = self.wait_until(g, Until::Progress(IN_ORDER), |s| {
             s.last_committed() >= seqno || s.conn != Conn::Open
         });
         if g.conn != Conn::Open {

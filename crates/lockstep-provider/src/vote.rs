@@ -9,7 +9,7 @@
 
 use crate::event::Event;
 use crate::log::{error, info};
-use crate::provider::Provider;
+use crate::provider::{Provider, Until};
 use crate::state::{Conn, Inner};
 use lockstep_core::group::Action;
 use std::time::{Duration, Instant};
@@ -129,7 +129,7 @@ impl Provider {
             String::from_utf8_lossy(err)
         );
         let deadline = Instant::now() + VOTE_TIMEOUT;
-        let (g, _) = self.wait_until(g, Some(deadline), |s| {
+        let (g, _) = self.wait_until(g, Until::Deadline(deadline), |s| {
             s.vote_results.contains_key(&seqno) || s.conn != Conn::Open
         });
         match g.vote_results.get(&seqno) {
