@@ -280,6 +280,9 @@ pub struct Node {
     /// published (`Group::read_lease`), as the provider's do: (floor,
     /// index to apply, leader when asked, on the leader).
     pub lease_reads: Vec<LeaseRead>,
+    /// A paused process (SIGSTOP) until this virtual time: its clock and
+    /// inbox are frozen; what arrives meanwhile waits for it.
+    pub paused_until: Option<u64>,
 }
 
 /// A causal read waiting for this node to apply up to its lease index.
@@ -331,6 +334,7 @@ impl Node {
             reads: BTreeMap::new(),
             next_read: 1,
             lease_reads: Vec::new(),
+            paused_until: None,
         }
     }
 
@@ -499,6 +503,10 @@ pub struct Stats {
     pub evicted_restarts: u64,
     pub evictions: u64,
     pub partitions: u64,
+    /// Processes paused (SIGSTOP) and, of the events meant for them, how
+    /// many waited for the resume.
+    pub pauses: u64,
+    pub deferred: u64,
     pub leaves: u64,
     /// Leaving nodes that never saw their own removal view.
     pub leave_unseen: u64,
@@ -546,6 +554,8 @@ impl Stats {
         self.evicted_restarts += o.evicted_restarts;
         self.evictions += o.evictions;
         self.partitions += o.partitions;
+        self.pauses += o.pauses;
+        self.deferred += o.deferred;
         self.leaves += o.leaves;
         self.leave_unseen += o.leave_unseen;
         self.snapshot_joins += o.snapshot_joins;
@@ -599,6 +609,8 @@ pub struct Sim {
     /// Side of each host while partitioned.
     pub partition: Option<Vec<bool>>,
     pub partition_ended: Option<u64>,
+    /// When the last pause ends (or ended): a paused node looks dead.
+    pub pause_ended: Option<u64>,
     pub workload: bool,
     pub reports: bool,
     pending_timers: usize,
@@ -639,6 +651,7 @@ impl Sim {
             oracle: Certifier::new(genesis),
             partition: None,
             partition_ended: None,
+            pause_ended: None,
             workload: true,
             reports: true,
             pending_timers: 0,
@@ -890,6 +903,21 @@ impl Sim {
             return false;
         };
         self.now = ev.at;
+        if let Some(until) = self.paused_until(&ev.kind) {
+            // Waits for the resume: in the paused process's socket buffers,
+            // or a timer of its that has not fired. At SIGCONT every
+            // thread runs at once; the harsh order is the clients' reads
+            // first, before the group thread has read the clock or its
+            // inbox (a millisecond later).
+            let at = if matches!(ev.kind, Kind::Client(_)) {
+                until
+            } else {
+                until + 1
+            };
+            self.push(at, ev.kind);
+            self.stats.deferred += 1;
+            return true;
+        }
         self.stats.steps += 1;
         if self.recent.len() == RECENT {
             self.recent.pop_front();
@@ -900,6 +928,23 @@ impl Sim {
         self.handle(ev.kind);
         self.after_step();
         true
+    }
+
+    /// When the node an event is meant for resumes, if it is paused now (a
+    /// restart of a host is not meant for a node: it is a new process).
+    fn paused_until(&mut self, kind: &Kind) -> Option<u64> {
+        if matches!(kind, Kind::Restart(_)) {
+            return None;
+        }
+        let node = self.nodes.get_mut(kind.slot())?;
+        match node.paused_until {
+            Some(until) if self.now < until => Some(until),
+            Some(_) => {
+                node.paused_until = None;
+                None
+            }
+            None => None,
+        }
     }
 
     fn handle(&mut self, kind: Kind) {
@@ -1452,10 +1497,12 @@ impl Sim {
                 continue;
             }
             self.stats.evictions += 1;
+            let grace = self.cfg.group.suspect_timeout_ms + 3 * self.cfg.net.max_delay;
             let disturbed = self.partition.is_some()
-                || self.partition_ended.is_some_and(|t| {
-                    self.now < t + self.cfg.group.suspect_timeout_ms + 3 * self.cfg.net.max_delay
-                });
+                || [self.partition_ended, self.pause_ended]
+                    .into_iter()
+                    .flatten()
+                    .any(|t| self.now < t + grace);
             if n.running() && !disturbed {
                 let host = n.host;
                 self.fail(format!(
@@ -1704,6 +1751,9 @@ impl Sim {
                 self.check_lease_reads(slot);
                 return;
             }
+            // As the provider's round: the clock is read at its start,
+            // before its inputs (a fence among them) are handled.
+            g.set_clock(now);
             node.fence_read(floor);
             self.poll(slot);
             return;
@@ -1861,6 +1911,25 @@ impl Sim {
         self.nodes[slot].leaving = Some(self.now);
         self.nodes[slot].group.as_mut().expect("running").leave();
         self.poll(slot);
+    }
+
+    /// Pauses node `slot` for `ms` (SIGSTOP, then SIGCONT): it handles
+    /// nothing meanwhile, so its clock does not move and what reaches it
+    /// waits; after the resume it takes it all in arrival order, reading
+    /// the clock anew, as the provider's threads do.
+    pub fn pause(&mut self, slot: usize, ms: u64) {
+        let id = self.nodes[slot].id;
+        self.stats.pauses += 1;
+        self.milestone(format!("pause id={id} for {ms} ms"));
+        self.nodes[slot].paused_until = Some(self.now + ms);
+        self.pause_ended = self.pause_ended.max(Some(self.now + ms));
+    }
+
+    /// Whether some node is paused now.
+    pub fn any_paused(&self) -> bool {
+        self.nodes
+            .iter()
+            .any(|n| n.paused_until.is_some_and(|t| self.now < t))
     }
 
     /// Cuts `hosts` off from the others.
