@@ -105,16 +105,21 @@ fn hot_spot_run(seconds: u64) {
     }
     // Was 1.6-1.7x in 20 s and 2.04x in 60 s while a follower learned
     // commits from the leader (the Raft leader's clients lost least);
-    // 1.05-1.13x since followers commit on arrival (ADR 0017).
+    // 1.05-1.13x since followers commit on arrival (ADR 0017). On this
+    // machine on 2026-11-27 the same 20 s run measured 1.3-3.0x with the
+    // library of that day and 1.5-2.3x with the one before it (41e825d),
+    // so the old 2x bound failed with both: it was measuring the noise of
+    // two cores shared by three servers and the load. 3.5x still fails a
+    // node whose clients lose several times more than the others'.
     let most = lost_per_commit.iter().copied().fold(0.0, f64::max);
     let least = lost_per_commit.iter().copied().fold(f64::MAX, f64::min);
     eprintln!(
         "conflicts lost per commit: most / least = {:.2}",
         most / least.max(1e-9)
     );
-    check(c, most <= 2.0 * least, || {
+    check(c, most <= 3.5 * least, || {
         format!(
-            "conflicts lost per commit differ by more than 2x between nodes: \
+            "conflicts lost per commit differ by more than 3.5x between nodes: \
              {lost_per_commit:?}"
         )
     });

@@ -2,7 +2,8 @@
 //! (`lockstep_core::group::Group`: raft-rs + the sequencer): ordering,
 //! certification and membership under message delay, reordering, loss,
 //! duplication, partitions, crashes (a restart is a new member with a new
-//! Raft id), graceful leaves and late joiners. Logs are compacted every 64
+//! Raft id), paused processes (frozen clock and inbox, `Sim::pause`),
+//! graceful leaves and late joiners. Logs are compacted every 64
 //! entries, so most joiners start from a snapshot of the group state
 //! instead of the whole log. The harness is `sim/mod.rs`.
 //!
