@@ -168,10 +168,9 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
     }
 }
 
-/// The events between the server's position and the founding view `v`,
-/// read from this node's writeset cache (ADR 0026).
-fn own_cache_replay(g: &mut Inner, v: &GroupView) -> Result<Vec<Event>, String> {
-    let have = g.join_position();
+/// The events between the server's position `have` and the founding view
+/// `v`, read from this node's writeset cache (ADR 0026).
+fn own_cache_replay(g: &mut Inner, have: Gtid, v: &GroupView) -> Result<Vec<Event>, String> {
     let history = Uuid::from_bytes(v.history);
     let proto_ver = g.proto_ver;
     let mut buffer = IstBuffer::new(have, g.ist.limit());
@@ -222,7 +221,7 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
         if founder {
             let have = g.join_position();
             let replay = (have.uuid.data == v.history && have.seqno + 1 < v.seqno)
-                .then(|| own_cache_replay(g, &v));
+                .then(|| own_cache_replay(g, have, &v));
             // Its state is the group's: the cache continues from it.
             g.cache_live = true;
             g.cache_event(v.seqno, view_kind(&mine));
