@@ -331,3 +331,97 @@ fn pc_ignore_sb_a_write_right_after_the_peer_dies_commits() {
     multi_node::restart_recovered(&mut cluster, 1, "2", WAIT);
     assert_same_rows(&cluster, "1");
 }
+
+/// The leader's index in `cluster`, from `wsrep_lockstep_leader`.
+fn leader_index(cluster: &Cluster) -> usize {
+    let name = status(cluster.node(0), "wsrep_lockstep_leader").or_logs(cluster, "leader");
+    let Some(i) = cluster.nodes().iter().position(|n| n.name() == name) else {
+        multi_node::fail(cluster, &format!("no node is the leader {name:?}"));
+    };
+    i
+}
+
+/// Issue 34 item 4 (ADR 0027): `pc.bootstrap` on a survivor never drops
+/// an acknowledged commit silently. Three nodes under a write load on
+/// each; the leader and one follower are killed at once. The surviving
+/// follower may lack commits the two others made without it (Raft
+/// commits on a majority), so it refuses `pc.bootstrap`, stays
+/// non-Primary and names the leader in its log; with
+/// `lockstep.force_bootstrap` the operator accepts the loss and it
+/// founds.
+#[test]
+fn pc_bootstrap_on_a_follower_of_three_refuses_and_names_the_leader() {
+    if matches!(Provider::from_env(), Provider::Galera) {
+        return; // Galera bootstraps any survivor (the behaviour this changes)
+    }
+    let mut cluster = start("bootstrap_follower");
+    let load = multi_node::acked_load(&cluster, PROGRESS, WAIT);
+    let leader = leader_index(&cluster);
+    let leader_name = cluster.node(leader).name().to_string();
+    let survivor = (leader + 1) % 3;
+    let other = (leader + 2) % 3;
+    let r = cluster.kill_at_once(&[leader, other]);
+    r.or_logs(&cluster, "kill the leader and a follower");
+    drop(load.stop());
+    let f = cluster.node(survivor);
+    f.wait_for_status("wsrep_cluster_status", "non-Primary", WAIT)
+        .or_logs(&cluster, "the survivor is non-primary");
+    f.sql("SET GLOBAL wsrep_provider_options='pc.bootstrap=YES'")
+        .or_logs(&cluster, "pc.bootstrap");
+    let deadline = Instant::now() + WAIT;
+    while log_count(f, "pc.bootstrap=YES refused") == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let refusal = format!("node {leader_name} (");
+    check(&cluster, log_count(f, &refusal) >= 1, || {
+        format!("the refusal does not name the leader {leader_name}")
+    });
+    // Well after the refusal: still not primary.
+    std::thread::sleep(Duration::from_secs(2));
+    let st = f.status("wsrep_cluster_status").or_logs(&cluster, "status");
+    check(&cluster, st.as_deref() == Some("non-Primary"), || {
+        format!("the refused survivor is {st:?}")
+    });
+    f.sql("SET GLOBAL wsrep_provider_options='lockstep.force_bootstrap=YES; pc.bootstrap=YES'")
+        .or_logs(&cluster, "forced pc.bootstrap");
+    wait_primary_alone(&cluster, f);
+    check(
+        &cluster,
+        log_count(f, "with lockstep.force_bootstrap") == 1,
+        || "the forced bootstrap was not logged as such".into(),
+    );
+}
+
+/// The other side of the rule: a survivor that led the group holds every
+/// commit (Raft's leader completeness), so `pc.bootstrap` founds at once
+/// and every insert acknowledged on any node before the crash is there;
+/// the killed nodes rejoin it and end identical.
+#[test]
+fn pc_bootstrap_on_the_leader_keeps_every_acknowledged_commit() {
+    let mut cluster = start("bootstrap_leader");
+    let load = multi_node::acked_load(&cluster, PROGRESS, WAIT);
+    let leader = if matches!(Provider::from_env(), Provider::Galera) {
+        0
+    } else {
+        leader_index(&cluster)
+    };
+    let others: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
+    let r = cluster.kill_at_once(&others);
+    r.or_logs(&cluster, "kill both followers");
+    let acked = load.stop();
+    let l = cluster.node(leader);
+    l.wait_for_status("wsrep_cluster_status", "non-Primary", WAIT)
+        .or_logs(&cluster, "the leader alone is non-primary");
+    l.sql("SET GLOBAL wsrep_provider_options='pc.bootstrap=YES'")
+        .or_logs(&cluster, "pc.bootstrap");
+    wait_primary_alone(&cluster, l);
+    for &i in &others {
+        let r = cluster.node_mut(i).start_recovered();
+        r.or_logs(&cluster, "restart a follower the systemd way");
+    }
+    for node in cluster.nodes() {
+        node.wait_for_status("wsrep_cluster_size", "3", WAIT)
+            .or_logs(&cluster, "three members again");
+    }
+    multi_node::verify_acked_rows(&cluster, &acked, PROGRESS as usize, "pc.bootstrap on the leader");
+}

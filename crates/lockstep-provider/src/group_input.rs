@@ -152,7 +152,9 @@ pub enum Input {
     /// `evs.suspect_timeout` changed at runtime.
     SuspectTimeout(Duration),
     /// `pc.bootstrap=YES`: make this node's component primary.
-    Bootstrap,
+    /// `pc.bootstrap=YES`; `force`: `lockstep.force_bootstrap`, found
+    /// even where acknowledged commits may be missing here.
+    Bootstrap { force: bool },
     /// `pc.ignore_sb` / `pc.ignore_quorum` changed at runtime.
     IgnoreQuorum(QuorumOverrides),
     /// `pc.weight` changed at runtime.

@@ -374,7 +374,14 @@ impl Provider {
                 None => return,
             },
             "pc.bootstrap" => match options::parse_bool(value) {
-                Ok(true) => Input::Bootstrap,
+                Ok(true) => Input::Bootstrap {
+                    force: self
+                        .options
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .bool("lockstep.force_bootstrap")
+                        .unwrap_or(false),
+                },
                 _ => return,
             },
             "pc.ignore_sb" | "pc.ignore_quorum" => Input::IgnoreQuorum(self.ignores_quorum()),

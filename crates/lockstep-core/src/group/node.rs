@@ -48,7 +48,10 @@ const SNAPSHOT_WEIGHT_DEFER: usize = 16 << 20;
 /// term, and raft-rs forgets it when the leader is unknown).
 const READ_RETRY_TICKS: u64 = 4;
 
+mod founding;
 mod local_reads;
+
+pub use founding::{HoldsAll, MayLack};
 pub use local_reads::LOCAL_READS_VERSION;
 
 /// Default `GroupConfig::fragment_bytes`: the part size of a big
@@ -302,6 +305,13 @@ pub struct Group {
     relay_review: u64,
     /// Term of this node's current (or last) leadership.
     lead_term: u64,
+    /// The last leader this node knew (itself included), whatever its
+    /// term: who holds every commit if this node may not (`founding`).
+    last_leader: Option<u64>,
+    /// Raft index of the last configuration change applied here: until
+    /// every member reports applying it, some may count votes with an
+    /// older configuration (`founding`).
+    conf_applied_at: u64,
     last_join: Option<u64>,
     last_conf_change: Option<u64>,
     was_member: bool,
@@ -445,6 +455,8 @@ impl Group {
                 g
             },
             held: VecDeque::new(),
+            last_leader: None,
+            conf_applied_at: 0,
             released: 0,
             out: Vec::new(),
         })
@@ -1285,6 +1297,7 @@ impl Group {
             while !self.failed && !self.retired && self.raw.has_ready() {
                 self.handle_ready();
             }
+            self.note_leader();
             if !self.failed {
                 if let Err(e) = self.maybe_compact() {
                     self.fail(e);
@@ -1976,6 +1989,7 @@ impl Group {
                 )
             })?;
             self.raw.raft.raft_log.store.set_conf_state(cs);
+            self.conf_applied_at = entry.index;
             self.conf_applied();
             if let Some(to) = removed.filter(|_| self.is_leader()) {
                 self.out.push(Output::Farewell { to });

@@ -255,6 +255,8 @@ pub struct Node {
     /// whether this node led then (commit latency by role).
     pub proposed_at: BTreeMap<u64, (u64, bool)>,
     pub reported: i64,
+    /// The Raft index applied when it last reported.
+    pub reported_applied: u64,
     /// Has seen a view with itself.
     pub in_view: bool,
     /// Has seen a view without itself after that.
@@ -319,6 +321,7 @@ impl Node {
             inflight: BTreeMap::new(),
             proposed_at: BTreeMap::new(),
             reported: -1,
+            reported_applied: 0,
             in_view: false,
             removed: false,
             leaving: None,
@@ -886,7 +889,8 @@ impl Sim {
         );
     }
 
-    fn propose(&mut self, slot: usize, action: Action) -> u64 {
+    /// Proposes `action` on node `slot`, as its provider would.
+    pub fn propose(&mut self, slot: usize, action: Action) -> u64 {
         let node = &mut self.nodes[slot];
         let expect = node.next_id;
         let id = node.group.as_mut().expect("running").propose(action);
@@ -1840,9 +1844,13 @@ impl Sim {
         } else {
             last
         };
-        if cut > n.reported {
-            let me = n.id;
-            self.nodes[slot].reported = cut;
+        // As the provider: a configuration change applied since the last
+        // report is reported too (`Group::in_every_quorum` waits for it).
+        let conf_change = n.g().conf_applied_at() > n.reported_applied;
+        if cut > n.reported || conf_change {
+            let (me, reported, applied) = (n.id, n.reported, n.g().applied_index());
+            self.nodes[slot].reported = cut.max(reported);
+            self.nodes[slot].reported_applied = applied;
             self.propose(
                 slot,
                 Action::Committed {
@@ -1930,6 +1938,17 @@ impl Sim {
         self.nodes
             .iter()
             .any(|n| n.paused_until.is_some_and(|t| self.now < t))
+    }
+
+    /// Node `slot` founds a primary component alone (`pc.bootstrap`, the
+    /// weighted quorum): first what it stored comes out, as the provider
+    /// delivers it (`Group::commit_stored`), checked against the stream
+    /// like every delivery.
+    pub fn commit_stored(&mut self, slot: usize) {
+        if let Some(g) = self.nodes[slot].group.as_mut() {
+            g.commit_stored();
+        }
+        self.poll(slot);
     }
 
     /// Cuts `hosts` off from the others.

@@ -17,7 +17,7 @@ use crate::group_input::{Input, InputTx};
 use crate::log::{error, info, warn};
 use crate::shared::Shared;
 use crate::state::Resolution;
-use lockstep_core::group::node::{is_exact_half, weight_majority};
+use lockstep_core::group::node::{is_exact_half, HoldsAll, MayLack};
 use lockstep_core::group::{relay, Action, Delivery, Group, GroupConfig, MemberInfo, Output};
 use lockstep_core::metrics::Stage;
 use lockstep_core::wire::lanes::{Lane, Outgoing as _};
@@ -203,6 +203,30 @@ impl GroupChannel {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// What founding a primary component alone must respect.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Founding {
+    /// Drop no acknowledged commit (`Group::holds_every_commit`), unless
+    /// the operator forces it.
+    Guarded { force: bool },
+    /// `pc.ignore_sb` / `pc.ignore_quorum`: a split brain the operator
+    /// chose; each side continues after what it ordered.
+    SplitBrainAllowed,
+    /// `pc.recovery`: every member of the last primary component voted,
+    /// and this node holds the most.
+    AllMembersVoted,
+}
+
+fn holds_all_words(how: HoldsAll) -> &'static str {
+    match how {
+        HoldsAll::Led => "this node led the group last, so it holds every commit",
+        HoldsAll::InEveryQuorum => {
+            "this node was in every quorum of its group, so it holds every commit"
+        }
+        HoldsAll::NeverMember => "this node was never a member; it continues after its own state",
     }
 }
 
@@ -548,7 +572,9 @@ impl Worker {
                 self.group.set_suspect_timeout(ms);
                 self.non_primary_after = Duration::from_millis(ms);
             }
-            Input::Bootstrap => self.bootstrap_here("pc.bootstrap=YES", false),
+            Input::Bootstrap { force } => {
+                self.bootstrap_here("pc.bootstrap=YES", false, Founding::Guarded { force })
+            }
             Input::IgnoreQuorum(on) => self.ignore_quorum = on,
             Input::Weight(w) => {
                 self.weight = w;
@@ -662,20 +688,30 @@ impl Worker {
         if self.ignore_quorum.ignore_quorum {
             // Split brain allowed: stay primary, alone, with the
             // operations in flight carried over (no non-primary view).
-            self.bootstrap_here("pc.ignore_quorum", true);
+            self.bootstrap_here("pc.ignore_quorum", true, Founding::SplitBrainAllowed);
             return;
         }
         if self.ignore_quorum.ignore_sb && self.holds_exact_half() {
             // Galera's split brain: this side has exactly half of the
             // weight (a minority does not qualify).
-            self.bootstrap_here("pc.ignore_sb (a split into exact halves)", true);
+            self.bootstrap_here(
+                "pc.ignore_sb (a split into exact halves)",
+                true,
+                Founding::SplitBrainAllowed,
+            );
             return;
         }
-        if self.holds_weight_majority() {
+        if self.group.stands_alone_by_weight() {
             // Weighted quorum: this node alone holds more than half of the
             // group's weight, so it is the primary component (Galera's
-            // rule), even if the leader had not yet made it the only voter.
-            self.bootstrap_here("pc.weight (more than half of the weight)", true);
+            // rule), even if the leader had not yet made it the only voter;
+            // but only where the other voters cannot elect a leader
+            // without it (`Group::stands_alone_by_weight`, ADR 0027).
+            self.bootstrap_here(
+                "pc.weight (more than half of the weight)",
+                true,
+                Founding::Guarded { force: false },
+            );
             return;
         }
         self.non_primary = true;
@@ -711,10 +747,36 @@ impl Worker {
     /// `carry`, the proposals not ordered yet are proposed again in the
     /// new group (their clients still wait); otherwise they were already
     /// failed (non-primary) and are dropped.
-    fn bootstrap_here(&mut self, why: &str, carry: bool) {
+    fn bootstrap_here(&mut self, why: &str, carry: bool, founding: Founding) {
         if self.group.has_leader() && self.group.is_member() {
             info!("{why}: this node is already in a primary component");
             return;
+        }
+        if let Founding::Guarded { force } = founding {
+            match self.group.holds_every_commit() {
+                Ok(how) => info!("{why}: {}", holds_all_words(how)),
+                Err(lack) if force => warn!(
+                    "{why} with lockstep.force_bootstrap: {}; founding anyway, as asked: what \
+                     only they hold is lost",
+                    self.may_lack_words(lack)
+                ),
+                Err(lack) => {
+                    error!(
+                        "{why} refused: {}. Bootstrap that node instead (SET GLOBAL \
+                         wsrep_provider_options='pc.bootstrap=YES' there). If it is lost for \
+                         good, accept losing what only it held: SET GLOBAL \
+                         wsrep_provider_options='lockstep.force_bootstrap=YES; pc.bootstrap=YES'",
+                        self.may_lack_words(lack)
+                    );
+                    return;
+                }
+            }
+            // What this node stored may have been acknowledged elsewhere
+            // before it learned that it committed: deliver it first, as a
+            // new Raft leader would commit it.
+            self.group.commit_stored();
+            let outputs = self.group.poll();
+            self.process(outputs);
         }
         let (history, last) = {
             let g = self.shared.lock();
@@ -769,6 +831,23 @@ impl Worker {
         }
     }
 
+    /// Who may hold acknowledged commits this node lacks, in words.
+    fn may_lack_words(&self, lack: MayLack) -> String {
+        let leader = match lack.leader {
+            Some(id) => match self.group.sequencer().member(id) {
+                Some(m) => format!("node {} ({})", m.info.name, m.info.peer_addr),
+                None => format!("node {id:#x}"),
+            },
+            None => "the leader (this node never knew one)".to_string(),
+        };
+        format!(
+            "this node was a follower of {} voters, which could commit without it, so it may \
+             lack acknowledged commits; {leader}, the last leader it knew, holds every commit \
+             up to the time this node lost it",
+            lack.voters
+        )
+    }
+
     /// The leader says this node is not in the configuration: the
     /// primary component removed it while it was cut off. Only a node
     /// that itself sees no leader acts on it (a member that has one knows
@@ -799,7 +878,15 @@ impl Worker {
         self.last_report = Instant::now();
         let committed = self.shared.lock().purgeable_upto();
         let applied = self.group.applied_index();
-        if committed > self.reported || applied >= self.reported_applied + APPLIED_STEP {
+        // A configuration change applied since the last report: say so
+        // soon, so that a member may re-form alone on weight or bootstrap
+        // knowing nobody counts with the configuration before
+        // (`Group::in_every_quorum`, ADR 0027).
+        let conf_change = self.group.conf_applied_at() > self.reported_applied;
+        if committed > self.reported
+            || applied >= self.reported_applied + APPLIED_STEP
+            || conf_change
+        {
             self.reported = self.reported.max(committed);
             self.reported_applied = applied;
             let raft_id = self.group.me().raft_id;
@@ -820,11 +907,6 @@ impl Worker {
         is_exact_half(self.group.sequencer().members(), |id| {
             self.group.heard_within(id, window)
         })
-    }
-
-    fn holds_weight_majority(&self) -> bool {
-        let me = self.group.me().raft_id;
-        weight_majority(self.group.sequencer().members()).is_some_and(|m| m.info.raft_id == me)
     }
 
     /// Tells the group this node's `pc.weight` while its record differs

@@ -165,6 +165,7 @@ impl Worker {
                 "pc.recovery: every member of the last primary component is back and this \
                  node is the most advanced",
                 false,
+                super::Founding::AllMembersVoted,
             );
             self.recovery = None;
             return;

@@ -228,6 +228,18 @@ impl Group {
         }
     }
 
+    /// Releases every held entry whatever the gate says: the node founds
+    /// a group of its own, and the leases of the old one end with it.
+    pub(super) fn release_all_held(&mut self) {
+        while !self.failed && !self.retired {
+            let Some(entry) = self.held.pop_front() else {
+                return;
+            };
+            self.released = entry.index;
+            self.apply_entry(entry);
+        }
+    }
+
     /// Whether the gate lets `e` pass now.
     fn may_release(&mut self, e: &Entry) -> bool {
         let now = self.lease_now();
