@@ -423,5 +423,10 @@ fn pc_bootstrap_on_the_leader_keeps_every_acknowledged_commit() {
         node.wait_for_status("wsrep_cluster_size", "3", WAIT)
             .or_logs(&cluster, "three members again");
     }
-    multi_node::verify_acked_rows(&cluster, &acked, PROGRESS as usize, "pc.bootstrap on the leader");
+    multi_node::verify_acked_rows(
+        &cluster,
+        &acked,
+        PROGRESS as usize,
+        "pc.bootstrap on the leader",
+    );
 }

@@ -14,6 +14,7 @@ pub mod arbitrator;
 mod bypass;
 mod channel;
 mod control;
+mod diverged;
 mod event;
 pub mod ffi;
 mod grastate;

@@ -126,8 +126,18 @@ impl Provider {
         mut store: Box<dyn StateStore>,
     ) -> Result<Provider, InitError> {
         let saved = store.load().map_err(InitError::State)?;
+        let diverged = crate::diverged::present(&cfg.data_dir);
         let mut position = startup_position(&saved, cfg.state_id, &cfg.data_dir);
-        if position < 0 && !saved.uuid.is_nil() && !crate::bypass::marker_present(&cfg.data_dir) {
+        if diverged {
+            info!(
+                "this node left the cluster inconsistent before it stopped: it starts without a \
+                 position and takes a full state transfer"
+            );
+            position = -1;
+        } else if position < 0
+            && !saved.uuid.is_nil()
+            && !crate::bypass::marker_present(&cfg.data_dir)
+        {
             if let Some(p) = recover_own_position(saved.uuid, &cfg.data_dir) {
                 position = p;
             }
@@ -160,6 +170,7 @@ impl Provider {
         log_commit_bypass(&options, server_binlog, tunables.commit_bypass);
         let mut inner = Inner::new(saved.uuid, position);
         inner.bypass.marker_dir = Some(cfg.data_dir.clone());
+        inner.diverged = diverged;
         inner.fc_limits = tunables.fc;
         inner.recv_q_hard_limit = tunables.recv_q_hard_limit;
         inner.bypass.threshold = tunables.commit_bypass;

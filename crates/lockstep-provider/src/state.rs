@@ -741,6 +741,18 @@ impl Inner {
 
     /// The grastate.dat record for this history at `seqno`: safe to
     /// bootstrap only if this node was the last member of its cluster.
+    /// This node's data is no longer the group's at any seqno: say so,
+    /// durably, so that a restart takes a full state transfer too
+    /// (`diverged`).
+    pub fn set_diverged(&mut self) {
+        if !self.diverged {
+            if let Some(dir) = &self.bypass.marker_dir {
+                crate::diverged::mark(dir);
+            }
+        }
+        self.diverged = true;
+    }
+
     pub fn saved_state(&self, seqno: i64) -> SavedState {
         SavedState {
             uuid: self.history,

@@ -461,6 +461,12 @@ impl Provider {
             g.ist.clear();
             Vec::new()
         };
+        if g.diverged {
+            // A whole state replaced the data that was not the group's.
+            if let Some(dir) = g.bypass.marker_dir.clone() {
+                crate::diverged::clear(&dir);
+            }
+        }
         g.diverged = false;
         g.start_at(gtid);
         let writesets = replay

@@ -840,11 +840,19 @@ impl Worker {
             },
             None => "the leader (this node never knew one)".to_string(),
         };
+        let why = if lack.change_in_flight {
+            "a configuration change was in flight (it may have added a voter), so the others \
+             could commit without it"
+                .to_string()
+        } else {
+            format!(
+                "it was one of {} voters, which could commit without it",
+                lack.voters
+            )
+        };
         format!(
-            "this node was a follower of {} voters, which could commit without it, so it may \
-             lack acknowledged commits; {leader}, the last leader it knew, holds every commit \
-             up to the time this node lost it",
-            lack.voters
+            "{why}: it may lack acknowledged commits; {leader}, the last leader it knew, holds \
+             every commit up to the time this node lost it"
         )
     }
 

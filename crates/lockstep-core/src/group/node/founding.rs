@@ -8,15 +8,14 @@
 //! A node holds every committed entry in two cases only:
 //! - it led the group last (Raft's leader completeness: a leader holds
 //!   every entry committed before and during its term);
-//! - it is in every quorum of its configuration: it votes, at most one
-//!   other member votes, no configuration change is in flight. Then no
-//!   entry commits without it storing it, and no other side can elect a
-//!   leader without it either.
+//! - commits need it ([`commits_need_me`]): it votes, at most one other
+//!   member votes, and no configuration change is in flight.
 //!
-//! The second is also the condition for the weighted quorum's shortcut:
-//! a node holding more than half of the weight re-forms alone only where
-//! the other voters cannot form a quorum without it, so a weight change
-//! never leaves two primaries at any step.
+//! The weighted quorum's shortcut asks for more ([`in_every_quorum`]):
+//! the others, alive on the other side of a cut, must not be able to
+//! elect a leader without it in any configuration they may still count
+//! with, so it also waits until every member reported applying the last
+//! change. Then a weight change never leaves two primaries at any step.
 
 use super::Group;
 use raft::StateRole;
@@ -41,6 +40,8 @@ pub struct MayLack {
     pub leader: Option<u64>,
     /// Voters of this node's configuration.
     pub voters: usize,
+    /// A configuration change was in flight (it may add a voter).
+    pub change_in_flight: bool,
 }
 
 /// The configuration as one node sees it, for [`in_every_quorum`].
@@ -76,6 +77,19 @@ pub fn in_every_quorum(v: &QuorumView<'_>) -> bool {
         && v.voters.len() <= 2
 }
 
+/// No entry commits without `me` storing it: it votes, at most one other
+/// member votes, and no change is stored or proposed that could add a
+/// voter. Unlike [`in_every_quorum`] this does not wait for the other
+/// members to apply the last change: in a configuration of two voters
+/// the other one leads (a leader hands over before it leaves), and a
+/// leader applies a change before anyone. Whether the others could
+/// still elect a leader of their own does not matter here: a survivor
+/// founds after the others died, and `pc.bootstrap` beside a running
+/// primary component is a split brain the operator asked for.
+pub fn commits_need_me(v: &QuorumView<'_>) -> bool {
+    !v.joint && !v.change_pending && v.voters.contains(&v.me) && v.voters.len() <= 2
+}
+
 /// Whether a node holds every committed entry (see the module comment).
 pub fn holds_every_commit(
     v: &QuorumView<'_>,
@@ -88,12 +102,13 @@ pub fn holds_every_commit(
     if last_leader == Some(v.me) {
         return Ok(HoldsAll::Led);
     }
-    if in_every_quorum(v) {
+    if commits_need_me(v) {
         return Ok(HoldsAll::InEveryQuorum);
     }
     Err(MayLack {
         leader: last_leader,
         voters: v.voters.len(),
+        change_in_flight: v.change_pending || v.joint,
     })
 }
 
@@ -189,7 +204,10 @@ mod tests {
     fn only_a_voter_of_at_most_two_is_in_every_quorum() {
         assert!(in_every_quorum(&view(1, &[1])));
         assert!(in_every_quorum(&view(1, &[1, 2])));
-        assert!(!in_every_quorum(&view(1, &[1, 2, 3])), "2 and 3 are a quorum");
+        assert!(
+            !in_every_quorum(&view(1, &[1, 2, 3])),
+            "2 and 3 are a quorum"
+        );
         assert!(!in_every_quorum(&view(3, &[1, 2])), "a learner");
         let mut v = view(1, &[1, 2]);
         v.change_pending = true;
@@ -199,7 +217,10 @@ mod tests {
         assert!(!in_every_quorum(&v));
         let mut v = view(1, &[1, 2]);
         v.others_behind = true;
-        assert!(!in_every_quorum(&v), "a member may still count the third voter");
+        assert!(
+            !in_every_quorum(&v),
+            "a member may still count the third voter"
+        );
     }
 
     #[test]
@@ -209,7 +230,8 @@ mod tests {
             holds_every_commit(&v, Some(1), true),
             Err(MayLack {
                 leader: Some(1),
-                voters: 3
+                voters: 3,
+                change_in_flight: false,
             })
         );
         assert_eq!(holds_every_commit(&v, Some(2), true), Ok(HoldsAll::Led));
@@ -221,5 +243,14 @@ mod tests {
             holds_every_commit(&view(2, &[1, 2]), Some(1), true),
             Ok(HoldsAll::InEveryQuorum)
         );
+        let mut v = view(2, &[1, 2]);
+        v.others_behind = true;
+        assert_eq!(
+            holds_every_commit(&v, Some(1), true),
+            Ok(HoldsAll::InEveryQuorum),
+            "commits need it whatever the others applied"
+        );
+        v.change_pending = true;
+        assert!(holds_every_commit(&v, Some(1), true).is_err());
     }
 }
