@@ -316,3 +316,108 @@ fn refused_joiner(cluster: &mut Cluster, i: usize, reasons: &[&str], told: &str)
     });
     let _ = cluster.node_mut(i).kill();
 }
+
+/// A transport of our own, as an attacker would run it: the cluster's
+/// name, the Raft id it claims, and a certificate the cluster's CA
+/// signed for it (a stolen or mis-issued one).
+fn impostor(
+    cluster: &Cluster,
+    raft_id: u64,
+) -> (
+    lockstep_net::transport::Transport,
+    std::sync::mpsc::Receiver<lockstep_net::transport::Inbound>,
+) {
+    use lockstep_net::transport::{Identity, Transport};
+    let dir = cluster.base_dir().join("mallory");
+    let ca = Authority::load(&lockstep_testkit::tls::ca_dir(cluster.base_dir()))
+        .unwrap_or_else(|e| fail(cluster, &format!("loading the cluster CA: {e}")));
+    let f = ca
+        .issue_into(&dir, "mallory", &["127.0.0.1".into()])
+        .unwrap_or_else(|e| fail(cluster, &format!("issuing mallory's certificate: {e}")));
+    let files = lockstep_net::tls::TlsFiles {
+        cert: f.cert,
+        key: f.key,
+        ca: Some(f.ca),
+        cipher: None,
+        password_file: None,
+    };
+    let security = lockstep_net::secure::PeerSecurity::tls(files, false)
+        .unwrap_or_else(|e| fail(cluster, &format!("mallory's TLS: {e}")));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let me = Identity {
+        cluster: cluster.name().to_string(),
+        raft_id,
+        peer_addr: "127.0.0.1:9".into(),
+        bind_ip: None,
+    };
+    let t = Transport::start(
+        me,
+        "127.0.0.1:0",
+        Arc::new(security),
+        Arc::new(|_| true),
+        Arc::new(move |ev| tx.send(ev).is_ok()),
+    )
+    .unwrap_or_else(|e| fail(cluster, &format!("mallory's transport: {e}")));
+    (t, rx)
+}
+
+/// Issue 34 item 5 (ADR 0014): a member's Raft id is bound to the
+/// certificate it joined with. A peer holding a certificate of the
+/// cluster's own CA learns node1's Raft id from its hello, then claims
+/// it towards node2: node2 refuses the connection and logs why, and the
+/// cluster goes on, three members writing.
+#[test]
+fn a_certificate_of_the_cluster_s_ca_cannot_take_a_member_s_raft_id() {
+    let cluster = Cluster::builder(3)
+        .tls(true)
+        .cluster_name("bound_ids")
+        .start()
+        .unwrap_or_else(|e| panic!("starting 3 TLS nodes: {e}"));
+    for n in cluster.nodes() {
+        n.wait_for_status("wsrep_lockstep_bound_members", "3", WAIT)
+            .or_logs(&cluster, "every member bound to its certificate");
+    }
+    // A stranger's id: node1 answers the hello with its own.
+    let (probe, rx) = impostor(&cluster, 0x5eed_0001);
+    probe.dial(&format!("127.0.0.1:{}", cluster.node(0).base_port()));
+    let deadline = Instant::now() + WAIT;
+    let node1_id = loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(lockstep_net::transport::Inbound::PeerUp { raft_id, .. }) => break raft_id,
+            _ if Instant::now() > deadline => fail(&cluster, "node1 never answered the probe"),
+            _ => {}
+        }
+    };
+    drop(probe);
+    let (mallory, rx) = impostor(&cluster, node1_id);
+    mallory.dial(&format!("127.0.0.1:{}", cluster.node(1).base_port()));
+    let claim = format!("claims Raft id {node1_id:#x}, which the cluster bound to certificate");
+    cluster
+        .node(1)
+        .wait_until("node2 to refuse the impostor", WAIT, |n| {
+            let c = multi_node::log_count(n, &claim);
+            Ok((c >= 1, c.to_string()))
+        })
+        .or_logs(&cluster, "the refusal in node2's log");
+    let got_in = rx
+        .try_iter()
+        .any(|ev| matches!(ev, lockstep_net::transport::Inbound::PeerUp { .. }));
+    check(&cluster, !got_in, || "node2 accepted the impostor".into());
+    drop(mallory);
+    cluster
+        .node(0)
+        .sql("CREATE DATABASE b; CREATE TABLE b.after (id INT PRIMARY KEY); INSERT INTO b.after VALUES (1)")
+        .or_logs(&cluster, "write after the impostor");
+    for n in cluster.nodes() {
+        check(
+            &cluster,
+            status_u64(n, "wsrep_cluster_size").unwrap_or(0) == 3,
+            || format!("{} sees another cluster size", n.name()),
+        );
+        n.wait_until("the row", WAIT, |n| {
+            let c = n.query_rows("SELECT COUNT(*) FROM b.after")?[0][0].clone();
+            Ok((c == "1", c))
+        })
+        .or_logs(&cluster, "replication after the impostor");
+    }
+}

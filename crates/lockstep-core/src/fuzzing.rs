@@ -94,6 +94,10 @@ pub fn log_entry(data: &[u8]) {
     if let Ok(m) = MemberInfo::decode(data) {
         assert_eq!(m.encode(), data);
     }
+    // A joiner's configuration-change context (with its certificate).
+    if let Ok((m, cert)) = MemberInfo::decode_admission(data) {
+        assert_eq!(m.encode_admission(cert.as_ref()), data);
+    }
 }
 
 /// Group-channel messages: a frame's kind byte, then its payload.

@@ -10,6 +10,7 @@
 //! sans-IO code in `lockstep-core`; this crate only moves them. It logs
 //! through the `log` facade.
 
+pub mod identity;
 pub mod secure;
 pub mod sniff;
 pub mod stream;

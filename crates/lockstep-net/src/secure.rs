@@ -46,6 +46,14 @@ impl Reader {
             Reader::Tls(t) => t.tcp(),
         }
     }
+
+    /// The peer's certificate fingerprint; `None` on plain TCP.
+    pub fn peer_fingerprint(&self) -> Option<crate::identity::CertFingerprint> {
+        match self {
+            Reader::Plain(_) => None,
+            Reader::Tls(t) => t.peer_fingerprint(),
+        }
+    }
 }
 
 impl Write for Writer {
@@ -152,6 +160,12 @@ impl PeerSecurity {
         let ctx = TlsContext::load(files)?;
         *self.tls.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(ctx));
         Ok(())
+    }
+
+    /// The fingerprint of this node's own certificate (as loaded now:
+    /// `socket.ssl_reload` may change it); `None` without TLS.
+    pub fn own_fingerprint(&self) -> Option<crate::identity::CertFingerprint> {
+        self.context().map(|c| c.own_fingerprint)
     }
 
     fn context(&self) -> Option<Arc<TlsContext>> {

@@ -135,7 +135,12 @@ pub enum Input {
     /// A message from a connected peer.
     Peer { from: u64, msg: PeerMsg },
     /// A peer finished its hello.
-    PeerUp { raft_id: u64, peer_addr: String },
+    PeerUp {
+        raft_id: u64,
+        peer_addr: String,
+        /// The certificate it presented (`None`: plain TCP).
+        cert: Option<lockstep_core::group::action::CertFingerprint>,
+    },
     /// The last connection to a peer closed.
     PeerDown { raft_id: u64 },
     /// Order this action (proposal id chosen by the caller).

@@ -249,6 +249,9 @@ pub struct Inner {
     /// The group protocol version the cluster runs at (the sequencer's,
     /// published by the group thread).
     pub cluster_version: u32,
+    /// Members bound to their certificates (ADR 0014), published by the
+    /// group thread.
+    pub bound_members: usize,
     /// What crossed to other segments (`gmcast.segment`, ADR 0020), and
     /// the bytes of it, published by the group thread.
     pub wan: lockstep_core::group::node::WanCounters,
@@ -402,6 +405,7 @@ impl Inner {
             stages: Default::default(),
             peer_rtt: Default::default(),
             cluster_version: lockstep_core::wire::peer::MIN_PROTOCOL_VERSION,
+            bound_members: 0,
             wan: Default::default(),
             wan_bytes_sent: 0,
             group: None,

@@ -140,6 +140,9 @@ impl Provider {
                 "lockstep_protocol_version",
                 Int(i64::from(g.cluster_version)),
             ),
+            // Members bound to the certificate they joined with (ADR
+            // 0014): with TLS, every member once the cluster runs at 11.
+            ("lockstep_bound_members", Int(g.bound_members as i64)),
             // What crossed to other segments (ADR 0020): entries a remote
             // segment got once each when the relay works, their bytes,
             // bundles sent as leader, messages passed on as a relay.

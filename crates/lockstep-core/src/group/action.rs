@@ -16,6 +16,15 @@ use super::payload::Payload;
 /// (`Action::Fragment`; snapshots carry the partly received ones).
 pub const ACTION_VERSION: u8 = 3;
 
+/// The SHA-256 digest of a certificate (DER), which binds a member's
+/// Raft id to the certificate it presents (`Action::Bind`).
+pub type CertFingerprint = [u8; 32];
+
+/// The first cluster version whose members are bound to their
+/// certificates (`Action::Bind`, the binding in a joiner's configuration
+/// change, the snapshot's binding table).
+pub const BINDING_VERSION: u32 = 11;
+
 /// A cluster member as the group knows it: what goes into the wsrep view
 /// (`uuid`, `name`, `incoming`) and how peers reach it (`peer_addr`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +58,45 @@ impl MemberInfo {
         let m = MemberInfo::read(&mut r)?;
         r.end()?;
         Ok(m)
+    }
+
+    /// The description a joiner's configuration change carries, with the
+    /// fingerprint of the certificate it joined with (only once the
+    /// cluster runs at [`BINDING_VERSION`]): the description as
+    /// [`MemberInfo::encode`], then u8 1 and the 32-byte fingerprint.
+    pub fn encode_admission(&self, cert: Option<&CertFingerprint>) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u8(ACTION_VERSION);
+        self.write(&mut w);
+        if let Some(fp) = cert {
+            w.u8(1).digest(fp);
+        }
+        w.finish()
+    }
+
+    /// Reads [`MemberInfo::encode_admission`] bytes (or plain
+    /// [`MemberInfo::encode`] ones, which bind nothing).
+    pub fn decode_admission(
+        bytes: &[u8],
+    ) -> Result<(MemberInfo, Option<CertFingerprint>), DecodeError> {
+        let mut r = Reader::new(bytes);
+        check_version(&mut r)?;
+        let m = MemberInfo::read(&mut r)?;
+        let cert = if r.remaining() > 0 {
+            match r.u8("admission.binding")? {
+                1 => Some(r.digest("admission.fingerprint")?),
+                other => {
+                    return Err(DecodeError::Invalid {
+                        field: "admission.binding",
+                        value: u64::from(other),
+                    })
+                }
+            }
+        } else {
+            None
+        };
+        r.end()?;
+        Ok((m, cert))
     }
 
     fn write(&self, w: &mut Writer) {
@@ -194,6 +242,18 @@ pub enum Action {
         raft_id: u64,
         weight: u32,
     },
+    /// A member's identity on the wire (ADR 0014, issue 34 item 5): its
+    /// Raft id is bound to the SHA-256 fingerprint of the certificate it
+    /// presents, and every transport refuses that id with another one.
+    /// Proposed by the member itself (origin = `raft_id`): when it
+    /// becomes a member unbound (joined before the cluster ran at
+    /// [`BINDING_VERSION`], or founded it), and after `socket.ssl_reload`
+    /// gave it another certificate. Joiners are bound by the member that
+    /// admits them, in the configuration change itself.
+    Bind {
+        raft_id: u64,
+        fingerprint: CertFingerprint,
+    },
     /// A member's flow-control level (`crate::flow_control`): 0 none,
     /// 1..=4 throttle, 255 stop (Galera's FC_STOP).
     FlowControl {
@@ -262,6 +322,7 @@ const T_FRAGMENT: u8 = 15;
 const T_ARBITRATOR: u8 = 16;
 const T_SUPPORTS: u8 = 17;
 const T_CLUSTER_VERSION: u8 = 18;
+const T_BIND: u8 = 19;
 
 /// Smallest encoding of one proposal (origin, id, tag): bounds counts.
 const MIN_PROPOSAL: usize = 17;
@@ -475,6 +536,12 @@ fn write_action(w: &mut Writer, a: &Action) {
         Action::Weight { raft_id, weight } => {
             w.u8(T_WEIGHT).u64(*raft_id).u32(*weight);
         }
+        Action::Bind {
+            raft_id,
+            fingerprint,
+        } => {
+            w.u8(T_BIND).u64(*raft_id).digest(fingerprint);
+        }
         Action::FlowControl { raft_id, level } => {
             w.u8(T_FLOW_CONTROL).u64(*raft_id).u8(*level);
         }
@@ -576,6 +643,10 @@ fn read_action(r: &mut Reader<'_>, shared: Option<&Bytes>) -> Result<Action, Dec
         T_WEIGHT => Action::Weight {
             raft_id: r.u64("weight.raft_id")?,
             weight: r.u32("weight.weight")?,
+        },
+        T_BIND => Action::Bind {
+            raft_id: r.u64("bind.raft_id")?,
+            fingerprint: r.digest("bind.fingerprint")?,
         },
         T_FLOW_CONTROL => Action::FlowControl {
             raft_id: r.u64("flow_control.raft_id")?,
@@ -737,6 +808,10 @@ pub(crate) mod tests {
             Action::Weight {
                 raft_id: 2,
                 weight: 3,
+            },
+            Action::Bind {
+                raft_id: 2,
+                fingerprint: [7; 32],
             },
             Action::FlowControl {
                 raft_id: 2,

@@ -23,7 +23,10 @@
 //! - The leader's duties: add joiners as learners, promote synced
 //!   learners to voters, and evict members silent past the suspect timeout.
 
-use super::action::{decode_batch_shared, encode_batch, Action, MemberInfo, Proposal, Writeset};
+use super::action::{
+    decode_batch_shared, encode_batch, Action, CertFingerprint, MemberInfo, Proposal, Writeset,
+    BINDING_VERSION,
+};
 use super::follower_commit::{FollowerCommit, FollowerView};
 use super::fragments::EncodedBody;
 use super::log_store::LogStore;
@@ -939,7 +942,10 @@ impl Group {
 
     /// A peer asks to join: propose it as a learner (forwarded to the
     /// leader by Raft if this node is a follower).
-    pub fn handle_join(&mut self, info: MemberInfo) {
+    /// `cert`: the fingerprint of the certificate the request came with
+    /// (TLS), bound to the joiner's Raft id in the same configuration
+    /// change once the cluster runs at [`BINDING_VERSION`].
+    pub fn handle_join(&mut self, info: MemberInfo, cert: Option<CertFingerprint>) {
         if self.retired {
             return;
         }
@@ -966,7 +972,11 @@ impl Group {
         let mut cc = ConfChange::default();
         cc.set_change_type(ConfChangeType::AddLearnerNode);
         cc.node_id = info.raft_id;
-        cc.context = info.encode().into();
+        cc.context = if self.seq.cluster_version() >= BINDING_VERSION {
+            info.encode_admission(cert.as_ref()).into()
+        } else {
+            info.encode().into()
+        };
         let _ = self.raw.propose_conf_change(vec![], cc);
     }
 
@@ -1953,6 +1963,7 @@ impl Group {
                 entry.index
             )
         })?;
+        let mut admitted_cert = None;
         let change = match cc.get_change_type() {
             // A learner added again, without a description: a voter
             // demoted by the weighted quorum.
@@ -1960,8 +1971,9 @@ impl Group {
                 Membership::Demote(cc.node_id)
             }
             ConfChangeType::AddLearnerNode => {
-                let info = MemberInfo::decode(&cc.context)
+                let (info, cert) = MemberInfo::decode_admission(&cc.context)
                     .map_err(|e| format!("member description at log entry {}: {e}", entry.index))?;
+                admitted_cert = cert;
                 if info.raft_id != cc.node_id {
                     return Err(format!(
                         "member description at log entry {} names another node",
@@ -1998,6 +2010,9 @@ impl Group {
                 // A full suspect timeout from now: what `handle_join` noted
                 // may be from a join request long before this addition.
                 self.last_heard.insert(info.raft_id, self.now);
+                if let Some(fp) = admitted_cert {
+                    self.seq.bind(info.raft_id, fp);
+                }
             }
         }
         Ok(())

@@ -5,7 +5,9 @@
 //! node's own identity, so a joiner replaying the log arrives at exactly
 //! the state everyone else has.
 
-use super::action::{Action, CacheIst, MemberInfo, Proposal, Writeset};
+use super::action::{
+    Action, CacheIst, CertFingerprint, MemberInfo, Proposal, Writeset, BINDING_VERSION,
+};
 use super::member_state::MemberState;
 use super::vote::{VoteEvent, Votes};
 use crate::certification::{CertError, CertOutcome, CertRequest, Certifier, Seqno};
@@ -218,6 +220,10 @@ pub struct Sequencer {
     /// behaviour that differs between versions follows this, so every
     /// node switches at the same log position.
     pub(super) cluster_version: u32,
+    /// Each member's certificate (ADR 0014): its Raft id is refused on
+    /// the wire with any other. Bounded by the members (a member's
+    /// binding leaves with it).
+    pub(super) bindings: BTreeMap<u64, CertFingerprint>,
 }
 
 pub use super::reassembly::Partial;
@@ -263,6 +269,20 @@ impl Sequencer {
             votes: Votes::default(),
             partial: BTreeMap::new(),
             cluster_version: MIN_PROTOCOL_VERSION,
+            bindings: BTreeMap::new(),
+        }
+    }
+
+    /// Each member's certificate fingerprint, where one is bound.
+    pub fn bindings(&self) -> &BTreeMap<u64, CertFingerprint> {
+        &self.bindings
+    }
+
+    /// Binds member `raft_id` to a certificate (at one log position on
+    /// every node); a node that is not a member binds nothing.
+    pub(crate) fn bind(&mut self, raft_id: u64, fingerprint: CertFingerprint) {
+        if self.cluster_version >= BINDING_VERSION && self.is_member(raft_id) {
+            self.bindings.insert(raft_id, fingerprint);
         }
     }
 
@@ -405,6 +425,7 @@ impl Sequencer {
                 self.members.remove(pos);
                 self.committed.remove(id);
                 self.applied.remove(id);
+                self.bindings.remove(id);
                 self.new_view(out)?;
                 Ok(true)
             }
@@ -658,6 +679,17 @@ impl Sequencer {
             } => {
                 if raft_id == p.origin {
                     self.vote(raft_id, seqno, digest, out);
+                }
+                out.push(settled);
+            }
+            Action::Bind {
+                raft_id,
+                fingerprint,
+            } => {
+                // A member binds itself only: its first binding, or its
+                // new certificate after `socket.ssl_reload`.
+                if raft_id == p.origin {
+                    self.bind(raft_id, fingerprint);
                 }
                 out.push(settled);
             }

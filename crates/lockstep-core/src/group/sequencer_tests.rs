@@ -344,3 +344,44 @@ fn a_joiner_gets_a_donor_in_its_own_segment() {
     let mut seq = segmented(&[(2, 1), (3, 1)]);
     assert_eq!(donor_for(&mut seq, 3, "node1,", 1), Some(1));
 }
+
+/// ADR 0014: a member binds itself only (first binding, or a new
+/// certificate after `socket.ssl_reload`); another member's word for it
+/// is ignored; nothing is bound before the cluster runs at the binding
+/// version; the binding leaves with the member.
+#[test]
+fn a_member_binds_only_itself_and_its_binding_leaves_with_it() {
+    let mut seq = founded_by(member(1));
+    let mut out = Vec::new();
+    seq.membership(&Membership::Add(member(2)), &mut out)
+        .expect("joiner added");
+    let bind = |raft_id, b: u8| Action::Bind {
+        raft_id,
+        fingerprint: [b; 32],
+    };
+    one(&mut seq, 2, 1, bind(2, 0xa));
+    assert!(seq.bindings().is_empty(), "bound below the binding version");
+    seq.cluster_version = BINDING_VERSION;
+    one(&mut seq, 2, 2, bind(2, 0xa));
+    assert_eq!(seq.bindings().get(&2), Some(&[0xa; 32]));
+    one(&mut seq, 1, 3, bind(2, 0xb));
+    assert_eq!(
+        seq.bindings().get(&2),
+        Some(&[0xa; 32]),
+        "member 1 rebound 2"
+    );
+    one(&mut seq, 2, 4, bind(2, 0xc));
+    assert_eq!(
+        seq.bindings().get(&2),
+        Some(&[0xc; 32]),
+        "2's new certificate"
+    );
+    one(&mut seq, 9, 5, bind(9, 0xd));
+    assert!(seq.bindings().get(&9).is_none(), "a stranger bound itself");
+    seq.membership(&Membership::Remove(2), &mut out)
+        .expect("member removed");
+    assert!(
+        seq.bindings().get(&2).is_none(),
+        "the binding outlived its member"
+    );
+}

@@ -7,7 +7,9 @@
 //! preloads them into a fresh certifier (contract §6.5), which rebuilds the
 //! same index. Format: `docs/formats.md`.
 
-use super::action::{read_key, read_member, write_key, write_member, Writeset, ACTION_VERSION};
+use super::action::{
+    read_key, read_member, write_key, write_member, Writeset, ACTION_VERSION, BINDING_VERSION,
+};
 use super::member_state::MemberState;
 use super::payload::Payload;
 use super::sequencer::{Member, Partial, Sequencer};
@@ -118,6 +120,13 @@ impl Sequencer {
                 .u32(p.received() as u32);
             for (index, bytes) in p.parts() {
                 w.u32(index).bytes(bytes);
+            }
+        }
+        // From the binding version on: each member's certificate.
+        if s.cluster_version >= BINDING_VERSION {
+            w.u32(s.bindings.len() as u32);
+            for (id, fp) in &s.bindings {
+                w.u64(*id).digest(fp);
             }
         }
         w.finish()
@@ -249,6 +258,14 @@ impl Sequencer {
             }
             partial.insert((origin, of), p);
         }
+        let mut bindings = BTreeMap::new();
+        if cluster_version >= BINDING_VERSION {
+            let n = r.count("snapshot.bindings", 40)?;
+            for _ in 0..n {
+                let id = r.u64("binding.raft_id")?;
+                bindings.insert(id, r.digest("binding.fingerprint")?);
+            }
+        }
         r.end()?;
         if last_seqno > certifier.position() {
             certifier
@@ -278,6 +295,7 @@ impl Sequencer {
             votes: Default::default(),
             partial,
             cluster_version,
+            bindings,
         })
     }
 }

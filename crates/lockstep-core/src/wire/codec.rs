@@ -66,6 +66,11 @@ impl Writer {
         self.buf.extend_from_slice(v);
         self
     }
+    /// A SHA-256 digest (a certificate's fingerprint), 32 bytes as is.
+    pub fn digest(&mut self, v: &[u8; 32]) -> &mut Self {
+        self.buf.extend_from_slice(v);
+        self
+    }
     /// A byte string: u32 length, then the bytes.
     pub fn bytes(&mut self, v: &[u8]) -> &mut Self {
         self.u32(v.len() as u32);
@@ -134,6 +139,9 @@ impl<'a> Reader<'a> {
         Ok(i32::from_le_bytes(self.array(field)?))
     }
     pub fn uuid(&mut self, field: &'static str) -> Result<[u8; 16], DecodeError> {
+        self.array(field)
+    }
+    pub fn digest(&mut self, field: &'static str) -> Result<[u8; 32], DecodeError> {
         self.array(field)
     }
     /// A byte string; the length is checked against what is left before

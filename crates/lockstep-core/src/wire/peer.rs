@@ -35,7 +35,10 @@ use wsrep_abi::Uuid;
 /// most voters; both only once the cluster runs at 9.
 /// 10: followers answer causal reads from leases granted by every member
 /// (`Lease`: ping, grant, stored; ADR 0022), once the cluster runs at 10.
-pub const PROTOCOL_VERSION: u32 = 10;
+/// 11: members are bound to their certificates (action tag 19, a
+/// joiner's fingerprint in its configuration change, the snapshot's
+/// binding table; ADR 0014), once the cluster runs at 11.
+pub const PROTOCOL_VERSION: u32 = 11;
 /// The oldest version this build speaks: peers whose range overlaps ours
 /// connect, and the cluster runs at the newest version every member
 /// speaks (`Action::ClusterVersion`, docs/formats.md). 8 is the first

@@ -16,6 +16,7 @@
 #![allow(dead_code)]
 
 use lockstep_core::certification::{CertRequest, Certifier, Key, KeyType};
+use lockstep_core::group::action::BINDING_VERSION;
 use lockstep_core::group::{
     echo, relay, Action, Delivery, Group, GroupConfig, GroupView, LeaseMsg, MemberInfo,
     MemberState, Output, Writeset,
@@ -257,6 +258,8 @@ pub struct Node {
     pub reported: i64,
     /// The Raft index applied when it last reported.
     pub reported_applied: u64,
+    /// When it last proposed its own certificate binding.
+    pub bind_told: Option<u64>,
     /// Has seen a view with itself.
     pub in_view: bool,
     /// Has seen a view without itself after that.
@@ -322,6 +325,7 @@ impl Node {
             proposed_at: BTreeMap::new(),
             reported: -1,
             reported_applied: 0,
+            bind_told: None,
             in_view: false,
             removed: false,
             leaving: None,
@@ -990,7 +994,12 @@ impl Sim {
                         g.step_relay(from, msgs);
                         g.tick(now);
                     }
-                    Payload::Join(info) => g.handle_join(info),
+                    // The joiner's request comes on its own connection,
+                    // with its own certificate.
+                    Payload::Join(info) => {
+                        let cert = sim_cert(info.raft_id);
+                        g.handle_join(info, Some(cert))
+                    }
                     // As the provider's group thread: the clock is read
                     // after the message arrived, before it is stepped.
                     Payload::Lease(from, msg) => {
@@ -1194,6 +1203,7 @@ impl Sim {
             self.drive(slot);
         }
         self.drive(slot);
+        self.bind_self(slot);
         self.check_lease_reads(slot);
         self.check_release_gate(slot);
         if let Some(why) = self.nodes[slot].restart_pending.take() {
@@ -1865,6 +1875,36 @@ impl Sim {
         }
     }
 
+    /// As the provider's driver: a member the group has not bound to its
+    /// certificate binds itself (it founded the group, or joined before
+    /// the cluster ran at the binding version).
+    fn bind_self(&mut self, slot: usize) {
+        let n = &self.nodes[slot];
+        if !n.running() || n.leaving.is_some() || n.removed {
+            return;
+        }
+        let g = n.g();
+        let cert = sim_cert(n.id);
+        let due = n
+            .bind_told
+            .is_none_or(|t| self.now >= t + self.cfg.group.retry_ms);
+        if due
+            && g.is_member()
+            && g.sequencer().cluster_version() >= BINDING_VERSION
+            && g.sequencer().bindings().get(&n.id) != Some(&cert)
+        {
+            let me = n.id;
+            self.nodes[slot].bind_told = Some(self.now);
+            self.propose(
+                slot,
+                Action::Bind {
+                    raft_id: me,
+                    fingerprint: cert,
+                },
+            );
+        }
+    }
+
     // ------------------------------------------------------------ faults
 
     fn stop(&mut self, slot: usize, status: Status) {
@@ -2107,6 +2147,28 @@ impl Sim {
 
     fn final_checks(&mut self) {
         let running: Vec<usize> = self.running().map(|(s, _)| s).collect();
+        // Every member is bound to its own certificate, once the cluster
+        // runs at the binding version (equal tables follow from the
+        // whole-state comparison below).
+        for &slot in &running {
+            let n = &self.nodes[slot];
+            let seq = n.g().sequencer();
+            if seq.cluster_version() < BINDING_VERSION {
+                continue;
+            }
+            for m in seq.members() {
+                let id = m.info.raft_id;
+                if seq.bindings().get(&id) != Some(&sim_cert(id)) {
+                    let me = n.id;
+                    self.fail(format!(
+                        "node {me} (slot {slot}) has member {id} bound to {:?}, not its own \
+                         certificate",
+                        seq.bindings().get(&id).map(|c| c[0])
+                    ));
+                    return;
+                }
+            }
+        }
         // Certification statistics count what a node certified itself: one
         // that started from a snapshot did not certify what came before it.
         // Each node's must match its own deliveries, and those of nodes
@@ -2348,4 +2410,12 @@ pub fn writesets(sim: &Sim) -> impl Iterator<Item = (i64, u64, &Arc<Writeset>, b
         } => Some((*seqno, *origin, ws, outcome.is_pass())),
         _ => None,
     })
+}
+
+/// A simulated node's certificate fingerprint: one per incarnation, as a
+/// real node's `socket.ssl_cert` (the Raft id in the first bytes).
+pub fn sim_cert(raft_id: u64) -> [u8; 32] {
+    let mut c = [0xce; 32];
+    c[..8].copy_from_slice(&raft_id.to_be_bytes());
+    c
 }

@@ -51,6 +51,8 @@ pub struct TlsContext {
     server: Arc<ServerConfig>,
     /// Which TLS 1.2 suites `socket.ssl_cipher` left, for the log.
     pub tls12_suites: Vec<&'static str>,
+    /// SHA-256 of this node's certificate (the first of its chain).
+    pub own_fingerprint: crate::identity::CertFingerprint,
 }
 
 impl std::fmt::Debug for TlsContext {
@@ -74,6 +76,11 @@ impl TlsContext {
             roots.add(ca.clone()).map_err(|e| ca_err(e.to_string()))?;
         }
         let roots = Arc::new(roots);
+        let own_fingerprint = loaded
+            .chain
+            .first()
+            .map(|der| crate::identity::fingerprint(der.as_ref()))
+            .ok_or_else(|| format!("socket.ssl_cert {}: no certificate", files.cert.display()))?;
         let certified = certified_key(files, loaded.chain, loaded.key, &provider)?;
 
         let client_check =
@@ -102,6 +109,7 @@ impl TlsContext {
             client: Arc::new(client),
             server: Arc::new(server),
             tls12_suites,
+            own_fingerprint,
         })
     }
 

@@ -113,6 +113,15 @@ impl TlsReader {
         &self.tcp
     }
 
+    /// The fingerprint of the certificate the peer presented (every
+    /// peer presents one: TLS here is mutual).
+    pub fn peer_fingerprint(&self) -> Option<crate::identity::CertFingerprint> {
+        let conn = self.shared.lock();
+        conn.peer_certificates()
+            .and_then(|chain| chain.first())
+            .map(|der| crate::identity::fingerprint(der.as_ref()))
+    }
+
     /// Reads one raw chunk and decrypts all of it into `plain`.
     /// `Ok(false)` at the end of the stream.
     fn fill(&mut self) -> io::Result<bool> {

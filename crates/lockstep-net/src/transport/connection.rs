@@ -7,6 +7,7 @@ use super::table::{
     Conn, OpeningSlot, MAX_ACCEPTS_PER_HOST_PER_SEC, MAX_OPENING, MAX_OPENING_PER_HOST,
 };
 use super::{Ctx, Handled, Inbound, Out, Side, CONNECT_TIMEOUT, HELLO_MAX_FRAME, HELLO_TIMEOUT};
+use crate::identity::short;
 use crate::secure::Reader;
 use lockstep_core::wire::frame::FrameDecoder;
 use lockstep_core::wire::lanes::Lane;
@@ -348,11 +349,43 @@ fn serve_connection(
             return None;
         }
     };
+    if raft_id == ctx.me.raft_id {
+        // Dialed ourselves through a listed address: let the dialing end
+        // see it at once too.
+        if side == Side::Accepted {
+            let _ = writer.write_all(&hello);
+        }
+        return None;
+    }
+    // A member's Raft id goes with the certificate the cluster bound it
+    // to (ADR 0014): another peer of the same CA cannot take it over.
+    let cert = stream.peer_fingerprint();
+    let bound = ctx
+        .bindings
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&raft_id)
+        .copied();
+    if let Some(bound) = bound.filter(|b| cert.as_ref() != Some(b)) {
+        if ctx.log_refusal_now(&peer) {
+            warn!(
+                "refusing group connection from {peer} ({peer_addr}): it claims Raft id \
+                 {raft_id:#x}, which the cluster bound to certificate {}, and it presented {}",
+                short(&bound),
+                cert.as_ref().map_or("none (plain TCP)".to_string(), short)
+            );
+        }
+        if let Ok(b) = (PeerMsg::Refuse {
+            reason: "this Raft id belongs to a member with another certificate".into(),
+        })
+        .to_frame()
+        {
+            let _ = writer.write_all(&b);
+        }
+        return None;
+    }
     if side == Side::Accepted {
         writer.write_all(&hello).ok()?;
-    }
-    if raft_id == ctx.me.raft_id {
-        return None; // dialed ourselves through a listed address
     }
     let _ = stream.tcp().set_read_timeout(None);
     if let Err(e) = arm_liveness(stream.tcp()) {
@@ -371,9 +404,14 @@ fn serve_connection(
             out: out.clone(),
             addr: peer_addr.clone(),
             dialed,
+            cert,
         });
     }
-    (ctx.sink)(Inbound::PeerUp { raft_id, peer_addr });
+    (ctx.sink)(Inbound::PeerUp {
+        raft_id,
+        peer_addr,
+        cert,
+    });
     out.attach(writer);
     let writer_out = out.clone();
     ctx.threads.spawn("lockstep-peer-tx", move || {

@@ -24,12 +24,14 @@ pub use budget::{input_bytes, InputBudget, INPUT_BUDGET};
 pub use queue::Out;
 pub use table::{MAX_ACCEPTS_PER_HOST_PER_SEC, MAX_OPENING, MAX_OPENING_PER_HOST};
 
+use crate::identity::{short, CertFingerprint};
 use crate::secure::PeerSecurity;
 use crate::threads::Threads;
 use connection::{accept_loop, dial, run_connection};
 use lockstep_core::wire::lanes::Lane;
 use lockstep_core::wire::peer::PeerMsg;
 use log::{info, warn};
+use std::collections::HashMap;
 use std::net::{Shutdown, SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -69,7 +71,12 @@ pub struct Identity {
 #[derive(Debug)]
 pub enum Inbound {
     /// A peer finished its hello: messages to `raft_id` can go now.
-    PeerUp { raft_id: u64, peer_addr: String },
+    /// `cert`: the fingerprint of its certificate (`None`: plain TCP).
+    PeerUp {
+        raft_id: u64,
+        peer_addr: String,
+        cert: Option<CertFingerprint>,
+    },
     /// A whole message from an identified peer.
     Peer { from: u64, msg: PeerMsg },
     /// The last connection to `raft_id` closed.
@@ -170,6 +177,7 @@ impl Transport {
                 security,
                 admit,
                 threads: Threads::default(),
+                bindings: Arc::default(),
             },
             listener: None,
         };
@@ -243,6 +251,45 @@ impl Transport {
             c.out.close();
         }
         t.by_peer.clear();
+    }
+
+    /// The members' certificates, as the group bound them (ADR 0014): a
+    /// hello claiming one of these Raft ids with another certificate (or
+    /// none) is refused and logged, and an open connection that does so
+    /// is closed now.
+    pub fn bind_identities(&self, bindings: HashMap<u64, CertFingerprint>) {
+        let mut t = self.ctx.table.lock().unwrap_or_else(|p| p.into_inner());
+        let mut closed = Vec::new();
+        for (id, conns) in t.by_peer.iter_mut() {
+            let Some(bound) = bindings.get(id) else {
+                continue;
+            };
+            conns.retain(|c| {
+                if c.cert.as_ref() == Some(bound) {
+                    return true;
+                }
+                warn!(
+                    "closing the group connection from {} that claims Raft id {id:#x}: the \
+                     cluster bound that member to certificate {}, and this connection \
+                     presented {}",
+                    c.addr,
+                    short(bound),
+                    c.cert
+                        .as_ref()
+                        .map_or("none (plain TCP)".to_string(), short)
+                );
+                c.out.close();
+                closed.push(c.id);
+                false
+            });
+        }
+        for id in closed {
+            if let Some(s) = t.open.get(&id) {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+        }
+        drop(t);
+        *self.ctx.bindings.write().unwrap_or_else(|p| p.into_inner()) = bindings;
     }
 
     /// Sends to a peer on `lane`; if there is no connection, dials `addr`
@@ -371,6 +418,8 @@ struct Ctx {
     security: Arc<PeerSecurity>,
     admit: Admission,
     threads: Threads,
+    /// The members' certificates (`Transport::bind_identities`).
+    bindings: Arc<std::sync::RwLock<HashMap<u64, CertFingerprint>>>,
 }
 
 /// Which end of a connection this node is: the dialer speaks first.

@@ -2,6 +2,7 @@
 //! bounds on those that have not said hello yet.
 
 use super::queue::Queue;
+use crate::identity::CertFingerprint;
 use std::collections::HashMap;
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
@@ -30,6 +31,8 @@ pub(super) struct Conn {
     pub(super) addr: String,
     /// The address this node dialed to open it (none if accepted).
     pub(super) dialed: Option<String>,
+    /// The certificate the peer presented (`None`: plain TCP).
+    pub(super) cert: Option<CertFingerprint>,
 }
 
 #[derive(Default)]

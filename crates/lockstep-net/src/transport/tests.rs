@@ -5,6 +5,7 @@ use super::*;
 use crate::secure::PeerSecurity;
 use lockstep_core::wire::lanes::Lane;
 use lockstep_core::wire::peer::PROTOCOL_VERSION;
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -428,4 +429,52 @@ fn shutdown_returns_once_every_connection_thread_has_ended() {
     a.shutdown();
     assert_eq!(a.ctx.threads.wait_all(Duration::ZERO), 0);
     assert!(t0.elapsed() < SHUTDOWN_WAIT, "it waited for the deadline");
+}
+
+/// ADR 0014, issue 34 item 5: a peer holding a certificate of the
+/// cluster's CA that claims a member's Raft id, bound to another
+/// certificate, is refused and logged; the member itself gets in.
+#[test]
+fn a_peer_claiming_a_bound_member_s_id_is_refused_and_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = tls_nodes(dir.path(), &["a", "b", "mallory"], false);
+    let (mallory, b, a) = (s.pop().unwrap(), s.pop().unwrap(), s.pop().unwrap());
+    let b_cert = b.own_fingerprint().expect("a TLS node has a certificate");
+    assert_ne!(mallory.own_fingerprint(), Some(b_cert));
+    let (a, rx_a) = start_with("c", 1, a);
+    a.bind_identities(HashMap::from([(2, b_cert)]));
+    let a_addr = a.local_addr().unwrap().to_string();
+    let (m, _rx_m) = start_with("c", 2, mallory);
+    m.dial(&a_addr);
+    assert!(eventually(|| a.refused("127.0.0.1")), "no refusal logged");
+    assert_eq!(peer_up(&rx_a), None, "mallory got in as member 2");
+    drop(m);
+    let (b, rx_b) = start_with("c", 2, b);
+    b.dial(&a_addr);
+    assert_eq!(peer_up(&rx_a), Some(2), "the member itself is refused");
+    assert_eq!(peer_up(&rx_b), Some(1));
+}
+
+/// A connection opened before the binding reached this node, by a peer
+/// whose certificate is not the bound one, is closed when it arrives.
+#[test]
+fn a_binding_closes_an_open_connection_with_another_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = tls_nodes(dir.path(), &["a", "b", "mallory"], false);
+    let (mallory, b, a) = (s.pop().unwrap(), s.pop().unwrap(), s.pop().unwrap());
+    let b_cert = b.own_fingerprint().unwrap();
+    let (a, rx_a) = start_with("c", 1, a);
+    let (m, _rx_m) = start_with("c", 2, mallory);
+    m.dial(&a.local_addr().unwrap().to_string());
+    assert_eq!(peer_up(&rx_a), Some(2));
+    a.bind_identities(HashMap::from([(2, b_cert)]));
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut down = false;
+    while Instant::now() < deadline && !down {
+        down = matches!(
+            rx_a.recv_timeout(Duration::from_millis(50)),
+            Ok(Inbound::PeerDown { raft_id: 2 })
+        );
+    }
+    assert!(down, "the impostor's connection stayed open");
 }

@@ -8,6 +8,7 @@
 
 mod deliver;
 mod driver;
+mod identities;
 mod read_ask;
 mod recovery;
 
@@ -60,7 +61,15 @@ pub fn suspect_timeout_ms(d: Duration) -> u64 {
 fn inbound_sink(tx: InputTx) -> transport::Sink {
     Arc::new(move |inbound| {
         let input = match inbound {
-            Inbound::PeerUp { raft_id, peer_addr } => Input::PeerUp { raft_id, peer_addr },
+            Inbound::PeerUp {
+                raft_id,
+                peer_addr,
+                cert,
+            } => Input::PeerUp {
+                raft_id,
+                peer_addr,
+                cert,
+            },
             Inbound::Peer { from, msg } => Input::Peer { from, msg },
             Inbound::PeerDown { raft_id } => Input::PeerDown { raft_id },
         };
@@ -168,6 +177,7 @@ impl GroupChannel {
             reported_applied: 0,
             rx,
             inputs: tx.clone(),
+            identities: identities::Identities::new(setup.security.clone()),
         };
         let on_panic = worker.shared.clone();
         let failed = on_panic.clone();
@@ -283,6 +293,8 @@ struct Worker {
     /// The group's input; a round takes all of it (`InputTx` counts it).
     rx: Receiver<Input>,
     inputs: InputTx,
+    /// Members bound to their certificates (ADR 0014).
+    identities: identities::Identities,
 }
 
 /// Frees big purged writesets on a short-lived thread: a million keys
@@ -361,6 +373,9 @@ impl Rounds for Worker {
         let stepped = round.elapsed();
         self.report_committed();
         self.report_weight();
+        if let Some(bound) = self.identities.round(&mut self.group, &self.transport) {
+            self.shared.lock().bound_members = bound;
+        }
         self.flow_control();
         // Each round, not only on deliveries: an applier may finish an
         // asked-about seqno while nothing else is ordered.
@@ -515,7 +530,10 @@ impl Worker {
                 Ok(m) => self.group.step(m),
                 Err(e) => warn!("peer {from} relayed an undecodable Raft message: {e}"),
             },
-            PeerMsg::Join(info) if info.raft_id == from => self.group.handle_join(info),
+            PeerMsg::Join(info) if info.raft_id == from => {
+                let cert = self.identities.presented_by(from);
+                self.group.handle_join(info, cert)
+            }
             PeerMsg::Join(_) => warn!("peer {from} asked to add another node; ignored"),
             // Ends a graceful leave; the loop passes it on (has_left).
             PeerMsg::Farewell => {
@@ -553,10 +571,18 @@ impl Worker {
                     .give_back(transport::input_bytes(&msg));
                 self.peer_message(from, msg);
             }
-            Input::PeerUp { raft_id, peer_addr } => {
+            Input::PeerUp {
+                raft_id,
+                peer_addr,
+                cert,
+            } => {
                 self.addrs.insert(raft_id, peer_addr);
+                self.identities.peer_up(raft_id, cert);
             }
-            Input::PeerDown { raft_id } => self.group.peer_lost(raft_id),
+            Input::PeerDown { raft_id } => {
+                self.identities.peer_down(raft_id);
+                self.group.peer_lost(raft_id);
+            }
             Input::Propose { id, action } => {
                 self.taken += 1;
                 self.group.propose_with_id(id, action);
