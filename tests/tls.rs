@@ -365,7 +365,9 @@ fn impostor(
 /// certificate it joined with. A peer holding a certificate of the
 /// cluster's own CA learns node1's Raft id from its hello, then claims
 /// it towards node2: node2 refuses the connection and logs why, and the
-/// cluster goes on, three members writing.
+/// cluster goes on, three members writing. Then node1's certificate is
+/// rotated (`socket.ssl_reload`): it binds itself to the new one and the
+/// cluster still replicates through it.
 #[test]
 fn a_certificate_of_the_cluster_s_ca_cannot_take_a_member_s_raft_id() {
     let cluster = Cluster::builder(3)
@@ -404,6 +406,43 @@ fn a_certificate_of_the_cluster_s_ca_cannot_take_a_member_s_raft_id() {
         .any(|ev| matches!(ev, lockstep_net::transport::Inbound::PeerUp { .. }));
     check(&cluster, !got_in, || "node2 accepted the impostor".into());
     drop(mallory);
+
+    // Rotation: node1 gets a new certificate of the same CA and reloads
+    // it. It binds itself to the new one; the others close its
+    // connections with the old one, and it reconnects with the new.
+    let n1 = cluster.node(0);
+    let files = lockstep_testkit::tls::node_files(n1.config());
+    let dir = files
+        .cert
+        .parent()
+        .expect("a certificate directory")
+        .to_path_buf();
+    Authority::load(&lockstep_testkit::tls::ca_dir(cluster.base_dir()))
+        .and_then(|ca| ca.issue_into(&dir, n1.name(), &["127.0.0.1".into()]))
+        .unwrap_or_else(|e| fail(&cluster, &format!("reissuing node1's certificate: {e}")));
+    hand_to_server(&dir);
+    n1.sql("SET GLOBAL wsrep_provider_options='socket.ssl_reload=1'")
+        .or_logs(&cluster, "reload node1's certificate");
+    n1.wait_until("node1 to bind its new certificate", WAIT, |n| {
+        let c = multi_node::log_count(n, "binding this node to its new certificate");
+        Ok((c >= 1, c.to_string()))
+    })
+    .or_logs(&cluster, "the new binding");
+    let closing = format!(
+        "closing the group connection with 127.0.0.1:{}",
+        n1.base_port()
+    );
+    cluster
+        .node(1)
+        .wait_until(
+            "node2 to drop node1's old-certificate connections",
+            WAIT,
+            |n| {
+                let c = multi_node::log_count(n, &closing);
+                Ok((c >= 1, c.to_string()))
+            },
+        )
+        .or_logs(&cluster, "node1's old connections closed");
     cluster
         .node(0)
         .sql("CREATE DATABASE b; CREATE TABLE b.after (id INT PRIMARY KEY); INSERT INTO b.after VALUES (1)")

@@ -268,10 +268,11 @@ impl Transport {
                 if c.cert.as_ref() == Some(bound) {
                     return true;
                 }
-                warn!(
-                    "closing the group connection from {} that claims Raft id {id:#x}: the \
-                     cluster bound that member to certificate {}, and this connection \
-                     presented {}",
+                // A note: a member that rotated its certificate is the
+                // usual case; an impostor was refused at its hello.
+                info!(
+                    "closing the group connection with {} as Raft id {id:#x}: the cluster bound \
+                     that member to certificate {}, and this connection presented {}",
                     c.addr,
                     short(bound),
                     c.cert

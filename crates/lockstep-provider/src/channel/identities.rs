@@ -5,8 +5,10 @@
 //! member holds the same table, and each hands it to its transport, which
 //! refuses a hello whose Raft id is bound to another certificate.
 
+use crate::log::info;
 use lockstep_core::group::action::{CertFingerprint, BINDING_VERSION};
 use lockstep_core::group::{Action, Group};
+use lockstep_net::identity::short;
 use lockstep_net::secure::PeerSecurity;
 use lockstep_net::transport::Transport;
 use std::collections::{BTreeMap, HashMap};
@@ -86,6 +88,15 @@ impl Identities {
             return;
         }
         self.told = Some(Instant::now());
+        match self.pushed.get(&me) {
+            Some(old) => info!(
+                "binding this node to its new certificate {} (was {}): connections with the old \
+                 one are closed and reopened",
+                short(&own),
+                short(old)
+            ),
+            None => info!("binding this node to its certificate {}", short(&own)),
+        }
         group.propose(Action::Bind {
             raft_id: me,
             fingerprint: own,
