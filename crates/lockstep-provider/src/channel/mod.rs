@@ -233,8 +233,8 @@ pub(super) enum Founding {
 fn holds_all_words(how: HoldsAll) -> &'static str {
     match how {
         HoldsAll::Led => "this node led the group last, so it holds every commit",
-        HoldsAll::InEveryQuorum => {
-            "this node was in every quorum of its group, so it holds every commit"
+        HoldsAll::CommitsNeedIt => {
+            "no commit of its group could be made without this node, so it holds every commit"
         }
         HoldsAll::NeverMember => "this node was never a member; it continues after its own state",
     }

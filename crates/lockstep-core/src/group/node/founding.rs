@@ -25,8 +25,8 @@ use raft::StateRole;
 pub enum HoldsAll {
     /// It led the group last.
     Led,
-    /// No quorum of its configuration lacks it.
-    InEveryQuorum,
+    /// No entry commits without it storing it (`commits_need_me`).
+    CommitsNeedIt,
     /// It never was a member: it continues after what it committed
     /// itself (its position is the server's).
     NeverMember,
@@ -103,7 +103,7 @@ pub fn holds_every_commit(
         return Ok(HoldsAll::Led);
     }
     if commits_need_me(v) {
-        return Ok(HoldsAll::InEveryQuorum);
+        return Ok(HoldsAll::CommitsNeedIt);
     }
     Err(MayLack {
         leader: last_leader,
@@ -241,13 +241,13 @@ mod tests {
         );
         assert_eq!(
             holds_every_commit(&view(2, &[1, 2]), Some(1), true),
-            Ok(HoldsAll::InEveryQuorum)
+            Ok(HoldsAll::CommitsNeedIt)
         );
         let mut v = view(2, &[1, 2]);
         v.others_behind = true;
         assert_eq!(
             holds_every_commit(&v, Some(1), true),
-            Ok(HoldsAll::InEveryQuorum),
+            Ok(HoldsAll::CommitsNeedIt),
             "commits need it whatever the others applied"
         );
         v.change_pending = true;
