@@ -255,29 +255,38 @@ impl Transport {
 
     /// The members' certificates, as the group bound them (ADR 0014): a
     /// hello claiming one of these Raft ids with another certificate (or
-    /// none) is refused and logged, and an open connection that does so
-    /// is closed now.
+    /// none) is refused and logged. An open connection is closed now if
+    /// its id was unbound until this call and it presented another
+    /// certificate (an impostor that got in before the binding). A
+    /// member that binds itself anew (`socket.ssl_reload`) keeps its
+    /// open connections, which it opened with the certificate bound
+    /// then, as Galera keeps them: only its new connections need the
+    /// new certificate.
     pub fn bind_identities(&self, bindings: HashMap<u64, CertFingerprint>) {
+        let before = self
+            .ctx
+            .bindings
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let mut t = self.ctx.table.lock().unwrap_or_else(|p| p.into_inner());
         let mut closed = Vec::new();
         for (id, conns) in t.by_peer.iter_mut() {
             let Some(bound) = bindings.get(id) else {
                 continue;
             };
+            let earlier = before.get(id);
             conns.retain(|c| {
-                if c.cert.as_ref() == Some(bound) {
+                let cert = c.cert.as_ref();
+                if cert == Some(bound) || (earlier.is_some() && cert == earlier) {
                     return true;
                 }
-                // A note: a member that rotated its certificate is the
-                // usual case; an impostor was refused at its hello.
-                info!(
+                warn!(
                     "closing the group connection with {} as Raft id {id:#x}: the cluster bound \
                      that member to certificate {}, and this connection presented {}",
                     c.addr,
                     short(bound),
-                    c.cert
-                        .as_ref()
-                        .map_or("none (plain TCP)".to_string(), short)
+                    cert.map_or("none (plain TCP)".to_string(), short)
                 );
                 c.out.close();
                 closed.push(c.id);

@@ -478,3 +478,24 @@ fn a_binding_closes_an_open_connection_with_another_certificate() {
     }
     assert!(down, "the impostor's connection stayed open");
 }
+
+/// A member that binds itself anew (`socket.ssl_reload`) keeps the
+/// connections it opened with the certificate bound before, as Galera
+/// keeps them; only new ones need the new certificate.
+#[test]
+fn a_new_binding_of_a_bound_member_keeps_its_open_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = tls_nodes(dir.path(), &["a", "b"], false);
+    let (b, a) = (s.pop().unwrap(), s.pop().unwrap());
+    let b_cert = b.own_fingerprint().unwrap();
+    let (a, rx_a) = start_with("c", 1, a);
+    a.bind_identities(HashMap::from([(2, b_cert)]));
+    let (b, _rx_b) = start_with("c", 2, b);
+    b.dial(&a.local_addr().unwrap().to_string());
+    assert_eq!(peer_up(&rx_a), Some(2));
+    a.bind_identities(HashMap::from([(2, [0x42; 32])]));
+    let dropped = rx_a
+        .recv_timeout(Duration::from_millis(500))
+        .is_ok_and(|ev| matches!(ev, Inbound::PeerDown { raft_id: 2 }));
+    assert!(!dropped, "the member's open connection was closed");
+}

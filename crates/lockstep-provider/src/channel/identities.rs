@@ -90,8 +90,8 @@ impl Identities {
         self.told = Some(Instant::now());
         match self.pushed.get(&me) {
             Some(old) => info!(
-                "binding this node to its new certificate {} (was {}): connections with the old \
-                 one are closed and reopened",
+                "binding this node to its new certificate {} (was {}): open connections keep \
+                 the old one, new ones need the new one",
                 short(&own),
                 short(old)
             ),
