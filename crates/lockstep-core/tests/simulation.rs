@@ -1136,24 +1136,9 @@ fn weighted_cluster(name: &str, seed: u64, c: &WeightChange) -> Result<(Sim, Vec
     sim.workload = false;
     sim.wait_formed(20_000)?;
     let mut weights = vec![1u32; c.nodes];
-    for &(host, w) in c.before.iter().chain(std::iter::once(&c.change)) {
-        let slot = sim
-            .running()
-            .find(|(_, n)| n.host == host)
-            .map(|(s, _)| s)
-            .ok_or("no node on the host")?;
-        if (host, w) == c.change {
-            // The caller proposes the change itself, step by step.
-            break;
-        }
-        let id = sim.nodes[slot].id;
-        sim.propose(
-            slot,
-            Action::Weight {
-                raft_id: id,
-                weight: w,
-            },
-        );
+    // The change itself the caller proposes, step by step.
+    for &(host, w) in c.before {
+        propose_weight(&mut sim, host, w);
         weights[host] = w;
         let target = weights.clone();
         if !sim.run_until(10_000, |s| weights_settled(s, &target)) {

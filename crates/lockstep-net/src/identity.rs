@@ -19,6 +19,12 @@ pub fn short(fp: &CertFingerprint) -> String {
     format!("SHA256:{}…", hex.join(":"))
 }
 
+/// What a connection presented, for the log: [`short`], or that it
+/// presented nothing (plain TCP).
+pub fn describe(cert: Option<&CertFingerprint>) -> String {
+    cert.map_or("none (plain TCP)".to_string(), short)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -286,8 +286,7 @@ pub fn marker_present(dir: &Path) -> bool {
 }
 
 fn marker_present_on(fs: &dyn Fs, dir: &Path) -> bool {
-    // An unreadable marker counts as present: the safe side.
-    !matches!(fs.read(&dir.join(MARKER_FILE), 0), Ok(None))
+    storage::marker_present(fs, &dir.join(MARKER_FILE))
 }
 
 pub fn remove_marker(dir: &Path) {
@@ -295,10 +294,7 @@ pub fn remove_marker(dir: &Path) {
 }
 
 fn remove_marker_on(fs: &dyn Fs, dir: &Path) {
-    let path = dir.join(MARKER_FILE);
-    if let Err(e) = storage::remove_durably(fs, &path) {
-        warn!("cannot remove {}: {e}", path.display());
-    }
+    storage::remove_marker(fs, &dir.join(MARKER_FILE));
 }
 
 #[cfg(test)]

@@ -10,21 +10,17 @@
 //! recovers a position by itself).
 
 use crate::log::warn;
-use crate::storage::{self, Disk, Fs};
+use crate::storage::{self, Disk};
 use std::path::Path;
 
 const MARKER_FILE: &str = "lockstep-diverged";
 
 /// Records that this node's data is not the group's.
 pub fn mark(dir: &Path) {
-    mark_on(&Disk, dir);
-}
-
-fn mark_on(fs: &dyn Fs, dir: &Path) {
     let text = "# Lockstep: this node left the cluster inconsistent.\n# It takes a full state \
                 transfer at its next join; a successful one removes this file.\n";
     let path = dir.join(MARKER_FILE);
-    if let Err(e) = storage::replace_durably(fs, &path, text.as_bytes()) {
+    if let Err(e) = storage::replace_durably(&Disk, &path, text.as_bytes()) {
         warn!(
             "cannot write {}: {e}; if this node restarts without a position it may recover \
              one from data that is not the cluster's",
@@ -33,22 +29,14 @@ fn mark_on(fs: &dyn Fs, dir: &Path) {
     }
 }
 
-/// Whether the marker is there (an unreadable one counts as there: the
-/// safe side).
+/// Whether the marker is there (an unreadable one counts as there).
 pub fn present(dir: &Path) -> bool {
-    present_on(&Disk, dir)
-}
-
-fn present_on(fs: &dyn Fs, dir: &Path) -> bool {
-    !matches!(fs.read(&dir.join(MARKER_FILE), 0), Ok(None))
+    storage::marker_present(&Disk, &dir.join(MARKER_FILE))
 }
 
 /// A full state transfer replaced the data.
 pub fn clear(dir: &Path) {
-    let path = dir.join(MARKER_FILE);
-    if let Err(e) = storage::remove_durably(&Disk, &path) {
-        warn!("cannot remove {}: {e}", path.display());
-    }
+    storage::remove_marker(&Disk, &dir.join(MARKER_FILE));
 }
 
 #[cfg(test)]

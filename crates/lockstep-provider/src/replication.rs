@@ -726,7 +726,7 @@ impl Provider {
     pub fn inconsistent(&self, mut g: MutexGuard<'_, Inner>, why: &str) -> Status {
         error!("node consistency compromised: {why}; refusing further writes, restart required");
         g.local.inconsistent();
-        g.set_diverged();
+        g.set_diverged(&self.data_dir);
         drop(g);
         self.notify();
         status::NODE_FAIL
@@ -813,7 +813,7 @@ impl Provider {
             if !ok {
                 let mut g = self.lock();
                 // Its data is no longer the group's at any seqno.
-                g.set_diverged();
+                g.set_diverged(&self.data_dir);
                 let lost_vote = g
                     .my_votes
                     .get(&seqno)

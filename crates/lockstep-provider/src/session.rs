@@ -643,7 +643,7 @@ impl Provider {
             Event::PastView(seqno, _, view) => self.pass_past_view(ctx, seqno, view.as_deref()),
             Event::Rejoin => self.rejoin(ctx),
             Event::Inconsistent(why) => {
-                self.lock().set_diverged();
+                self.lock().set_diverged(&self.data_dir);
                 Some(self.fail_session(ctx, &why))
             }
             Event::Synced => {

@@ -747,12 +747,10 @@ impl Inner {
     /// bootstrap only if this node was the last member of its cluster.
     /// This node's data is no longer the group's at any seqno: say so,
     /// durably, so that a restart takes a full state transfer too
-    /// (`diverged`).
-    pub fn set_diverged(&mut self) {
+    /// (`diverged`, in the data directory `data_dir`).
+    pub fn set_diverged(&mut self, data_dir: &std::path::Path) {
         if !self.diverged {
-            if let Some(dir) = &self.bypass.marker_dir {
-                crate::diverged::mark(dir);
-            }
+            crate::diverged::mark(data_dir);
         }
         self.diverged = true;
     }

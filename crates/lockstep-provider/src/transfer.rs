@@ -463,9 +463,7 @@ impl Provider {
         };
         if g.diverged {
             // A whole state replaced the data that was not the group's.
-            if let Some(dir) = g.bypass.marker_dir.clone() {
-                crate::diverged::clear(&dir);
-            }
+            crate::diverged::clear(&self.data_dir);
         }
         g.diverged = false;
         g.start_at(gtid);

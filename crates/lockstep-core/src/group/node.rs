@@ -972,11 +972,9 @@ impl Group {
         let mut cc = ConfChange::default();
         cc.set_change_type(ConfChangeType::AddLearnerNode);
         cc.node_id = info.raft_id;
-        cc.context = if self.seq.cluster_version() >= BINDING_VERSION {
-            info.encode_admission(cert.as_ref()).into()
-        } else {
-            info.encode().into()
-        };
+        // Without a fingerprint the context is the plain description.
+        let cert = cert.filter(|_| self.seq.cluster_version() >= BINDING_VERSION);
+        cc.context = info.encode_admission(cert.as_ref()).into();
         let _ = self.raw.propose_conf_change(vec![], cc);
     }
 

@@ -7,7 +7,7 @@ use super::table::{
     Conn, OpeningSlot, MAX_ACCEPTS_PER_HOST_PER_SEC, MAX_OPENING, MAX_OPENING_PER_HOST,
 };
 use super::{Ctx, Handled, Inbound, Out, Side, CONNECT_TIMEOUT, HELLO_MAX_FRAME, HELLO_TIMEOUT};
-use crate::identity::short;
+use crate::identity::{describe, short};
 use crate::secure::Reader;
 use lockstep_core::wire::frame::FrameDecoder;
 use lockstep_core::wire::lanes::Lane;
@@ -372,7 +372,7 @@ fn serve_connection(
                 "refusing group connection from {peer} ({peer_addr}): it claims Raft id \
                  {raft_id:#x}, which the cluster bound to certificate {}, and it presented {}",
                 short(&bound),
-                cert.as_ref().map_or("none (plain TCP)".to_string(), short)
+                describe(cert.as_ref())
             );
         }
         if let Ok(b) = (PeerMsg::Refuse {

@@ -24,7 +24,7 @@ pub use budget::{input_bytes, InputBudget, INPUT_BUDGET};
 pub use queue::Out;
 pub use table::{MAX_ACCEPTS_PER_HOST_PER_SEC, MAX_OPENING, MAX_OPENING_PER_HOST};
 
-use crate::identity::{short, CertFingerprint};
+use crate::identity::{describe, short, CertFingerprint};
 use crate::secure::PeerSecurity;
 use crate::threads::Threads;
 use connection::{accept_loop, dial, run_connection};
@@ -286,7 +286,7 @@ impl Transport {
                      that member to certificate {}, and this connection presented {}",
                     c.addr,
                     short(bound),
-                    cert.map_or("none (plain TCP)".to_string(), short)
+                    describe(cert)
                 );
                 c.out.close();
                 closed.push(c.id);

@@ -64,6 +64,21 @@ pub fn remove_durably(fs: &dyn Fs, path: &Path) -> io::Result<()> {
     fs.sync_dir(parent(path))
 }
 
+/// Whether a marker file (one that sends the node to a full state
+/// transfer: the commit bypass's, `diverged`'s) is at `path`. One that
+/// cannot be read counts as there: the safe side.
+pub fn marker_present(fs: &dyn Fs, path: &Path) -> bool {
+    !matches!(fs.read(path, 0), Ok(None))
+}
+
+/// Removes a marker durably. A failure is logged, not returned: the
+/// marker then stays, which errs on the safe side at the next start.
+pub fn remove_marker(fs: &dyn Fs, path: &Path) {
+    if let Err(e) = remove_durably(fs, path) {
+        crate::log::warn!("cannot remove {}: {e}", path.display());
+    }
+}
+
 /// The real file system.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Disk;

@@ -70,11 +70,7 @@ pub struct QuorumView<'a> {
 /// cannot commit without `me` storing it, so one stored here is all
 /// there is to check.
 pub fn in_every_quorum(v: &QuorumView<'_>) -> bool {
-    !v.joint
-        && !v.change_pending
-        && !v.others_behind
-        && v.voters.contains(&v.me)
-        && v.voters.len() <= 2
+    commits_need_me(v) && !v.others_behind
 }
 
 /// No entry commits without `me` storing it: it votes, at most one other
