@@ -250,3 +250,109 @@ fn bench_measures_lockstep_and_galera_and_writes_the_report() {
         }
     }
 }
+
+/// `lockstep check-config` on MariaDB's own Galera option file (the mtr
+/// suite's `galera_2nodes.cnf`, read as mtr's server 1 and 2 read it) and
+/// on a crafted bad one: the real file has no error, the findings it has
+/// are the ones a DBA should know, and the bad one exits 1.
+#[test]
+fn check_config_reads_mtr_s_galera_file_and_flags_a_bad_one() {
+    let mtr = Path::new("/usr/share/mysql/mysql-test");
+    let dir = scratch();
+    std::fs::create_dir(dir.path().join("include")).unwrap();
+    // mtr resolves the file's `!include include/default_mysqld.cnf` in its
+    // own directory; beside the copy it resolves as the server would.
+    std::fs::copy(
+        mtr.join("include/default_mysqld.cnf"),
+        dir.path().join("include/default_mysqld.cnf"),
+    )
+    .expect("mariadb-test's include/default_mysqld.cnf (scripts/setup.sh installs it)");
+    let cnf = dir.path().join("galera_2nodes.cnf");
+    std::fs::copy(mtr.join("suite/galera/galera_2nodes.cnf"), &cnf).unwrap();
+    let cnf = cnf.to_str().unwrap();
+
+    let (code, out) = run(&["check-config", "--defaults-group-suffix", ".1", cnf]);
+    assert_eq!(code, 0, "no errors in MariaDB's own Galera file:\n{out}");
+    for (level, key) in [
+        ("warning", "wsrep_cluster_address: gcomm:// (empty)"),
+        ("warning", "evs.install_timeout: PT15S"),
+        ("warning", "socket.ssl: no TLS"),
+        ("note", "innodb_snapshot_isolation"),
+    ] {
+        assert!(
+            out.lines().any(|l| l.starts_with(level) && l.contains(key)),
+            "no {level} about {key}:\n{out}"
+        );
+    }
+    assert!(
+        out.contains("0 errors, 3 warnings, 1 notes"),
+        "wsrep-sync-wait=15 there, so no stale-read note:\n{out}"
+    );
+    let (code, out) = run(&["check-config", "--defaults-group-suffix", ".2", cnf]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        !out.contains("gcomm:// (empty)"),
+        "server 2 joins server 1:\n{out}"
+    );
+
+    let bad = dir.path().join("bad.cnf");
+    std::fs::write(
+        &bad,
+        "[mysqld]\nbinlog_format=MIXED\ninnodb_flush_log_at_trx_commit=2\n[galera]\n\
+         wsrep_on=1\nwsrep_provider=/usr/lib/galera/libgalera_smm.so\n\
+         wsrep_cluster_address=gcomm://a,b,c\n\
+         wsrep_provider_options=\"pc.ignore_sb=yes; gcs.fc_limt=9; gcache.recover=no\"\n",
+    )
+    .unwrap();
+    let (code, out) = run(&["check-config", bad.to_str().unwrap()]);
+    assert_eq!(code, 1, "errors exit 1:\n{out}");
+    for want in [
+        "error   ",
+        "bad.cnf:2: binlog_format: MIXED",
+        "innodb_autoinc_lock_mode: not set",
+        "gcs.fc_limt: unknown provider option",
+        "pc.ignore_sb: true",
+        "innodb_flush_log_at_trx_commit: 2",
+        "wsrep_provider: /usr/lib/galera/libgalera_smm.so is Galera",
+        "wsrep_sync_wait",
+    ] {
+        assert!(out.contains(want), "'{want}' missing:\n{out}");
+    }
+    let (code, out) = run(&["check-config", "/nonexistent/my.cnf"]);
+    assert_eq!(code, 2, "no file read exits 2:\n{out}");
+}
+
+/// The man pages and completions come from the same clap definitions as
+/// the command line, so they name every command.
+#[test]
+fn man_pages_and_completions_name_every_command() {
+    let dir = scratch();
+    let (code, out) = run(&["man", "--out", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    for page in [
+        "lockstep.1",
+        "lockstep-check-config.1",
+        "lockstep-arbitrator.1",
+    ] {
+        let text = std::fs::read_to_string(dir.path().join(page))
+            .unwrap_or_else(|e| panic!("{page}: {e}"));
+        assert!(text.contains(".TH"), "{page} is not a man page");
+    }
+    let main = std::fs::read_to_string(dir.path().join("lockstep.1")).unwrap();
+    assert!(
+        main.contains("check\\-config"),
+        "lockstep.1 lists check-config"
+    );
+    assert!(
+        !dir.path().join("lockstep-man.1").exists(),
+        "the hidden command has no page"
+    );
+    for shell in ["bash", "zsh", "fish"] {
+        let (code, out) = run(&["completions", shell]);
+        assert_eq!(code, 0, "{out}");
+        assert!(
+            out.contains("check-config"),
+            "{shell} completion lacks check-config"
+        );
+    }
+}

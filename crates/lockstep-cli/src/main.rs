@@ -3,6 +3,7 @@
 mod arbitrator;
 mod bench;
 mod check;
+mod check_config;
 mod cluster_bench;
 mod commands;
 mod error;
@@ -14,7 +15,7 @@ mod table;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::error::CliError;
 
@@ -49,6 +50,13 @@ enum Command {
     Cert(commands::cert::Args),
     /// A voting member without data (Galera's garbd): the third vote of two nodes.
     Arbitrator(commands::arbitrator::Args),
+    /// Check a server's option files for a Lockstep node: missing, unsafe or ignored settings.
+    CheckConfig(commands::check_config::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(commands::docs::CompletionArgs),
+    /// Write the man pages (the package's build runs it).
+    #[command(hide = true)]
+    Man(commands::docs::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +80,9 @@ fn main() -> ExitCode {
         Command::CheckBench(args) => commands::check_bench::run(args),
         Command::Bench(args) => commands::bench::run(args),
         Command::Arbitrator(args) => commands::arbitrator::run(args),
+        Command::CheckConfig(args) => commands::check_config::run(args),
+        Command::Completions(args) => commands::docs::completions(args, Cli::command()),
+        Command::Man(args) => commands::docs::man(args, Cli::command()),
     };
     match result {
         Ok(code) => code,

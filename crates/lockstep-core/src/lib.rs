@@ -10,6 +10,7 @@ pub mod certification;
 pub mod flow_control;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+pub mod galera_cache;
 pub mod group;
 pub mod metrics;
 pub mod options;

@@ -242,6 +242,17 @@ impl WritesetCache {
             unsynced: false,
         };
         let known = !position.uuid.is_nil() && position.seqno >= 0;
+        if recover && known && crate::galera_import::is_galera_cache(&cache.current_path) {
+            // The first start after a switch from Galera: its cache is
+            // converted into this format (or, if unusable, replaced below).
+            if let Err(e) = crate::galera_import::import(&cache.current_path, position, max_payload)
+            {
+                warn!(
+                    "{}: converting Galera's writeset cache failed ({e}); the cache starts empty",
+                    cache.current_path.display()
+                );
+            }
+        }
         if recover && known {
             cache.recover(position)?;
         } else {

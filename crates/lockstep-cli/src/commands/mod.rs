@@ -5,6 +5,8 @@ pub mod bench;
 pub mod cert;
 pub mod check;
 pub mod check_bench;
+pub mod check_config;
+pub mod docs;
 pub mod down;
 pub mod probe;
 pub mod status;

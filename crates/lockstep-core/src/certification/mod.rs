@@ -114,6 +114,9 @@ pub enum CertFailure {
     },
     /// `last_seen >= seqno`: impossible for a well-formed writeset.
     InvalidLastSeen { seqno: Seqno, last_seen: Seqno },
+    /// Read back from a Galera cache that marks it failed or skipped
+    /// (`galera_cache`): the reason stayed with Galera.
+    FailedInGalera,
 }
 
 impl fmt::Display for CertFailure {
@@ -144,6 +147,9 @@ impl fmt::Display for CertFailure {
             ),
             CertFailure::InvalidLastSeen { seqno, last_seen } => {
                 write!(f, "last seen seqno {last_seen} is not below seqno {seqno}")
+            }
+            CertFailure::FailedInGalera => {
+                f.write_str("failed certification in Galera (its cache marks it skipped)")
             }
         }
     }

@@ -22,7 +22,8 @@
 //!
 //! A failure reason is a u8 tag and its fields: 1 conflict (key, u8 key
 //! type of the earlier reference, i64 seqno), 2 too old (i64, i64),
-//! 3 interval too long (i64, i64, u64), 4 invalid last_seen (i64, i64).
+//! 3 interval too long (i64, i64, u64), 4 invalid last_seen (i64, i64),
+//! 5 failed in Galera (no fields: read back from Galera's cache).
 
 use crate::certification::{CertFailure, CertOutcome, KeyType};
 use crate::group::action::{read_key, read_writeset, write_key, write_writeset};
@@ -310,6 +311,9 @@ fn write_outcome(w: &mut Writer, outcome: &CertOutcome) {
                 CertFailure::InvalidLastSeen { seqno, last_seen } => {
                     w.u8(4).i64(*seqno).i64(*last_seen);
                 }
+                CertFailure::FailedInGalera => {
+                    w.u8(5);
+                }
             }
         }
     }
@@ -349,6 +353,7 @@ fn read_outcome(r: &mut Reader<'_>) -> Result<CertOutcome, DecodeError> {
                     seqno: r.i64("record.seqno")?,
                     last_seen: r.i64("record.last_seen")?,
                 },
+                5 => CertFailure::FailedInGalera,
                 other => {
                     return Err(DecodeError::Invalid {
                         field: "record.failure",
@@ -427,6 +432,7 @@ mod tests {
                 seqno: 6,
                 last_seen: 6,
             }),
+            fail(CertFailure::FailedInGalera),
             CachedEvent {
                 history: H,
                 seqno: 7,
@@ -486,7 +492,7 @@ mod tests {
 
     #[test]
     fn a_view_is_the_same_event_with_or_without_its_members() {
-        let with = &samples()[6];
+        let with = &samples()[7];
         let mut without = with.clone();
         if let CachedKind::View { who, .. } = &mut without.kind {
             assert!(who.is_some());

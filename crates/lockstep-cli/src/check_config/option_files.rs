@@ -1,0 +1,339 @@
+//! MariaDB option files as the server reads them: `[group]` headers,
+//! `key=value` and bare `key` lines, `#` and `;` comments, quoted values,
+//! `!include FILE` and `!includedir DIR` (its `*.cnf` files, by name).
+//! Keys are normalized as the server does: `-` and `_` are the same, a
+//! `loose-` prefix is dropped, `skip-key` means `key=0`. The last value
+//! wins; each value remembers where it came from.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Include depth at most: deeper nesting is a loop or a mistake.
+const MAX_INCLUDE_DEPTH: usize = 10;
+/// Bytes of one option file at most: a server option file is small, and
+/// the check must not read a wrong path (a device, a log) to the end.
+const MAX_FILE_BYTES: u64 = 4 << 20;
+
+/// The groups `mariadbd` reads (MariaDB 10.11): what a node's settings can
+/// be written under. `[galera]` is read only by a server built with wsrep,
+/// which is every server that can load a provider.
+pub const SERVER_GROUPS: &[&str] = &[
+    "mysqld",
+    "server",
+    "mariadb",
+    "mariadbd",
+    "galera",
+    "mysqld-10.11",
+    "mariadb-10.11",
+    "mariadbd-10.11",
+];
+
+/// Where a value was set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub file: PathBuf,
+    pub line: usize,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file.display(), self.line)
+    }
+}
+
+/// One setting: its (unquoted) value and where it was set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setting {
+    pub value: String,
+    pub origin: Origin,
+}
+
+/// The server's settings after reading every file: normalized key → last
+/// setting in one of [`SERVER_GROUPS`].
+#[derive(Debug, Default, Clone)]
+pub struct ServerSettings {
+    settings: BTreeMap<String, Setting>,
+    /// The files read, in order (includes too).
+    pub files: Vec<PathBuf>,
+    /// Problems found while reading (unreadable include, bad line).
+    pub problems: Vec<(Origin, String)>,
+    /// `--defaults-group-suffix`: the groups with this suffix are read too
+    /// (mtr starts server N with `.N`).
+    suffix: Option<String>,
+}
+
+impl ServerSettings {
+    /// The setting of `key` (any spelling: `-` or `_`).
+    pub fn get(&self, key: &str) -> Option<&Setting> {
+        self.settings.get(&normalize(key))
+    }
+
+    /// The value of `key`, if set.
+    pub fn value(&self, key: &str) -> Option<&str> {
+        self.get(key).map(|s| s.value.as_str())
+    }
+
+    /// Reads `paths` in order (later files win), following includes.
+    #[cfg(test)]
+    pub fn read(paths: &[PathBuf]) -> ServerSettings {
+        Self::read_with_suffix(paths, None)
+    }
+
+    /// As [`ServerSettings::read`], also reading the groups named with
+    /// `suffix` appended (`[mysqld.1]` for `.1`), as the server's
+    /// `--defaults-group-suffix` does.
+    pub fn read_with_suffix(paths: &[PathBuf], suffix: Option<&str>) -> ServerSettings {
+        let mut s = ServerSettings {
+            suffix: suffix.map(str::to_ascii_lowercase),
+            ..ServerSettings::default()
+        };
+        for p in paths {
+            s.read_file(p, 0, None);
+        }
+        s
+    }
+
+    /// Reads option-file text as if it were the file `name`.
+    #[cfg(test)]
+    pub fn read_text(name: &Path, text: &str) -> ServerSettings {
+        let mut s = ServerSettings::default();
+        s.files.push(name.to_path_buf());
+        s.parse(name, text, 0);
+        s
+    }
+
+    fn read_file(&mut self, path: &Path, depth: usize, from: Option<&Origin>) {
+        let text = match read_bounded(path) {
+            Ok(t) => t,
+            Err(e) => {
+                let origin = from.cloned().unwrap_or(Origin {
+                    file: path.to_path_buf(),
+                    line: 0,
+                });
+                self.problems
+                    .push((origin, format!("cannot read {}: {e}", path.display())));
+                return;
+            }
+        };
+        self.files.push(path.to_path_buf());
+        self.parse(path, &text, depth);
+    }
+
+    fn parse(&mut self, path: &Path, text: &str, depth: usize) {
+        let mut group: Option<String> = None;
+        for (i, raw) in text.lines().enumerate() {
+            let origin = Origin {
+                file: path.to_path_buf(),
+                line: i + 1,
+            };
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix('!') {
+                self.directive(path, rest, depth, &origin);
+                continue;
+            }
+            if let Some(name) = line.strip_prefix('[') {
+                match name.split_once(']') {
+                    Some((g, _)) => group = Some(g.trim().to_ascii_lowercase()),
+                    None => self
+                        .problems
+                        .push((origin, format!("a group header without ']': {line}"))),
+                }
+                continue;
+            }
+            let Some(g) = &group else {
+                self.problems
+                    .push((origin, format!("an option before any [group]: {line}")));
+                continue;
+            };
+            if !self.is_server_group(g) {
+                continue;
+            }
+            let (key, value) = match line.split_once('=') {
+                Some((k, v)) => (k.trim(), unquote(strip_comment(v.trim()))),
+                None => (line, String::new()),
+            };
+            let (key, value) = server_spelling(key, value);
+            self.settings.insert(key, Setting { value, origin });
+        }
+    }
+
+    fn is_server_group(&self, g: &str) -> bool {
+        let base = match &self.suffix {
+            Some(sfx) => g.strip_suffix(sfx.as_str()).unwrap_or(g),
+            None => g,
+        };
+        SERVER_GROUPS.contains(&base)
+    }
+
+    fn directive(&mut self, path: &Path, rest: &str, depth: usize, origin: &Origin) {
+        let (word, arg) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        let arg = arg.trim();
+        if depth >= MAX_INCLUDE_DEPTH {
+            self.problems.push((
+                origin.clone(),
+                format!("includes nested deeper than {MAX_INCLUDE_DEPTH}: !{rest}"),
+            ));
+            return;
+        }
+        // Relative paths are relative to the including file's directory,
+        // as the server resolves them.
+        let target = path.parent().unwrap_or(Path::new(".")).join(arg);
+        match word {
+            "include" => self.read_file(&target, depth + 1, Some(origin)),
+            "includedir" => match std::fs::read_dir(&target) {
+                Ok(entries) => {
+                    let mut files: Vec<PathBuf> = entries
+                        .flatten()
+                        .map(|e| e.path())
+                        .filter(|p| p.extension().is_some_and(|x| x == "cnf"))
+                        .collect();
+                    files.sort();
+                    for f in files {
+                        self.read_file(&f, depth + 1, Some(origin));
+                    }
+                }
+                Err(e) => self.problems.push((
+                    origin.clone(),
+                    format!("cannot read directory {}: {e}", target.display()),
+                )),
+            },
+            _ => self
+                .problems
+                .push((origin.clone(), format!("unknown directive !{word}"))),
+        }
+    }
+}
+
+fn read_bounded(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut text = String::new();
+    f.take(MAX_FILE_BYTES).read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// `-` and `_` are the same in option names; case does not matter.
+pub fn normalize(key: &str) -> String {
+    key.trim().to_ascii_lowercase().replace('-', "_")
+}
+
+/// Drops `loose-`; turns `skip-key` into `key=0` and `enable-key`/
+/// `disable-key` into `key=1`/`key=0`, as the server's option parser does.
+fn server_spelling(key: &str, value: String) -> (String, String) {
+    let mut k = normalize(key);
+    if let Some(rest) = k.strip_prefix("loose_") {
+        k = rest.to_string();
+    }
+    for (prefix, v) in [("skip_", "0"), ("disable_", "0"), ("enable_", "1")] {
+        if let Some(rest) = k.strip_prefix(prefix) {
+            return (rest.to_string(), v.to_string());
+        }
+    }
+    (k, value)
+}
+
+/// A value's trailing ` # comment` (outside quotes) is not part of it.
+fn strip_comment(v: &str) -> &str {
+    let mut quote = None;
+    for (i, c) in v.char_indices() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, '#') => return v[..i].trim_end(),
+            _ => {}
+        }
+    }
+    v
+}
+
+fn unquote(v: &str) -> String {
+    let b = v.as_bytes();
+    if b.len() >= 2 && (b[0] == b'"' || b[0] == b'\'') && b[b.len() - 1] == b[0] {
+        v[1..v.len() - 1].to_string()
+    } else {
+        v.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_spellings_quotes_and_comments() {
+        let s = ServerSettings::read_text(
+            Path::new("my.cnf"),
+            "# top\n[client]\nport=1\n[mysqld]\nbinlog-format = row # why\n\
+             loose-innodb_autoinc_lock_mode=2\nskip-name-resolve\n\
+             wsrep_provider_options='a=1; b=2'\n[galera]\nwsrep-on\n[mysqldump]\nquick\n",
+        );
+        assert_eq!(s.value("binlog_format"), Some("row"));
+        assert_eq!(s.value("innodb-autoinc-lock-mode"), Some("2"));
+        assert_eq!(s.value("name_resolve"), Some("0"));
+        assert_eq!(s.value("wsrep_provider_options"), Some("a=1; b=2"));
+        assert_eq!(s.value("wsrep_on"), Some(""), "a bare key is set");
+        assert_eq!(s.value("port"), None, "[client] is not the server's");
+        assert_eq!(s.value("quick"), None);
+        assert_eq!(s.get("binlog_format").unwrap().origin.line, 5);
+        assert!(s.problems.is_empty(), "{:?}", s.problems);
+    }
+
+    #[test]
+    fn includes_are_followed_and_later_values_win() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf_d = dir.path().join("conf.d");
+        std::fs::create_dir(&conf_d).unwrap();
+        std::fs::write(conf_d.join("b.cnf"), "[mysqld]\nx=from_b\n").unwrap();
+        std::fs::write(conf_d.join("a.cnf"), "[mysqld]\nx=from_a\ny=1\n").unwrap();
+        std::fs::write(conf_d.join("ignored.txt"), "[mysqld]\ny=2\n").unwrap();
+        std::fs::write(dir.path().join("extra.cnf"), "[galera]\nz=3\n").unwrap();
+        let main = dir.path().join("my.cnf");
+        std::fs::write(
+            &main,
+            "[mysqld]\nx=first\n!includedir conf.d\n!include extra.cnf\n!include missing.cnf\n",
+        )
+        .unwrap();
+        let s = ServerSettings::read(std::slice::from_ref(&main));
+        assert_eq!(s.value("x"), Some("from_b"), "b.cnf is read after a.cnf");
+        assert_eq!(s.value("y"), Some("1"), "only *.cnf files of the directory");
+        assert_eq!(s.value("z"), Some("3"));
+        assert_eq!(s.files.len(), 4, "{:?}", s.files);
+        assert_eq!(s.problems.len(), 1, "{:?}", s.problems);
+        assert_eq!(s.problems[0].0.line, 5, "the include line is blamed");
+    }
+
+    #[test]
+    fn a_group_suffix_adds_the_server_s_own_groups() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("my.cnf");
+        std::fs::write(
+            &main,
+            "[mysqld]\nx=all\n[mysqld.1]\nx=one\n[mysqld.2]\nx=two\n",
+        )
+        .unwrap();
+        let one = ServerSettings::read_with_suffix(std::slice::from_ref(&main), Some(".1"));
+        assert_eq!(one.value("x"), Some("one"));
+        assert_eq!(ServerSettings::read(&[main]).value("x"), Some("all"));
+    }
+
+    #[test]
+    fn an_include_loop_stops() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("my.cnf");
+        std::fs::write(&main, "!include my.cnf\n[mysqld]\nx=1\n").unwrap();
+        let s = ServerSettings::read(&[main]);
+        assert_eq!(s.value("x"), Some("1"));
+        assert!(
+            s.problems.iter().any(|(_, m)| m.contains("nested deeper")),
+            "{:?}",
+            s.problems
+        );
+    }
+}

@@ -1,0 +1,117 @@
+//! Galera's on-disk writeset cache (`galera.cache`, the 26.4 ring buffer)
+//! read back, so that a cluster switched from Galera to Lockstep serves
+//! IST from what Galera cached and no node that stopped behind the others
+//! needs a full SST (issue 36). Read only: Lockstep never writes Galera's
+//! format; the provider converts the usable run into its own cache.
+//!
+//! Layers: `murmur` (Galera's checksums), `ring` (preamble, buffer
+//! headers, the gap-free run of ordered buffers), `writeset` (a WriteSetNG
+//! buffer: header, record sets, the data the server applies), `cchange`
+//! (a configuration change: its members). Every length is checked against
+//! the bytes present, every checksum Galera keeps is verified, and a bad
+//! buffer ends the run at it instead of being trusted.
+
+pub mod cchange;
+pub mod murmur;
+pub mod ring;
+pub mod writeset;
+
+pub use ring::{scan, BufferInfo, ReadAt, RingScan};
+
+use std::sync::Arc;
+
+use crate::certification::{CertFailure, CertOutcome};
+use crate::group::Writeset;
+use crate::writeset_cache::{
+    membership_digest, CachedEvent, CachedKind, CachedMember, CachedMembers,
+};
+use writeset::WsError;
+
+/// The cache record of Lockstep's for one ordered Galera buffer of the run
+/// (`payload`: its bytes, padding included) on `history`.
+///
+/// - A configuration change becomes a view with its members.
+/// - A writeset Galera certified becomes a passed writeset depending on
+///   what Galera computed (seqno minus pa_range), with its data and no
+///   keys (IST applies; it does not certify again). Galera keeps no
+///   last_seen once certified: the dependency stands in for it.
+/// - A writeset Galera failed or skipped becomes a failed one
+///   ([`CertFailure::FailedInGalera`]); a skipped buffer's bytes are not
+///   read (Galera leaves them undefined).
+pub fn to_cached(
+    info: &BufferInfo,
+    payload: &[u8],
+    history: [u8; 16],
+) -> Result<CachedEvent, WsError> {
+    let kind = match info.kind {
+        ring::TYPE_CCHANGE => {
+            let v = cchange::parse(payload)?;
+            if v.seqno != info.seqno || v.history != history {
+                return Err(WsError(format!(
+                    "configuration change for seqno {} of another history in the buffer of {}",
+                    v.seqno, info.seqno
+                )));
+            }
+            let members = v.members.unwrap_or_default();
+            CachedKind::View {
+                members: membership_digest(v.conf_id, members.iter().map(|m| m.uuid)),
+                who: Some(Arc::new(CachedMembers {
+                    conf_id: v.conf_id,
+                    members: members
+                        .into_iter()
+                        .map(|m| CachedMember {
+                            uuid: m.uuid,
+                            name: m.name,
+                            incoming: m.incoming,
+                        })
+                        .collect(),
+                })),
+            }
+        }
+        _ if info.skipped() => CachedKind::Writeset {
+            ws: Arc::new(Writeset {
+                source: [0; 16],
+                trx_id: 0,
+                conn_id: 0,
+                last_seen: info.seqno - 1,
+                flags: 0,
+                keys: Vec::new(),
+                data: Vec::new().into(),
+            }),
+            outcome: CertOutcome::Fail {
+                reason: CertFailure::FailedInGalera,
+            },
+        },
+        _ => {
+            let g = writeset::parse(payload)?;
+            if g.certified_seqno != Some(info.seqno) {
+                return Err(WsError(format!(
+                    "seqno {} is not certified in its buffer (header says {:?})",
+                    info.seqno, g.certified_seqno
+                )));
+            }
+            let depends_on = g.depends_on();
+            let ws = Arc::new(Writeset {
+                source: g.source,
+                trx_id: g.trx_id,
+                conn_id: g.conn_id,
+                last_seen: depends_on.unwrap_or(info.seqno - 1),
+                flags: g.wsrep_flags,
+                keys: Vec::new(),
+                data: payload[g.data].to_vec().into(),
+            });
+            let outcome = match depends_on {
+                Some(depends_on) => CertOutcome::Pass { depends_on },
+                None => CertOutcome::Fail {
+                    reason: CertFailure::FailedInGalera,
+                },
+            };
+            CachedKind::Writeset { ws, outcome }
+        }
+    };
+    Ok(CachedEvent {
+        history,
+        seqno: info.seqno,
+        kind,
+    })
+}
