@@ -6,13 +6,20 @@ CARGO ?= cargo
 TESTS ?=
 PROVIDER ?= lockstep
 
-.PHONY: setup build demo test lint unit integration mtr mtr-suite compat bench bench-cert rejoin-bench wan-bench soak hot-spots jepsen checker-mutations options-doc fuzz clean
+.PHONY: setup build deb demo test lint unit integration mtr mtr-suite compat bench bench-cert rejoin-bench wan-bench soak hot-spots jepsen checker-mutations options-doc fuzz clean
 
 setup:
 	@scripts/setup.sh
 
 build: setup
 	$(CARGO) build --release --workspace
+
+# The Debian 12 package (cargo-deb): target/debian/lockstep_*.deb with the
+# library in /usr/lib/lockstep/, the lockstep command, the units of the
+# health check and the arbitrator, man pages and completions; debug symbols
+# in lockstep-dbgsym_*.ddeb. Install: apt-get install ./target/debian/lockstep_*.deb
+deb: build
+	@scripts/deb.sh
 
 demo: build
 	@scripts/demo.sh
