@@ -28,6 +28,7 @@ pub type Body = fn(&[u8]);
 pub const TARGETS: &[(&str, Body)] = &[
     ("cluster_address", cluster_address),
     ("frame", frame),
+    ("galera_cache", galera_cache),
     ("lanes_inbox", lanes_inbox),
     ("log_entry", log_entry),
     ("peer_message", peer_message),
@@ -199,5 +200,26 @@ pub fn writeset_cache(data: &[u8]) {
         encode_record(&ev, &mut again);
         assert_eq!(&again[..], &rest[..used]);
         rest = &rest[used..];
+    }
+}
+
+/// Galera's `galera.cache`, read at a switch from Galera: the ring buffer
+/// (as given, and behind a valid preamble so the buffer walk is reached),
+/// and each buffer's payload as a writeset and as a configuration change.
+pub fn galera_cache(data: &[u8]) {
+    use crate::galera_cache::{cchange, scan, to_cached, writeset};
+    let _ = writeset::parse(data);
+    let _ = cchange::parse(data);
+    let mut file = b"Version: 2\nGID: 38a1b360-ea5c-11f1-9d53-2257cdddea97\nsynced: 0\n".to_vec();
+    file.resize(1280, 0);
+    file.extend_from_slice(data);
+    for bytes in [data, &file[..]] {
+        if let Ok(s) = scan(bytes) {
+            for b in &s.run {
+                let start = b.payload_at as usize;
+                let payload = &bytes[start..start + b.payload_len as usize];
+                let _ = to_cached(b, payload, s.preamble.gid);
+            }
+        }
     }
 }

@@ -74,7 +74,23 @@ fn seeds() -> Vec<Vec<u8>> {
     encode(3, b"payload", 1 << 16, &mut frame).expect("small");
     let mut peer_msg = vec![hello[5]];
     peer_msg.extend_from_slice(&hello[12..hello.len() - 4]);
+    // A Galera ring buffer's first buffer (the galera_cache target puts a
+    // preamble before it): header, then a certified version-6 writeset.
+    let ws = "4763401441400200ed0300000000000079df0d86487000005f0e3a2c9d1b11ee\
+              8c6a7b3f2e1d0c4b0c000000000000005901000000000000720f4becf92cc0fd\
+              2b019c001c743e30edb7dfb23cb2217e6a11fb4fe74174dba411223344556677\
+              c78899aabbccddee2b00c000d367a824cc60f0224697e9b3d3074991a89bb82c\
+              42494e4c4f472d4556454e542d313a0001020304455632212100000000000000";
+    let mut galera_buffer = Vec::new();
+    galera_buffer.extend_from_slice(&1005i64.to_le_bytes());
+    galera_buffer.extend_from_slice(&0u64.to_le_bytes());
+    galera_buffer.extend_from_slice(&(24u32 + 160).to_le_bytes());
+    galera_buffer.extend_from_slice(&[1, 0, 1, 0]);
+    galera_buffer
+        .extend((0..ws.len() / 2).map(|i| u8::from_str_radix(&ws[2 * i..2 * i + 2], 16).unwrap()));
+    galera_buffer.extend_from_slice(&[0; 24]);
     vec![
+        galera_buffer,
         hello,
         frame,
         peer_msg,

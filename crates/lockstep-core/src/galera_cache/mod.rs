@@ -115,3 +115,86 @@ pub fn to_cached(
         kind,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ring::tests::ring_file;
+    use super::ring::{BUFFER_RELEASED, BUFFER_SKIPPED, TYPE_CCHANGE, TYPE_WRITESET};
+    use super::*;
+
+    const H: &str = "38a1b360-ea5c-11f1-9d53-2257cdddea97";
+
+    #[test]
+    fn a_ring_becomes_cache_records() {
+        let cc = cchange::tests::encode(
+            H,
+            1004,
+            7,
+            &[("44adb613-ea5c-11f1-8bb4-ce665dc2cea1", "n1")],
+        );
+        let f = ring_file(
+            H,
+            Some(ring::RING_START),
+            &[
+                (
+                    1003,
+                    TYPE_WRITESET,
+                    BUFFER_RELEASED | BUFFER_SKIPPED,
+                    vec![0; 8],
+                ),
+                (1004, TYPE_CCHANGE, BUFFER_RELEASED, cc),
+                (
+                    1005,
+                    TYPE_WRITESET,
+                    BUFFER_RELEASED,
+                    writeset::tests::example(),
+                ),
+            ],
+            4096,
+        );
+        let s = scan(&f[..]).unwrap();
+        let gid = s.preamble.gid;
+        let events: Vec<CachedEvent> = s
+            .run
+            .iter()
+            .map(|b| {
+                let at = b.payload_at as usize;
+                to_cached(b, &f[at..at + b.payload_len as usize], gid).unwrap()
+            })
+            .collect();
+        assert_eq!(events.len(), 3);
+        match &events[0].kind {
+            CachedKind::Writeset { outcome, .. } => assert_eq!(
+                *outcome,
+                CertOutcome::Fail {
+                    reason: CertFailure::FailedInGalera
+                }
+            ),
+            other => panic!("{other:?}"),
+        }
+        match &events[1].kind {
+            CachedKind::View { who: Some(w), .. } => {
+                assert_eq!(w.conf_id, 7);
+                assert_eq!(w.members[0].name, "n1");
+            }
+            other => panic!("{other:?}"),
+        }
+        match &events[2].kind {
+            CachedKind::Writeset { ws, outcome } => {
+                assert_eq!(*outcome, CertOutcome::Pass { depends_on: 1003 });
+                assert_eq!(
+                    &ws.data.contiguous()[..],
+                    b"BINLOG-EVENT-1:\0\x01\x02\x03\x04EV2!!"
+                );
+                assert_eq!((ws.conn_id, ws.trx_id, ws.flags), (12, 345, 0x41));
+            }
+            other => panic!("{other:?}"),
+        }
+        // A buffer whose header names another seqno than the ring's is
+        // refused, not trusted.
+        let mut wrong = s.run[2];
+        wrong.seqno = 1006;
+        let at = wrong.payload_at as usize;
+        assert!(to_cached(&wrong, &f[at..at + wrong.payload_len as usize], gid).is_err());
+    }
+}

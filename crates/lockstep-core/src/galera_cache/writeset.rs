@@ -223,14 +223,14 @@ fn record_set(buf: &[u8], o: usize, what: &str) -> Result<RecordSet, WsError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// The worked example of a version-6 writeset after certification
     /// (seqno 1005, depends on 1003): two key parts, and the data
     /// "BINLOG-EVENT-1:\0\1\2\3\4" then "EV2!!" as the server appended
     /// them. Built from the format description with its checksums.
-    fn example() -> Vec<u8> {
+    pub(crate) fn example() -> Vec<u8> {
         let hex = "4763401441400200ed0300000000000079df0d86487000005f0e3a2c9d1b11ee\
                    8c6a7b3f2e1d0c4b0c000000000000005901000000000000720f4becf92cc0fd\
                    2b019c001c743e30edb7dfb23cb2217e6a11fb4fe74174dba411223344556677\
