@@ -17,6 +17,7 @@ mod control;
 mod diverged;
 mod event;
 pub mod ffi;
+mod galera_export;
 mod galera_import;
 mod grastate;
 mod group_input;

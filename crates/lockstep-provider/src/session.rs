@@ -495,6 +495,15 @@ impl Provider {
         let recover = o.bool("gcache.recover").unwrap_or(true);
         let sync = o.bool("lockstep.cache_sync").unwrap_or(false);
         drop(o);
+        if recover && !position.uuid.is_nil() && position.seqno >= 0 {
+            // Lockstep's files set aside by a stop that left Galera's
+            // format: back if nothing ran since, else dropped.
+            crate::galera_export::restore_aside(
+                &dir.join(&name),
+                &dir.join(format!("{name}.1")),
+                position,
+            );
+        }
         match WritesetCache::open(&dir, &name, size, max_payload, recover, position) {
             Ok(mut c) => {
                 c.set_sync(sync);
@@ -902,6 +911,12 @@ impl Provider {
         drop(g);
         self.stop_channel();
         self.save_state(position);
+        if position.seqno >= 0 {
+            self.leave_galera_cache(Gtid {
+                uuid: position.uuid,
+                seqno: position.seqno,
+            });
+        }
         if was_in_group {
             // A clean leave: no automatic recovery of this view (Galera too).
             viewstate::remove(&self.data_dir);
@@ -911,6 +926,41 @@ impl Provider {
             position.uuid, position.seqno
         );
         status::OK
+    }
+
+    /// `lockstep.leave_galera_cache=yes`: the writeset cache written in
+    /// Galera's format at this clean stop, for a switch back to Galera
+    /// (`galera_export`, ADR 0028).
+    fn leave_galera_cache(&self, position: Gtid) {
+        let (on, size) = {
+            let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+            (
+                o.bool("lockstep.leave_galera_cache").unwrap_or(false),
+                o.size("gcache.size").unwrap_or(128 << 20),
+            )
+        };
+        if !on {
+            return;
+        }
+        let Some(mut cache) = self.lock().cache.take() else {
+            warn!(
+                "lockstep.leave_galera_cache: this node keeps no writeset cache \
+                 (gcache.recover=no, or it failed); Galera will start with an empty one"
+            );
+            return;
+        };
+        match crate::galera_export::export(&mut cache, position, size) {
+            Ok(Some(_)) => {}
+            Ok(None) => warn!(
+                "lockstep.leave_galera_cache: the writeset cache ({}) holds no run Galera can \
+                 take up to {position}; Galera will start with an empty cache",
+                cache.describe()
+            ),
+            Err(e) => warn!(
+                "lockstep.leave_galera_cache: writing the cache in Galera's format failed \
+                 ({e}); Lockstep's own files stay, and Galera will start with an empty cache"
+            ),
+        }
     }
 
     fn stop_channel(&self) {

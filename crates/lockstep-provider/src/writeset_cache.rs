@@ -381,6 +381,16 @@ impl WritesetCache {
             .filter(|at| *at <= seqno)
     }
 
+    /// The file appended to.
+    pub fn current_path(&self) -> &Path {
+        &self.current_path
+    }
+
+    /// The older file, after a rotation.
+    pub fn previous_path(&self) -> &Path {
+        &self.previous_path
+    }
+
     /// The lowest seqno held (`wsrep_local_cached_downto`), if any.
     pub fn first(&self) -> Option<i64> {
         self.previous.or(self.current).map(|r| r.first)

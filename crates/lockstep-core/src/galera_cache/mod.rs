@@ -1,8 +1,8 @@
 //! Galera's on-disk writeset cache (`galera.cache`, the 26.4 ring buffer)
 //! read back, so that a cluster switched from Galera to Lockstep serves
 //! IST from what Galera cached and no node that stopped behind the others
-//! needs a full SST (issue 36). Read only: Lockstep never writes Galera's
-//! format; the provider converts the usable run into its own cache.
+//! needs a full SST (issue 36); the provider converts the usable run into
+//! its own cache. `export` writes the reverse, for a switch back.
 //!
 //! Layers: `murmur` (Galera's checksums), `ring` (preamble, buffer
 //! headers, the gap-free run of ordered buffers), `writeset` (a WriteSetNG
@@ -12,6 +12,7 @@
 //! buffer ends the run at it instead of being trusted.
 
 pub mod cchange;
+pub mod export;
 pub mod murmur;
 pub mod ring;
 pub mod writeset;

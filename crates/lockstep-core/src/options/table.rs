@@ -231,6 +231,7 @@ pub const TABLE: &[Spec] = &[
     o("lockstep.cache_sync",           Fixed("no"),                  Bool,     Static).honoured(),    // fsync the writeset cache per batch (ADR 0026)
     o("lockstep.commit_bypass",        Fixed("64M"),               Size,     Dynamic).honoured(),   // provider: only with repl.commit_order<3 and no binlog
     o("lockstep.force_bootstrap",      Fixed("no"),                  Bool,     Dynamic).honoured(),   // pc.bootstrap even where acknowledged commits may be missing (ADR 0027)
+    o("lockstep.leave_galera_cache",   Fixed("no"),                  Bool,     Dynamic).honoured(),   // at a clean stop, the writeset cache in Galera's format (switching back, ADR 0028)
     o("lockstep.raft_tick",            Fixed("PT0.05S"),              Duration, Static).honoured(),
     o("lockstep.secret",               Unset,                        Str,      Static).not_printed(),
     o("pc.announce_timeout",           Fixed("PT3S"),                Duration, Static),
