@@ -51,33 +51,58 @@ impl Aside {
     }
 }
 
-/// At start: the native files set aside by an export come back when the
-/// node starts at the position they were left at; otherwise they go.
+/// The export's temporary file beside `current`.
+fn export_tmp(current: &Path) -> PathBuf {
+    current.with_extension("cache.galera-export")
+}
+
+fn sync_dir(of: &Path) -> io::Result<()> {
+    match of.parent() {
+        Some(dir) => OpenOptions::new().read(true).open(dir)?.sync_all(),
+        None => Ok(()),
+    }
+}
+
+/// At start, before the cache opens: temporary files a crash left, and
+/// the native files set aside by an export, which come back when the node
+/// starts at the position they were left at (also when a crash cut their
+/// return short) and go otherwise. A marker that cannot be read counts as
+/// another position: the native files are then dropped, never trusted.
 pub fn restore_aside(current: &Path, previous: &Path, position: Gtid) {
+    let _ = fs::remove_file(export_tmp(current));
+    let _ = fs::remove_file(crate::galera_import::import_tmp(current));
     let aside = Aside::of(current);
-    if !aside.marker.exists() && !aside.current.exists() {
+    if !aside.marker.exists() {
+        // Files are set aside only once the marker is durable: without it
+        // there is nothing to restore (a crash before it left the native
+        // files in place).
         return;
     }
     let left_at = fs::read_to_string(&aside.marker).unwrap_or_default();
     let same = left_at.trim() == format!("{}:{}", position.uuid, position.seqno);
-    if same && aside.current.exists() {
-        let restored = fs::rename(&aside.current, current).and_then(|()| {
-            if aside.previous.exists() {
-                fs::rename(&aside.previous, previous)
-            } else {
-                let _ = fs::remove_file(previous);
-                Ok(())
+    if same && (aside.current.exists() || aside.previous.exists()) {
+        let restored = (|| -> io::Result<()> {
+            if aside.current.exists() {
+                fs::rename(&aside.current, current)?;
             }
-        });
+            if aside.previous.exists() {
+                fs::rename(&aside.previous, previous)?;
+            }
+            sync_dir(current)
+        })();
         match restored {
             Ok(()) => info!(
                 "writeset cache: Lockstep's own files, set aside at {} for Galera, are back \
                  (nothing ran in between)",
                 left_at.trim()
             ),
-            Err(e) => warn!("writeset cache: putting Lockstep's files back failed: {e}"),
+            Err(e) => {
+                // The marker stays: the next start tries again.
+                warn!("writeset cache: putting Lockstep's files back failed: {e}");
+                return;
+            }
         }
-    } else {
+    } else if !same {
         info!(
             "writeset cache: the files Lockstep set aside at {} are stale (this node is at \
              {position}): removed; Galera's cache is read instead",
@@ -87,6 +112,7 @@ pub fn restore_aside(current: &Path, previous: &Path, position: Gtid) {
         let _ = fs::remove_file(&aside.previous);
     }
     let _ = fs::remove_file(&aside.marker);
+    let _ = sync_dir(current);
 }
 
 /// Writes the cache's events up to `position` as Galera's ring buffer
@@ -138,7 +164,7 @@ pub fn export(
     }
     let current = cache.current_path().to_path_buf();
     let previous = cache.previous_path().to_path_buf();
-    let tmp = current.with_extension("cache.galera-export");
+    let tmp = export_tmp(&current);
     {
         let f = File::create(&tmp)?;
         let mut w = BufWriter::new(&f);
@@ -162,23 +188,34 @@ pub fn export(
         w.flush()?;
         drop(w);
         // Galera sizes the file to gcache.size itself; a sparse tail here
-        // saves writing zeros.
-        f.set_len(size + RING_START + HEADER_LEN)?;
+        // saves writing zeros. Pass 2 wrote what pass 1 sized, which fits.
+        let written = f.metadata()?.len();
+        let wanted = size.saturating_add(RING_START + HEADER_LEN);
+        if written > wanted {
+            return Err(io::Error::other(format!(
+                "the Galera file grew to {written} bytes, above {wanted}"
+            )));
+        }
+        f.set_len(wanted)?;
         f.sync_all()?;
     }
+    // The marker is durable before anything moves: a restart finds either
+    // the native files untouched, or the marker that brings them back.
     let aside = Aside::of(&current);
-    fs::write(
-        &aside.marker,
-        format!("{}:{}\n", position.uuid, position.seqno),
-    )?;
+    let marker_tmp = aside.marker.with_extension("position.tmp");
+    {
+        let mut m = File::create(&marker_tmp)?;
+        m.write_all(format!("{}:{}\n", position.uuid, position.seqno).as_bytes())?;
+        m.sync_all()?;
+    }
+    fs::rename(&marker_tmp, &aside.marker)?;
+    sync_dir(&current)?;
     fs::rename(&current, &aside.current)?;
     if previous.exists() {
         fs::rename(&previous, &aside.previous)?;
     }
     fs::rename(&tmp, &current)?;
-    if let Some(dir) = current.parent() {
-        OpenOptions::new().read(true).open(dir)?.sync_all()?;
-    }
+    sync_dir(&current)?;
     info!(
         "writeset cache written in Galera's format for a switch back to Galera: seqnos \
          {lo}..{hi} of {} in {} (Lockstep's own files set aside)",
@@ -262,6 +299,31 @@ mod tests {
         let back = std::fs::read(dir.path().join("galera.cache")).unwrap();
         assert!(back == native, "the same file is back");
         assert!(!dir.path().join("galera.cache.lockstep.position").exists());
+    }
+
+    #[test]
+    fn a_crash_in_the_middle_of_setting_aside_loses_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open(dir.path(), at(0));
+        for s in 1..=20 {
+            c.append(&ev(s)).unwrap();
+        }
+        c.flush().unwrap();
+        drop(c);
+        // As export leaves it when the power goes after the marker and the
+        // first rename: no galera.cache at all, a half-written export.
+        let current = dir.path().join("galera.cache");
+        let aside = Aside::of(&current);
+        std::fs::write(&aside.marker, format!("{}:20\n", Uuid::from_bytes(H))).unwrap();
+        std::fs::rename(&current, &aside.current).unwrap();
+        std::fs::write(export_tmp(&current), b"Version: 2\n").unwrap();
+        let mut c = open(dir.path(), at(20));
+        assert_eq!(seqnos(&mut c, 20), (1..=20).collect::<Vec<_>>());
+        assert!(
+            !export_tmp(&current).exists(),
+            "the half-written export is gone"
+        );
+        assert!(!aside.marker.exists());
     }
 
     #[test]

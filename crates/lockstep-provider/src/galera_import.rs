@@ -15,7 +15,7 @@
 //! "Switching from Galera").
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
@@ -46,6 +46,12 @@ pub struct Imported {
     pub views: usize,
 }
 
+/// The conversion's temporary file beside `path` (a crash may leave it;
+/// `galera_export::remove_leftovers` deletes it at the next start).
+pub fn import_tmp(path: &Path) -> std::path::PathBuf {
+    path.with_extension("cache.galera-import")
+}
+
 /// Whether `path` starts like Galera's ring buffer (its text preamble).
 pub fn is_galera_cache(path: &Path) -> bool {
     let mut head = [0u8; 8];
@@ -63,7 +69,7 @@ pub fn import(path: &Path, position: Gtid, max_payload: usize) -> io::Result<Opt
     let file = File::open(path)?;
     let len = file.metadata()?.len();
     let galera = GaleraFile(file, len);
-    let scan = match galera_cache::scan(&galera) {
+    let scan = match galera_cache::scan_up_to(&galera, position.seqno) {
         Ok(s) => s,
         Err(e) => {
             warn!("{}: {e}; the writeset cache starts empty", path.display());
@@ -79,12 +85,7 @@ pub fn import(path: &Path, position: Gtid, max_payload: usize) -> io::Result<Opt
         );
         return Ok(None);
     }
-    let run: Vec<_> = scan
-        .run
-        .iter()
-        .filter(|b| b.seqno <= position.seqno)
-        .copied()
-        .collect();
+    let run = &scan.run;
     if run.last().map(|b| b.seqno) != Some(position.seqno) {
         info!(
             "{}: Galera's cache holds seqnos {:?}..{:?}, which do not reach this node's \
@@ -95,7 +96,7 @@ pub fn import(path: &Path, position: Gtid, max_payload: usize) -> io::Result<Opt
         );
         return Ok(None);
     }
-    let tmp = path.with_extension("cache.galera-import");
+    let tmp = import_tmp(path);
     let mut out = BufWriter::new(File::create(&tmp)?);
     out.write_all(&encode_file_header())?;
     let mut done = Imported {
@@ -110,7 +111,7 @@ pub fn import(path: &Path, position: Gtid, max_payload: usize) -> io::Result<Opt
     // Written oldest first; a buffer that cannot be used restarts the
     // file after it, so what is kept stays one gap-free run up to the
     // position.
-    for b in &run {
+    for b in run {
         let converted = if b.payload_len as usize > max_payload {
             Err(format!(
                 "{} bytes, above the bound of {max_payload}",
@@ -146,7 +147,12 @@ pub fn import(path: &Path, position: Gtid, max_payload: usize) -> io::Result<Opt
                     path.display(),
                     b.seqno
                 );
-                out = BufWriter::new(File::create(&tmp)?);
+                // Start the file over on the same handle (a new writer
+                // would let the old one flush its buffer at the old
+                // offset when dropped).
+                out.flush()?;
+                out.get_ref().set_len(0)?;
+                out.seek(SeekFrom::Start(0))?;
                 out.write_all(&encode_file_header())?;
                 done = Imported {
                     first: b.seqno + 1,

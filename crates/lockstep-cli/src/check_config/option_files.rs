@@ -19,6 +19,7 @@ const MAX_FILE_BYTES: u64 = 4 << 20;
 /// be written under. `[galera]` is read only by a server built with wsrep,
 /// which is every server that can load a provider.
 pub const SERVER_GROUPS: &[&str] = &[
+    "client-server",
     "mysqld",
     "server",
     "mariadb",
@@ -56,8 +57,11 @@ pub struct ServerSettings {
     settings: BTreeMap<String, Setting>,
     /// The files read, in order (includes too).
     pub files: Vec<PathBuf>,
-    /// Problems found while reading (unreadable include, bad line).
+    /// Problems the server would stop at (a line outside any group, an
+    /// unknown `!` directive, includes nested too deep).
     pub problems: Vec<(Origin, String)>,
+    /// What the server skips silently: an include it cannot read.
+    pub skipped: Vec<(Origin, String)>,
     /// `--defaults-group-suffix`: the groups with this suffix are read too
     /// (mtr starts server N with `.N`).
     suffix: Option<String>,
@@ -111,7 +115,7 @@ impl ServerSettings {
                     file: path.to_path_buf(),
                     line: 0,
                 });
-                self.problems
+                self.skipped
                     .push((origin, format!("cannot read {}: {e}", path.display())));
                 return;
             }
@@ -152,12 +156,22 @@ impl ServerSettings {
             if !self.is_server_group(g) {
                 continue;
             }
+            // A trailing ` # comment` goes first, as the server strips it
+            // from the whole line (a bare `key  # why` too).
+            let line = strip_comment(line);
             let (key, value) = match line.split_once('=') {
-                Some((k, v)) => (k.trim(), unquote(strip_comment(v.trim()))),
-                None => (line, String::new()),
+                Some((k, v)) => (k.trim(), unquote(v.trim())),
+                None => (line.trim(), String::new()),
             };
-            let (key, value) = server_spelling(key, value);
-            self.settings.insert(key, Setting { value, origin });
+            for (key, value) in server_spellings(key, value) {
+                self.settings.insert(
+                    key,
+                    Setting {
+                        value,
+                        origin: origin.clone(),
+                    },
+                );
+            }
         }
     }
 
@@ -214,9 +228,10 @@ fn read_bounded(path: &Path) -> std::io::Result<String> {
     if !f.metadata()?.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
-    let mut text = String::new();
-    f.take(MAX_FILE_BYTES).read_to_string(&mut text)?;
-    Ok(text)
+    let mut bytes = Vec::new();
+    f.take(MAX_FILE_BYTES).read_to_end(&mut bytes)?;
+    // The server reads bytes: a latin1 comment must not hide the file.
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// `-` and `_` are the same in option names; case does not matter.
@@ -224,19 +239,21 @@ pub fn normalize(key: &str) -> String {
     key.trim().to_ascii_lowercase().replace('-', "_")
 }
 
-/// Drops `loose-`; turns `skip-key` into `key=0` and `enable-key`/
-/// `disable-key` into `key=1`/`key=0`, as the server's option parser does.
-fn server_spelling(key: &str, value: String) -> (String, String) {
+/// The settings one line makes: `loose-` dropped; `skip-key`, `enable-key`
+/// and `disable-key` also set `key` to 0, 1 and 0, as the server's option
+/// parser does for a boolean `key`. The spelling as written stays too,
+/// since some options have such names themselves (`skip-name-resolve`).
+fn server_spellings(key: &str, value: String) -> Vec<(String, String)> {
     let mut k = normalize(key);
     if let Some(rest) = k.strip_prefix("loose_") {
         k = rest.to_string();
     }
     for (prefix, v) in [("skip_", "0"), ("disable_", "0"), ("enable_", "1")] {
         if let Some(rest) = k.strip_prefix(prefix) {
-            return (rest.to_string(), v.to_string());
+            return vec![(rest.to_string(), v.to_string()), (k.clone(), value)];
         }
     }
-    (k, value)
+    vec![(k, value)]
 }
 
 /// A value's trailing ` # comment` (outside quotes) is not part of it.
@@ -272,13 +289,24 @@ mod tests {
             Path::new("my.cnf"),
             "# top\n[client]\nport=1\n[mysqld]\nbinlog-format = row # why\n\
              loose-innodb_autoinc_lock_mode=2\nskip-name-resolve\n\
-             wsrep_provider_options='a=1; b=2'\n[galera]\nwsrep-on\n[mysqldump]\nquick\n",
+             wsrep_provider_options='a=1; b=2'\n[galera]\nwsrep-on  # replicate\n\
+             [mysqldump]\nquick\n[client-server]\nsocket=/s\n",
         );
         assert_eq!(s.value("binlog_format"), Some("row"));
         assert_eq!(s.value("innodb-autoinc-lock-mode"), Some("2"));
         assert_eq!(s.value("name_resolve"), Some("0"));
+        assert_eq!(s.value("skip_name_resolve"), Some(""), "its own name too");
         assert_eq!(s.value("wsrep_provider_options"), Some("a=1; b=2"));
-        assert_eq!(s.value("wsrep_on"), Some(""), "a bare key is set");
+        assert_eq!(
+            s.value("wsrep_on"),
+            Some(""),
+            "a bare key, its comment left out"
+        );
+        assert_eq!(
+            s.value("socket"),
+            Some("/s"),
+            "[client-server] is the server's too"
+        );
         assert_eq!(s.value("port"), None, "[client] is not the server's");
         assert_eq!(s.value("quick"), None);
         assert_eq!(s.get("binlog_format").unwrap().origin.line, 5);
@@ -305,8 +333,9 @@ mod tests {
         assert_eq!(s.value("y"), Some("1"), "only *.cnf files of the directory");
         assert_eq!(s.value("z"), Some("3"));
         assert_eq!(s.files.len(), 4, "{:?}", s.files);
-        assert_eq!(s.problems.len(), 1, "{:?}", s.problems);
-        assert_eq!(s.problems[0].0.line, 5, "the include line is blamed");
+        assert!(s.problems.is_empty(), "{:?}", s.problems);
+        assert_eq!(s.skipped.len(), 1, "{:?}", s.skipped);
+        assert_eq!(s.skipped[0].0.line, 5, "the include line is blamed");
     }
 
     #[test]

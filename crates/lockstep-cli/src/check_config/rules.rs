@@ -73,6 +73,14 @@ pub fn check(s: &ServerSettings, machine: &dyn Machine) -> Vec<Finding> {
     for (origin, problem) in &s.problems {
         out.push(Level::Error, "option files", Some(origin), problem.clone());
     }
+    for (origin, problem) in &s.skipped {
+        out.push(
+            Level::Warning,
+            "option files",
+            Some(origin),
+            format!("{problem}; the server skips it without a word"),
+        );
+    }
     node_basics(s, machine, &mut out);
     provider_options(s, &mut out);
     durability(s, &mut out);

@@ -287,7 +287,9 @@ fn state_transfer_tools_must_be_installed() {
 }
 
 #[test]
-fn unreadable_includes_are_errors() {
+fn unreadable_includes_are_warnings_and_stray_lines_errors() {
     let f = findings_of(&format!("!include /nonexistent/x.cnf\n{GOOD}"), &ALL_THERE);
-    expect(&f, Level::Error, "option files", "/nonexistent/x.cnf");
+    expect(&f, Level::Warning, "option files", "/nonexistent/x.cnf");
+    let f = findings_of(&format!("port=1\n{GOOD}"), &ALL_THERE);
+    expect(&f, Level::Error, "option files", "before any [group]");
 }

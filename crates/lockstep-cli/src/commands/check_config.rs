@@ -10,9 +10,10 @@ use crate::check_config::option_files::ServerSettings;
 use crate::check_config::rules::{self, Level, Machine};
 use crate::error::CliError;
 
-/// What the server reads when no file is named: Debian's file (which
-/// includes conf.d and mariadb.conf.d), else the upstream default.
-const DEFAULT_FILES: &[&str] = &["/etc/mysql/my.cnf", "/etc/my.cnf"];
+/// What the server reads when no file is named, in its order (Debian's
+/// `/etc/mysql/my.cnf` includes conf.d and mariadb.conf.d); each that
+/// exists is read.
+const DEFAULT_FILES: &[&str] = &["/etc/my.cnf", "/etc/mysql/my.cnf"];
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -22,7 +23,7 @@ const DEFAULT_FILES: &[&str] = &["/etc/mysql/my.cnf", "/etc/my.cnf"];
 )]
 pub struct Args {
     /// Option files, in the order the server reads them (later ones win).
-    /// Default: /etc/mysql/my.cnf, else /etc/my.cnf.
+    /// Default: /etc/my.cnf and /etc/mysql/my.cnf, those that exist.
     files: Vec<PathBuf>,
     /// Also read the groups with this suffix, as the server's option of
     /// that name (`.1` reads `[mysqld.1]`: mtr's per-server groups).
@@ -56,7 +57,6 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             .iter()
             .map(PathBuf::from)
             .filter(|p| p.is_file())
-            .take(1)
             .collect();
         if found.is_empty() {
             return Err(CliError::Usage(format!(
@@ -70,7 +70,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     };
     let settings = ServerSettings::read_with_suffix(&files, args.defaults_group_suffix.as_deref());
     if settings.files.is_empty() {
-        for (_, problem) in &settings.problems {
+        for (_, problem) in settings.problems.iter().chain(&settings.skipped) {
             eprintln!("lockstep check-config: {problem}");
         }
         return Ok(ExitCode::from(2));

@@ -99,7 +99,7 @@ pub fn encode_writeset(
     b.push(if data.is_empty() { 0 } else { SETS_DATA_ONLY });
     let flags = (ws.flags as u16 & super::writeset::WSREP_FLAGS) | super::writeset::F_CERTIFIED;
     b.extend_from_slice(&flags.to_le_bytes());
-    let pa_range = depends_on.map_or(0, |d| (seqno - d).clamp(1, 0xFFFF) as u16);
+    let pa_range = depends_on.map_or(0, |d| seqno.saturating_sub(d).clamp(1, 0xFFFF) as u16);
     b.extend_from_slice(&pa_range.to_le_bytes());
     b.extend_from_slice(&seqno.to_le_bytes());
     b.extend_from_slice(&0i64.to_le_bytes()); // timestamp: not kept

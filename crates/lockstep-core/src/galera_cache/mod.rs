@@ -17,7 +17,7 @@ pub mod murmur;
 pub mod ring;
 pub mod writeset;
 
-pub use ring::{scan, BufferInfo, ReadAt, RingScan};
+pub use ring::{scan, scan_up_to, BufferInfo, ReadAt, RingScan};
 
 use std::sync::Arc;
 
@@ -53,20 +53,25 @@ pub fn to_cached(
                     v.seqno, info.seqno
                 )));
             }
-            let members = v.members.unwrap_or_default();
+            // A change too large for the checksum Lockstep computes keeps
+            // its seqno but shows no members (never an empty member list,
+            // which a joiner's server would take for its own final view).
+            let digest = membership_digest(v.conf_id, v.members.iter().flatten().map(|m| m.uuid));
             CachedKind::View {
-                members: membership_digest(v.conf_id, members.iter().map(|m| m.uuid)),
-                who: Some(Arc::new(CachedMembers {
-                    conf_id: v.conf_id,
-                    members: members
-                        .into_iter()
-                        .map(|m| CachedMember {
-                            uuid: m.uuid,
-                            name: m.name,
-                            incoming: m.incoming,
-                        })
-                        .collect(),
-                })),
+                members: digest,
+                who: v.members.map(|members| {
+                    Arc::new(CachedMembers {
+                        conf_id: v.conf_id,
+                        members: members
+                            .into_iter()
+                            .map(|m| CachedMember {
+                                uuid: m.uuid,
+                                name: m.name,
+                                incoming: m.incoming,
+                            })
+                            .collect(),
+                    })
+                }),
             }
         }
         _ if info.skipped() => CachedKind::Writeset {

@@ -25,10 +25,14 @@ const STORE_RING: i8 = 1;
 /// `type`: the GCS action types that get a seqno.
 pub const TYPE_WRITESET: i8 = 0;
 pub const TYPE_CCHANGE: i8 = 3;
-/// Buffers the scan remembers at most: a bound on memory that a file of
-/// any size cannot pass (a 24-byte header per buffer, so 4 GiB of smallest
-/// buffers); more ends the scan with what was seen.
-pub const MAX_BUFFERS: usize = 1 << 27;
+/// Buffers the scan remembers at most (24 bytes of memory each, so about
+/// 100 MiB): a bound a file of any size cannot pass. A ring with more
+/// ordered buffers (over a gigabyte of the smallest writesets) ends the
+/// scan early; the run then rarely reaches the node's position and the
+/// cache is not used.
+pub const MAX_BUFFERS: usize = 1 << 22;
+/// The crash-path probe reads the file in windows of this size.
+const PROBE_WINDOW: u64 = 1 << 20;
 
 /// Positional reads of the cache file: the provider gives a file, tests a
 /// byte slice. Errors are the reader's own words.
@@ -264,6 +268,13 @@ fn walk(
 
 /// Scans the file: the preamble, then every segment, then keeps the run.
 pub fn scan(file: &(impl ReadAt + ?Sized)) -> Result<RingScan, RingError> {
+    scan_up_to(file, i64::MAX)
+}
+
+/// [`scan`], keeping the run that ends at the highest seqno at most
+/// `last` (a node's position: what lies above it, or a gap above it, does
+/// not cost the events below).
+pub fn scan_up_to(file: &(impl ReadAt + ?Sized), last: i64) -> Result<RingScan, RingError> {
     if file.file_len() < RING_START + HEADER_LEN {
         return Err(RingError::NotGalera);
     }
@@ -284,23 +295,50 @@ pub fn scan(file: &(impl ReadAt + ?Sized)) -> Result<RingScan, RingError> {
             // the older one, if the ring wrapped, starts at the first
             // plausible buffer after it (Galera probes in steps of 8).
             let next = walk(file, RING_START, seg_end, &mut found)?;
-            let mut probe = next + HEADER_LEN;
-            while probe + HEADER_LEN <= seg_end {
-                if buffer_at(file, probe, seg_end)?.is_some() {
-                    walk(file, probe, seg_end, &mut found)?;
-                    break;
-                }
-                probe += 8;
+            if let Some(older) = probe(file, next + HEADER_LEN, seg_end)? {
+                walk(file, older, seg_end, &mut found)?;
             }
         }
     }
     let seen = found.len();
+    found.retain(|b| b.seqno <= last);
     let run = gap_free_run(found);
     Ok(RingScan {
         preamble,
         dropped: seen - run.len(),
         run,
     })
+}
+
+/// The first offset from `from` (a multiple of 8 from the ring's start)
+/// where a plausible buffer starts, read a window at a time: a ring that
+/// never wrapped is zeros from its write position on, and one read per
+/// window skips them.
+fn probe(file: &(impl ReadAt + ?Sized), from: u64, seg_end: u64) -> Result<Option<u64>, RingError> {
+    let mut at = from;
+    let mut window = Vec::new();
+    while at + HEADER_LEN <= seg_end {
+        let len = PROBE_WINDOW.min(seg_end - at);
+        window.resize(len as usize, 0);
+        file.read_at(at, &mut window).map_err(RingError::Read)?;
+        let mut off = 0usize;
+        while off as u64 + HEADER_LEN <= len {
+            let head: &[u8; HEADER_LEN as usize] = window[off..off + HEADER_LEN as usize]
+                .try_into()
+                .expect("24 bytes");
+            if head.iter().any(|&b| b != 0)
+                && Header::parse(head).plausible()
+                && buffer_at(file, at + off as u64, seg_end)?.is_some()
+            {
+                return Ok(Some(at + off as u64));
+            }
+            off += 8;
+        }
+        // The next window starts at the first position this one could
+        // not test whole.
+        at += off as u64;
+    }
+    Ok(None)
 }
 
 /// The run of consecutive seqnos ending at the highest one. A seqno found
@@ -408,6 +446,51 @@ pub(crate) mod tests {
         let s = scan(&f[..]).unwrap();
         let seqnos: Vec<i64> = s.run.iter().map(|b| b.seqno).collect();
         assert_eq!(seqnos, [3, 4, 5]);
+    }
+
+    /// Writes one buffer at `at` of `f`; returns where the next goes.
+    fn put(f: &mut [u8], at: usize, seqno: i64, len: usize) -> usize {
+        let size = (HEADER_LEN as usize + len).next_multiple_of(8);
+        f[at..at + 8].copy_from_slice(&seqno.to_le_bytes());
+        f[at + 16..at + 20].copy_from_slice(&(size as u32).to_le_bytes());
+        f[at + 20..at + 22].copy_from_slice(&BUFFER_RELEASED.to_le_bytes());
+        f[at + 22] = 1;
+        f[at + 23] = TYPE_WRITESET as u8;
+        at + size
+    }
+
+    #[test]
+    fn a_crashed_wrapped_ring_is_found_past_a_long_run_of_zeros() {
+        // No offset (a crash): 5 and 6 at the start, then 2.5 MiB of zeros
+        // (more than two probe windows), then 3 and 4, written before the
+        // wrap, up to the end.
+        let mut f = ring_file(GID, None, &[], 3 << 20);
+        let mut at = put(&mut f, RING_START as usize, 5, 40);
+        put(&mut f, at, 6, 40);
+        at = (RING_START as usize + (5 << 19)).next_multiple_of(8);
+        at = put(&mut f, at, 3, 40);
+        put(&mut f, at, 4, 40);
+        let s = scan(&f[..]).unwrap();
+        let seqnos: Vec<i64> = s.run.iter().map(|b| b.seqno).collect();
+        assert_eq!(seqnos, [3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn the_run_may_end_below_a_gap_above_the_position() {
+        let f = ring_file(
+            GID,
+            Some(RING_START),
+            &[
+                (1, TYPE_WRITESET, 1, vec![1; 8]),
+                (2, TYPE_WRITESET, 1, vec![1; 8]),
+                (3, TYPE_WRITESET, 1, vec![1; 8]),
+                (5, TYPE_WRITESET, 1, vec![1; 8]),
+            ],
+            4096,
+        );
+        let seqnos = |s: RingScan| s.run.iter().map(|b| b.seqno).collect::<Vec<_>>();
+        assert_eq!(seqnos(scan(&f[..]).unwrap()), [5]);
+        assert_eq!(seqnos(scan_up_to(&f[..], 3).unwrap()), [1, 2, 3]);
     }
 
     #[test]
