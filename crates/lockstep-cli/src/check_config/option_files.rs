@@ -108,6 +108,22 @@ impl ServerSettings {
     }
 
     fn read_file(&mut self, path: &Path, depth: usize, from: Option<&Origin>) {
+        use std::os::unix::fs::PermissionsExt;
+        if std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o002 != 0) {
+            // The server's words: "World-writable config file ... is ignored".
+            let origin = from.cloned().unwrap_or(Origin {
+                file: path.to_path_buf(),
+                line: 0,
+            });
+            self.skipped.push((
+                origin,
+                format!(
+                    "{} is world-writable: the server ignores it (chmod o-w to have it read)",
+                    path.display()
+                ),
+            ));
+            return;
+        }
         let text = match read_bounded(path) {
             Ok(t) => t,
             Err(e) => {
@@ -350,6 +366,26 @@ mod tests {
         let one = ServerSettings::read_with_suffix(std::slice::from_ref(&main), Some(".1"));
         assert_eq!(one.value("x"), Some("one"));
         assert_eq!(ServerSettings::read(&[main]).value("x"), Some("all"));
+    }
+
+    #[test]
+    fn a_world_writable_file_is_skipped_as_the_server_does() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let open = dir.path().join("open.cnf");
+        std::fs::write(&open, "[mysqld]\nx=ignored\n").unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let main = dir.path().join("my.cnf");
+        std::fs::write(&main, "[mysqld]\nx=kept\n!include open.cnf\n").unwrap();
+        let s = ServerSettings::read(std::slice::from_ref(&main));
+        assert_eq!(s.value("x"), Some("kept"));
+        assert!(
+            s.skipped
+                .iter()
+                .any(|(o, m)| o.line == 3 && m.contains("world-writable")),
+            "{:?}",
+            s.skipped
+        );
     }
 
     #[test]
