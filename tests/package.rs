@@ -115,6 +115,18 @@ impl Drop for Purge {
 /// A process started from a unit's command line; killed on drop.
 struct Service(Child);
 
+impl Service {
+    /// Runs a unit's command line (as `ExecStart=` words).
+    fn start(words: &[String]) -> Service {
+        let child = Command::new(&words[0])
+            .args(&words[1..])
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{words:?}: {e}"));
+        Service(child)
+    }
+}
+
 impl Drop for Service {
     fn drop(&mut self) {
         // SIGTERM first, as systemd stops it: the arbitrator leaves
@@ -259,13 +271,7 @@ fn the_package_installs_runs_a_cluster_from_its_paths_and_purges_cleanly() {
     let me = run(Command::new("id").arg("-u"));
     run(&mut as_root(&root, "mkdir", &["-p", &workdir]));
     run(&mut as_root(&root, "chown", &[me.trim(), &workdir]));
-    let arbitrator = Service(
-        Command::new(&words[0])
-            .args(&words[1..])
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{words:?}: {e}")),
-    );
+    let arbitrator = Service::start(&words);
     cluster
         .node(0)
         .wait_for_status("wsrep_cluster_size", "4", WAIT)
@@ -288,13 +294,7 @@ fn the_package_installs_runs_a_cluster_from_its_paths_and_purges_cleanly() {
         "lockstep-check.service",
         &env_file("/etc/default/lockstep-check"),
     );
-    let check = Service(
-        Command::new(&words[0])
-            .args(&words[1..])
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{words:?}: {e}")),
-    );
+    let check = Service::start(&words);
     let addr = format!("127.0.0.1:{port}").parse().unwrap();
     let deadline = std::time::Instant::now() + WAIT;
     let status = loop {

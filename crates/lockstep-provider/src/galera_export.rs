@@ -18,7 +18,7 @@
 //! crash at any step leaves either the native files or the aside ones with
 //! their marker.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -27,6 +27,7 @@ use lockstep_core::galera_cache::ring::{HEADER_LEN, RING_START};
 use wsrep_abi::Gtid;
 
 use crate::log::{info, warn};
+use crate::storage::{replace_durably, sync_parent, Disk};
 use crate::writeset_cache::WritesetCache;
 
 /// Where the native files go while Galera's stands in their place.
@@ -56,13 +57,6 @@ fn export_tmp(current: &Path) -> PathBuf {
     current.with_extension("cache.galera-export")
 }
 
-fn sync_dir(of: &Path) -> io::Result<()> {
-    match of.parent() {
-        Some(dir) => OpenOptions::new().read(true).open(dir)?.sync_all(),
-        None => Ok(()),
-    }
-}
-
 /// At start, before the cache opens: temporary files a crash left, and
 /// the native files set aside by an export, which come back when the node
 /// starts at the position they were left at (also when a crash cut their
@@ -88,7 +82,7 @@ pub fn restore_aside(current: &Path, previous: &Path, position: Gtid) {
             if aside.previous.exists() {
                 fs::rename(&aside.previous, previous)?;
             }
-            sync_dir(current)
+            sync_parent(current)
         })();
         match restored {
             Ok(()) => info!(
@@ -112,7 +106,7 @@ pub fn restore_aside(current: &Path, previous: &Path, position: Gtid) {
         let _ = fs::remove_file(&aside.previous);
     }
     let _ = fs::remove_file(&aside.marker);
-    let _ = sync_dir(current);
+    let _ = sync_parent(current);
 }
 
 /// Writes the cache's events up to `position` as Galera's ring buffer
@@ -202,20 +196,17 @@ pub fn export(
     // The marker is durable before anything moves: a restart finds either
     // the native files untouched, or the marker that brings them back.
     let aside = Aside::of(&current);
-    let marker_tmp = aside.marker.with_extension("position.tmp");
-    {
-        let mut m = File::create(&marker_tmp)?;
-        m.write_all(format!("{}:{}\n", position.uuid, position.seqno).as_bytes())?;
-        m.sync_all()?;
-    }
-    fs::rename(&marker_tmp, &aside.marker)?;
-    sync_dir(&current)?;
+    replace_durably(
+        &Disk,
+        &aside.marker,
+        format!("{}:{}\n", position.uuid, position.seqno).as_bytes(),
+    )?;
     fs::rename(&current, &aside.current)?;
     if previous.exists() {
         fs::rename(&previous, &aside.previous)?;
     }
     fs::rename(&tmp, &current)?;
-    sync_dir(&current)?;
+    sync_parent(&current)?;
     info!(
         "writeset cache written in Galera's format for a switch back to Galera: seqnos \
          {lo}..{hi} of {} in {} (Lockstep's own files set aside)",
@@ -263,6 +254,15 @@ mod tests {
         WritesetCache::open(dir, "galera.cache", 1 << 20, MAX, true, position).expect("open")
     }
 
+    /// A new cache in `dir` holding seqnos 1..=20.
+    fn twenty(dir: &Path) -> WritesetCache {
+        let mut c = open(dir, at(0));
+        for s in 1..=20 {
+            c.append(&ev(s)).unwrap();
+        }
+        c
+    }
+
     fn seqnos(c: &mut WritesetCache, last: i64) -> Vec<i64> {
         let first = c.first().expect("not empty");
         c.reader(Uuid::from_bytes(H), first - 1, last)
@@ -274,10 +274,7 @@ mod tests {
     #[test]
     fn left_for_galera_then_back_to_lockstep_at_the_same_position() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = open(dir.path(), at(0));
-        for s in 1..=20 {
-            c.append(&ev(s)).unwrap();
-        }
+        let mut c = twenty(dir.path());
         c.flush().unwrap();
         let native = std::fs::read(dir.path().join("galera.cache")).unwrap();
         assert!(native.len() > 20 * 3000, "{} bytes", native.len());
@@ -304,10 +301,7 @@ mod tests {
     #[test]
     fn a_crash_in_the_middle_of_setting_aside_loses_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = open(dir.path(), at(0));
-        for s in 1..=20 {
-            c.append(&ev(s)).unwrap();
-        }
+        let mut c = twenty(dir.path());
         c.flush().unwrap();
         drop(c);
         // As export leaves it when the power goes after the marker and the
@@ -329,10 +323,7 @@ mod tests {
     #[test]
     fn after_galera_ran_its_cache_is_read_and_the_old_files_go() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = open(dir.path(), at(0));
-        for s in 1..=20 {
-            c.append(&ev(s)).unwrap();
-        }
+        let mut c = twenty(dir.path());
         // Only the newest fit: gcache.size of 32 KiB holds about ten.
         let (lo, hi) = export(&mut c, at(20), 32 << 10).unwrap().unwrap();
         assert_eq!(hi, 20);

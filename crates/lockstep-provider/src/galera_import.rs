@@ -14,7 +14,7 @@
 //! to Galera finds Lockstep's format, which Galera resets (README
 //! "Switching from Galera").
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -172,9 +172,7 @@ pub fn import(path: &Path, position: Gtid, max_payload: usize) -> io::Result<Opt
         return Ok(None);
     }
     fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        OpenOptions::new().read(true).open(dir)?.sync_all()?;
-    }
+    crate::storage::sync_parent(path)?;
     info!(
         "{}: Galera's writeset cache (ring buffer version {}) converted to Lockstep's: seqnos \
          {}..{} of {history} ({} writesets, {} failed certification in Galera, {} views) now \

@@ -90,14 +90,6 @@ struct Scan {
     stopped: Option<String>,
 }
 
-/// fsyncs the directory holding `path`, so a new name in it is durable.
-fn sync_parent(path: &Path) -> io::Result<()> {
-    match path.parent() {
-        Some(dir) => File::open(dir)?.sync_all(),
-        None => Ok(()),
-    }
-}
-
 /// Reads one record from `r` into `buf`: `None` at a clean end of input.
 pub fn read_record(
     r: &mut impl Read,
@@ -335,7 +327,7 @@ impl WritesetCache {
         if self.sync {
             // The new name must survive a power loss with its records.
             f.sync_data()?;
-            sync_parent(&self.current_path)?;
+            crate::storage::sync_parent(&self.current_path)?;
         }
         self.current_bytes = FILE_HEADER_LEN as u64;
         self.writer = Some(BufWriter::with_capacity(WRITE_BUFFER, f));

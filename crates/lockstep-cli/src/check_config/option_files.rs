@@ -1,13 +1,16 @@
 //! MariaDB option files as the server reads them: `[group]` headers,
-//! `key=value` and bare `key` lines, `#` and `;` comments, quoted values,
-//! `!include FILE` and `!includedir DIR` (its `*.cnf` files, by name).
-//! Keys are normalized as the server does: `-` and `_` are the same, a
-//! `loose-` prefix is dropped, `skip-key` means `key=0`. The last value
-//! wins; each value remembers where it came from.
+//! `key=value` and bare `key` lines, `#` and `;` comments, quoted and
+//! escaped values (parsed by the credential reader's helpers,
+//! `mariadb::option_file`), `!include FILE` and `!includedir DIR` (its
+//! `*.cnf` files, by name). Keys are normalized as the server does: `-`
+//! and `_` are the same, a `loose-` prefix is dropped, `skip-key` means
+//! `key=0`. The last value wins; each value remembers where it came from.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+use crate::mariadb::option_file::{cnf_files_in, normalise_name, parse_value, strip_comment};
 
 /// Include depth at most: deeper nesting is a loop or a mistake.
 const MAX_INCLUDE_DEPTH: usize = 10;
@@ -70,7 +73,7 @@ pub struct ServerSettings {
 impl ServerSettings {
     /// The setting of `key` (any spelling: `-` or `_`).
     pub fn get(&self, key: &str) -> Option<&Setting> {
-        self.settings.get(&normalize(key))
+        self.settings.get(&normalise_name(key))
     }
 
     /// The value of `key`, if set.
@@ -172,13 +175,20 @@ impl ServerSettings {
             if !self.is_server_group(g) {
                 continue;
             }
-            // A trailing ` # comment` goes first, as the server strips it
-            // from the whole line (a bare `key  # why` too).
-            let line = strip_comment(line);
+            // Values are read as the credential reader reads them (quotes,
+            // escapes, a trailing comment); an `=` after a `#` is inside
+            // the comment of a bare key (`key  # why=x`).
             let (key, value) = match line.split_once('=') {
-                Some((k, v)) => (k.trim(), unquote(v.trim())),
-                None => (line.trim(), String::new()),
+                Some((k, v)) if !k.contains('#') => match parse_value(v) {
+                    Ok(v) => (k, v),
+                    Err(why) => {
+                        self.problems.push((origin, why));
+                        continue;
+                    }
+                },
+                _ => (strip_comment(line), String::new()),
             };
+            let key = key.trim();
             for (key, value) in server_spellings(key, value) {
                 self.settings.insert(
                     key,
@@ -214,14 +224,8 @@ impl ServerSettings {
         let target = path.parent().unwrap_or(Path::new(".")).join(arg);
         match word {
             "include" => self.read_file(&target, depth + 1, Some(origin)),
-            "includedir" => match std::fs::read_dir(&target) {
-                Ok(entries) => {
-                    let mut files: Vec<PathBuf> = entries
-                        .flatten()
-                        .map(|e| e.path())
-                        .filter(|p| p.extension().is_some_and(|x| x == "cnf"))
-                        .collect();
-                    files.sort();
+            "includedir" => match cnf_files_in(&target) {
+                Ok(files) => {
                     for f in files {
                         self.read_file(&f, depth + 1, Some(origin));
                     }
@@ -250,17 +254,12 @@ fn read_bounded(path: &Path) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// `-` and `_` are the same in option names; case does not matter.
-pub fn normalize(key: &str) -> String {
-    key.trim().to_ascii_lowercase().replace('-', "_")
-}
-
 /// The settings one line makes: `loose-` dropped; `skip-key`, `enable-key`
 /// and `disable-key` also set `key` to 0, 1 and 0, as the server's option
 /// parser does for a boolean `key`. The spelling as written stays too,
 /// since some options have such names themselves (`skip-name-resolve`).
 fn server_spellings(key: &str, value: String) -> Vec<(String, String)> {
-    let mut k = normalize(key);
+    let mut k = normalise_name(key);
     if let Some(rest) = k.strip_prefix("loose_") {
         k = rest.to_string();
     }
@@ -270,29 +269,6 @@ fn server_spellings(key: &str, value: String) -> Vec<(String, String)> {
         }
     }
     vec![(k, value)]
-}
-
-/// A value's trailing ` # comment` (outside quotes) is not part of it.
-fn strip_comment(v: &str) -> &str {
-    let mut quote = None;
-    for (i, c) in v.char_indices() {
-        match (quote, c) {
-            (None, '"' | '\'') => quote = Some(c),
-            (Some(q), c) if c == q => quote = None,
-            (None, '#') => return v[..i].trim_end(),
-            _ => {}
-        }
-    }
-    v
-}
-
-fn unquote(v: &str) -> String {
-    let b = v.as_bytes();
-    if b.len() >= 2 && (b[0] == b'"' || b[0] == b'\'') && b[b.len() - 1] == b[0] {
-        v[1..v.len() - 1].to_string()
-    } else {
-        v.to_string()
-    }
 }
 
 #[cfg(test)]

@@ -292,4 +292,6 @@ fn unreadable_includes_are_warnings_and_stray_lines_errors() {
     expect(&f, Level::Warning, "option files", "/nonexistent/x.cnf");
     let f = findings_of(&format!("port=1\n{GOOD}"), &ALL_THERE);
     expect(&f, Level::Error, "option files", "before any [group]");
+    let f = findings_of(&format!("{GOOD}wsrep_node_name='db1\n"), &ALL_THERE);
+    expect(&f, Level::Error, "option files", "unterminated quote");
 }

@@ -183,7 +183,7 @@ impl OptionFile {
     }
 }
 
-fn cnf_files_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+pub(crate) fn cnf_files_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "cnf") && p.is_file())
@@ -192,17 +192,17 @@ fn cnf_files_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-fn normalise_name(name: &str) -> String {
+pub(crate) fn normalise_name(name: &str) -> String {
     name.trim().to_ascii_lowercase().replace('-', "_")
 }
 
 /// Drops an unquoted `#` comment from a key.
-fn strip_comment(s: &str) -> &str {
+pub(crate) fn strip_comment(s: &str) -> &str {
     s.split_once('#').map_or(s, |(k, _)| k)
 }
 
 /// A value after `=`: trimmed, unquoted, unescaped, comment removed.
-fn parse_value(raw: &str) -> Result<String, String> {
+pub(crate) fn parse_value(raw: &str) -> Result<String, String> {
     let s = raw.trim();
     let mut chars = s.chars();
     let quote = match s.chars().next() {

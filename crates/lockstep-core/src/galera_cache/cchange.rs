@@ -11,18 +11,12 @@
 use super::murmur::{mmh128, SEED128};
 use super::ring::parse_uuid;
 use super::writeset::WsError;
+use crate::writeset_cache::CachedMember;
 
 /// At most this many members (Galera's own limit is far lower).
 const MAX_MEMBERS: usize = 256;
 /// From this size on Galera checksums with SpookyHash.
 const MMH_LIMIT: usize = 512;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GaleraMember {
-    pub uuid: [u8; 16],
-    pub name: String,
-    pub incoming: String,
-}
 
 /// What Lockstep keeps of a configuration change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +26,7 @@ pub struct GaleraView {
     pub conf_id: i64,
     /// `None` when the change is too large for the checksum Lockstep
     /// computes: its members are not trusted then.
-    pub members: Option<Vec<GaleraMember>>,
+    pub members: Option<Vec<CachedMember>>,
 }
 
 fn bad<T>(what: impl Into<String>) -> Result<T, WsError> {
@@ -99,7 +93,7 @@ pub fn parse(buf: &[u8]) -> Result<GaleraView, WsError> {
         if at > buf.len() - 8 {
             return bad("members run past the checksum");
         }
-        members.push(GaleraMember {
+        members.push(CachedMember {
             uuid,
             name,
             incoming,

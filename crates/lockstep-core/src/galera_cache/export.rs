@@ -115,15 +115,7 @@ pub fn encode_writeset(
 }
 
 fn uuid_text(u: &[u8; 16]) -> String {
-    let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    wsrep_abi::Uuid::from_bytes(*u).to_string()
 }
 
 /// A configuration change, or `None` when it would need SpookyHash.

@@ -23,9 +23,7 @@ use std::sync::Arc;
 
 use crate::certification::{CertFailure, CertOutcome};
 use crate::group::Writeset;
-use crate::writeset_cache::{
-    membership_digest, CachedEvent, CachedKind, CachedMember, CachedMembers,
-};
+use crate::writeset_cache::{membership_digest, CachedEvent, CachedKind, CachedMembers};
 use writeset::WsError;
 
 /// The cache record of Lockstep's for one ordered Galera buffer of the run
@@ -62,14 +60,7 @@ pub fn to_cached(
                 who: v.members.map(|members| {
                     Arc::new(CachedMembers {
                         conf_id: v.conf_id,
-                        members: members
-                            .into_iter()
-                            .map(|m| CachedMember {
-                                uuid: m.uuid,
-                                name: m.name,
-                                incoming: m.incoming,
-                            })
-                            .collect(),
+                        members,
                     })
                 }),
             }

@@ -161,18 +161,10 @@ pub fn parse_preamble(bytes: &[u8]) -> Result<Preamble, RingError> {
     })
 }
 
-/// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` to its 16 bytes, in text order.
+/// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` to its 16 bytes
+/// (`wsrep_abi::Uuid::parse`, strict as everywhere else).
 pub fn parse_uuid(s: &str) -> Option<[u8; 16]> {
-    let hex: Vec<u8> = s.bytes().filter(|&b| b != b'-').collect();
-    if s.len() != 36 || hex.len() != 32 {
-        return None;
-    }
-    let mut out = [0u8; 16];
-    for (i, pair) in hex.chunks_exact(2).enumerate() {
-        let pair = std::str::from_utf8(pair).ok()?;
-        out[i] = u8::from_str_radix(pair, 16).ok()?;
-    }
-    Some(out)
+    wsrep_abi::Uuid::parse(s).ok().map(|u| *u.as_bytes())
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -48,6 +48,13 @@ fn parent(path: &Path) -> &Path {
     }
 }
 
+/// Makes the names in `path`'s directory durable: after a rename or a
+/// new file there (the writeset cache's files, the Galera cache's
+/// conversions).
+pub fn sync_parent(path: &Path) -> io::Result<()> {
+    Disk.sync_dir(parent(path))
+}
+
 /// Replaces `path` with `bytes` so that a crash at any step leaves the old
 /// content or the new one, and a return means the new one is durable.
 pub fn replace_durably(fs: &dyn Fs, path: &Path, bytes: &[u8]) -> io::Result<()> {
