@@ -26,6 +26,9 @@ use wsrep_abi::{status, Gtid, Status, Uuid};
 const FINAL_VIEW_PATIENCE: Duration = Duration::from_secs(10);
 /// How long a graceful leave may take before the node just closes.
 const LEAVE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long `disconnect` waits for ordered local transactions to reach
+/// `release` before it saves the position.
+const RELEASE_WAIT: Duration = Duration::from_secs(10);
 
 /// How long the final view waits for appliers inside `apply_cb`.
 const FINAL_VIEW_WAIT: Duration = Duration::from_secs(30);
@@ -897,6 +900,26 @@ impl Provider {
                 warn!("disconnect: no applier thread is running to take the final view; still waiting");
                 warned = true;
             }
+        }
+        // A local transaction ordered before the close may still be
+        // committing in the engine (or past its commit, before `release`):
+        // its client may already have its OK. The saved position must
+        // include it, or a restart re-applies or re-numbers that seqno
+        // (Galera drains its apply monitor on leave for the same reason).
+        let deadline = Until::Deadline(Instant::now() + RELEASE_WAIT);
+        let (ng, released) = self.wait_until(g, deadline, |s| s.trxs.values().all(|r| r.seqno < 0));
+        g = ng;
+        if !released {
+            let left: Vec<i64> = g
+                .trxs
+                .values()
+                .map(|r| r.seqno)
+                .filter(|&s| s >= 0)
+                .collect();
+            warn!(
+                "disconnect: local transactions at seqnos {left:?} were not released within \
+                 {RELEASE_WAIT:?}; saving the position without them"
+            );
         }
         // A diverged node's seqno names no state of the group's: saving
         // it would let a restart catch up by IST on top of other data.

@@ -257,6 +257,35 @@ fn last_committed_waits_for_release_not_commit_order() {
     n.stop();
 }
 
+/// MariaDB calls `disconnect` before it closes client connections: a
+/// transaction may be past the engine commit (its client about to get its
+/// OK), or certified and about to commit, while the node leaves. The saved
+/// position must include both, or a restart re-applies those seqnos.
+#[test]
+fn a_clean_stop_saves_the_local_transactions_still_committing() {
+    let mut n = Node::start();
+    let mut a = trx("t", "a");
+    let mut b = trx("t", "b");
+    let (_, ma) = certify(&n.p, 1, &mut a);
+    let (_, mb) = certify(&n.p, 2, &mut b);
+    assert_eq!(n.p.commit_order_enter(1, &a, &ma), status::OK);
+    assert_eq!(n.p.commit_order_leave(1, &a, &ma, &[]), status::OK);
+    let p = n.p.clone();
+    let clients = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(p.release(1), (status::OK, false));
+        commit(&p, 2, &b, &mb);
+    });
+    let store = n.store.clone();
+    assert_eq!(n.stop(), status::OK);
+    clients.join().unwrap();
+    let saved = store.0.lock().unwrap().state;
+    assert_eq!(
+        saved.seqno, mb.gtid.seqno,
+        "a and b committed before the stop"
+    );
+}
+
 #[test]
 fn a_ddl_runs_in_total_order_isolation_with_depends_on_the_previous_seqno() {
     let mut n = Node::start();
