@@ -33,10 +33,16 @@ use writeset::WsError;
 /// - A writeset Galera certified becomes a passed writeset depending on
 ///   what Galera computed (seqno minus pa_range), with its data and no
 ///   keys (IST applies; it does not certify again). Galera keeps no
-///   last_seen once certified: the dependency stands in for it.
+///   last_seen once certified (the seqno overwrites it), so the record's
+///   is `seqno - 1` on every node. Not the dependency: Galera's pa_range
+///   for one writeset differs between the node that sent it and the others
+///   (seen on 26.4.23), and last_seen is part of the event's digest, which
+///   must be the same on every node or IST between two converted caches
+///   reports a history fork.
 /// - A writeset Galera failed or skipped becomes a failed one
-///   ([`CertFailure::FailedInGalera`]); a skipped buffer's bytes are not
-///   read (Galera leaves them undefined).
+///   ([`CertFailure::FailedInGalera`]) in one canonical, empty form: a
+///   skipped buffer's bytes are not read (Galera leaves them undefined),
+///   and one node may have skipped what another kept with its failure.
 pub fn to_cached(
     info: &BufferInfo,
     payload: &[u8],
@@ -65,20 +71,7 @@ pub fn to_cached(
                 }),
             }
         }
-        _ if info.skipped() => CachedKind::Writeset {
-            ws: Arc::new(Writeset {
-                source: [0; 16],
-                trx_id: 0,
-                conn_id: 0,
-                last_seen: info.seqno - 1,
-                flags: 0,
-                keys: Vec::new(),
-                data: Vec::new().into(),
-            }),
-            outcome: CertOutcome::Fail {
-                reason: CertFailure::FailedInGalera,
-            },
-        },
+        _ if info.skipped() => failed_in_galera(info.seqno),
         _ => {
             let g = writeset::parse(payload)?;
             if g.certified_seqno != Some(info.seqno) {
@@ -87,23 +80,21 @@ pub fn to_cached(
                     info.seqno, g.certified_seqno
                 )));
             }
-            let depends_on = g.depends_on();
-            let ws = Arc::new(Writeset {
-                source: g.source,
-                trx_id: g.trx_id,
-                conn_id: g.conn_id,
-                last_seen: depends_on.unwrap_or(info.seqno - 1),
-                flags: g.wsrep_flags,
-                keys: Vec::new(),
-                data: payload[g.data].to_vec().into(),
-            });
-            let outcome = match depends_on {
-                Some(depends_on) => CertOutcome::Pass { depends_on },
-                None => CertOutcome::Fail {
-                    reason: CertFailure::FailedInGalera,
+            match g.depends_on() {
+                Some(depends_on) => CachedKind::Writeset {
+                    ws: Arc::new(Writeset {
+                        source: g.source,
+                        trx_id: g.trx_id,
+                        conn_id: g.conn_id,
+                        last_seen: info.seqno - 1,
+                        flags: g.wsrep_flags,
+                        keys: Vec::new(),
+                        data: payload[g.data].to_vec().into(),
+                    }),
+                    outcome: CertOutcome::Pass { depends_on },
                 },
-            };
-            CachedKind::Writeset { ws, outcome }
+                None => failed_in_galera(info.seqno),
+            }
         }
     };
     Ok(CachedEvent {
@@ -111,6 +102,24 @@ pub fn to_cached(
         seqno: info.seqno,
         kind,
     })
+}
+
+/// The one form of a writeset Galera failed or skipped at `seqno`.
+fn failed_in_galera(seqno: i64) -> CachedKind {
+    CachedKind::Writeset {
+        ws: Arc::new(Writeset {
+            source: [0; 16],
+            trx_id: 0,
+            conn_id: 0,
+            last_seen: seqno - 1,
+            flags: 0,
+            keys: Vec::new(),
+            data: Vec::new().into(),
+        }),
+        outcome: CertOutcome::Fail {
+            reason: CertFailure::FailedInGalera,
+        },
+    }
 }
 
 #[cfg(test)]
@@ -193,5 +202,56 @@ mod tests {
         wrong.seqno = 1006;
         let at = wrong.payload_at as usize;
         assert!(to_cached(&wrong, &f[at..at + wrong.payload_len as usize], gid).is_err());
+    }
+
+    /// Galera 26.4.23 stored pa_range 3 for a writeset on the node that sent
+    /// it and 4 on another (a real switch test, seqno 133): the two
+    /// conversions must still be one event, or IST between them fails as a
+    /// history fork. A failure kept by one node and skipped by another is
+    /// one event too.
+    #[test]
+    fn every_node_converts_one_galera_event_to_the_same_digest() {
+        use crate::writeset_cache::event_digest;
+        let history = [7u8; 16];
+        let ws = Writeset {
+            source: [9; 16],
+            trx_id: 182,
+            conn_id: 9,
+            last_seen: 0,
+            flags: 0x41,
+            keys: Vec::new(),
+            data: b"INSERT".to_vec().into(),
+        };
+        let convert = |payload: Vec<u8>, flags: u16| {
+            let info = BufferInfo {
+                seqno: 133,
+                payload_at: 0,
+                payload_len: payload.len() as u32,
+                flags,
+                kind: TYPE_WRITESET,
+            };
+            to_cached(&info, &payload, history).unwrap()
+        };
+        let sender = convert(
+            export::encode_writeset(133, &ws, Some(130)),
+            BUFFER_RELEASED,
+        );
+        let other = convert(
+            export::encode_writeset(133, &ws, Some(129)),
+            BUFFER_RELEASED,
+        );
+        assert_eq!(event_digest(&sender), event_digest(&other));
+        for (ev, depends_on) in [(&sender, 130), (&other, 129)] {
+            match &ev.kind {
+                CachedKind::Writeset { outcome, .. } => {
+                    assert_eq!(*outcome, CertOutcome::Pass { depends_on })
+                }
+                k => panic!("{k:?}"),
+            }
+        }
+        let failed = convert(export::encode_writeset(133, &ws, None), BUFFER_RELEASED);
+        let skipped = convert(vec![0; 8], BUFFER_RELEASED | BUFFER_SKIPPED);
+        assert_eq!(event_digest(&failed), event_digest(&skipped));
+        assert_ne!(event_digest(&failed), event_digest(&sender));
     }
 }
