@@ -1,4 +1,5 @@
-//! `lockstep bench`: the same sysbench workloads on a 3-node cluster with
+//! `lockstep bench`: the same sysbench workloads on an N-node cluster (3
+//! unless `--nodes` asks for several sizes, `scaling`) with
 //! each provider in turn (Lockstep, then Galera), same my.cnf but
 //! `wsrep_provider`, and a report of throughput, latency and their ratios.
 //! The whole is repeated `rounds` times, the provider order reversed every
@@ -10,7 +11,8 @@
 //!   warm-up, measured run, CHECKSUM TABLE on every node;
 //! - `results`: the numbers (`results.json`), the medians and the ratios;
 //! - `report`: stdout and `report.md`;
-//! - `plot`: the PNGs.
+//! - `plot`: the PNGs;
+//! - `scaling`: with several `--nodes`, each size's figures side by side.
 //!
 //! A benchmark reports; it asserts nothing about speed. It fails (exit
 //! code 1) only when a run fails or the nodes end with different data.
@@ -20,6 +22,7 @@ pub mod plot;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod scaling;
 pub mod workload;
 
 use std::path::{Path, PathBuf};

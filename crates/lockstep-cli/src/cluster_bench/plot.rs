@@ -60,9 +60,16 @@ pub fn throughput(path: &Path, title: &str, series: &[Series]) -> Result<(), Str
         path,
         title,
         "seconds since the start of the measured run",
+        "transactions per second",
         series,
         false,
     )
+}
+
+/// `y_desc` by cluster size (`lockstep bench --nodes`), one line per
+/// provider.
+pub fn by_nodes(path: &Path, title: &str, y_desc: &str, series: &[Series]) -> Result<(), String> {
+    lines(path, title, "nodes in the cluster", y_desc, series, false)
 }
 
 /// Transactions per second by client threads (the thread sweep), one line
@@ -80,15 +87,23 @@ pub fn sweep(path: &Path, title: &str, series: &[Series]) -> Result<(), String> 
                 .collect(),
         })
         .collect();
-    lines(path, title, "client threads (log scale)", &logged, true)
+    lines(
+        path,
+        title,
+        "client threads (log scale)",
+        "transactions per second",
+        &logged,
+        true,
+    )
 }
 
-/// Lines of transactions per second over `x_desc`, one per provider; with
-/// `log2_x` the x values are exponents of 2 and labelled as powers.
+/// Lines of `y_desc` over `x_desc`, one per provider; with `log2_x` the x
+/// values are exponents of 2 and labelled as powers.
 fn lines(
     path: &Path,
     title: &str,
     x_desc: &str,
+    y_desc: &str,
     series: &[Series],
     log2_x: bool,
 ) -> Result<(), String> {
@@ -103,7 +118,7 @@ fn lines(
     chart
         .configure_mesh()
         .x_desc(x_desc)
-        .y_desc("transactions per second")
+        .y_desc(y_desc)
         .x_label_formatter(&|x| {
             if log2_x {
                 format!("{:.0}", x.exp2())
@@ -111,7 +126,13 @@ fn lines(
                 format!("{x:.0}")
             }
         })
-        .y_label_formatter(&|y| format!("{y:.0}"))
+        .y_label_formatter(&|y| {
+            if y_max < 20.0 {
+                format!("{y:.1}")
+            } else {
+                format!("{y:.0}")
+            }
+        })
         .draw()
         .map_err(err)?;
     for (i, s) in series.iter().enumerate() {

@@ -8,21 +8,24 @@ use std::time::{Duration, SystemTime};
 use lockstep_testkit::Provider;
 
 use crate::cluster_bench::large_trx::{self, LargeTrxPlan};
+use crate::cluster_bench::results::BenchResults;
 use crate::cluster_bench::run::Plan;
 use crate::cluster_bench::workload::Workload;
-use crate::cluster_bench::{self, report, Bench};
+use crate::cluster_bench::{self, report, scaling, Bench};
 use crate::error::CliError;
 
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "\
 Workloads: oltp_write_only (8 threads on node1), oltp_read_write (12 threads over \
-the 3 nodes), oltp_update_non_index (1 thread on node1); large_trx (a 1M-row UPDATE \
-on node1 while node2 runs 4-thread point updates: node2's worst second against its \
+the nodes), oltp_update_non_index (1 thread on node1); large_trx (a 1M-row UPDATE \
+on node1 of 3 nodes while node2 runs 4-thread point updates: node2's worst second against its \
 median, and its maximum latency; one run per provider, report in large_trx.png). In each round, for each \
-provider a fresh 3-node cluster runs every workload on fresh tables, then CHECKSUM \
+provider a fresh cluster of --nodes nodes runs every workload on fresh tables, then CHECKSUM \
 TABLE is compared on all nodes; odd rounds run the providers in reverse order \
 (ABBA). The figures are medians over the rounds (max: the highest). Ratios are \
-Lockstep/Galera: TPS higher is better, latency lower is better.
+Lockstep/Galera: TPS higher is better, latency lower is better. With several \
+--nodes (`3,5,7`) the whole benchmark runs once per size, each report in nodes-N/, \
+and scaling.md puts TPS, p95 and the ratios side by side by number of nodes.
 
 Exit code 1 when a run failed or the nodes ended with different data; the numbers \
 and the report are written all the same. See docs/bench.md.")]
@@ -70,6 +73,10 @@ pub struct Args {
     /// off, in every round; the report gives each provider's share of it.
     #[arg(long)]
     floor: bool,
+    /// Cluster sizes, comma-separated: the whole benchmark runs once per
+    /// size (reports in nodes-N/), then scaling.md compares them.
+    #[arg(long, default_value = "3", value_name = "LIST")]
+    nodes: String,
     /// large_trx: rows the big UPDATE changes.
     #[arg(long, default_value_t = 1_000_000, value_name = "ROWS")]
     large_rows: u64,
@@ -98,19 +105,40 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         out = out_dir(&args);
         failed |= run_large_trx(&args, &providers, &out);
     } else {
-        let bench = bench(&Args {
-            workloads: rest,
-            ..args.clone()
-        })?;
-        let (results, drawing) = cluster_bench::run(&bench)?;
-        print!("{}", report::to_text(&results));
-        for problem in &drawing {
-            eprintln!("lockstep bench: {problem}");
+        let sizes = scaling::parse_sizes(&args.nodes).map_err(CliError::Usage)?;
+        let top = out_dir(&args);
+        let mut providers = Vec::new();
+        let mut all = Vec::new();
+        for &nodes in &sizes {
+            // One size: the report in the folder itself, as always.
+            let dir = if sizes.len() == 1 {
+                top.clone()
+            } else {
+                top.join(format!("nodes-{nodes}"))
+            };
+            let bench = bench(
+                &Args {
+                    workloads: rest.clone(),
+                    out: Some(dir),
+                    ..args.clone()
+                },
+                nodes,
+            )?;
+            let (results, drawing) = cluster_bench::run(&bench)?;
+            print!("{}", report::to_text(&results));
+            for problem in &drawing {
+                eprintln!("lockstep bench: {problem}");
+            }
+            failed |= results.has_failures() || !drawing.is_empty();
+            providers = bench.providers.clone();
+            all.push((nodes, results));
         }
-        failed |= results.has_failures() || !drawing.is_empty();
-        out = bench.out.clone();
+        out = top;
+        if sizes.len() > 1 {
+            failed |= !write_scaling(&out, &all);
+        }
         if large {
-            failed |= run_large_trx(&args, &bench.providers, &out);
+            failed |= run_large_trx(&args, &providers, &out);
         }
     }
     println!("report: {}", out.display());
@@ -119,6 +147,34 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `scaling.md`, `scaling.json` and the PNGs over the sizes; prints the
+/// table. Whether everything was written and drawn.
+fn write_scaling(out: &std::path::Path, all: &[(usize, BenchResults)]) -> bool {
+    let runs: Vec<(usize, &BenchResults)> = all.iter().map(|(n, r)| (*n, r)).collect();
+    let s = scaling::Scaling::of(&runs);
+    print!("\n{}", s.to_text());
+    let json =
+        serde_json::to_string_pretty(&s).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    let mut ok = true;
+    for (name, text) in [
+        ("scaling.json", json + "\n"),
+        ("scaling.md", s.to_markdown()),
+    ] {
+        if let Err(e) = std::fs::write(out.join(name), text) {
+            eprintln!(
+                "lockstep bench: cannot write {}: {e}",
+                out.join(name).display()
+            );
+            ok = false;
+        }
+    }
+    for problem in s.draw(out) {
+        eprintln!("lockstep bench: {problem}");
+        ok = false;
+    }
+    ok
 }
 
 /// Runs `large_trx`, prints its table; whether a run failed.
@@ -143,7 +199,7 @@ fn out_dir(args: &Args) -> PathBuf {
     })
 }
 
-fn bench(args: &Args) -> Result<Bench, CliError> {
+fn bench(args: &Args, nodes: usize) -> Result<Bench, CliError> {
     if args.time == 0
         || args.rounds == 0
         || args.tables == 0
@@ -160,7 +216,7 @@ fn bench(args: &Args) -> Result<Bench, CliError> {
     let out = out_dir(args);
     Ok(Bench {
         plan: Plan {
-            nodes: 3,
+            nodes,
             time: Duration::from_secs(args.time),
             warmup: Duration::from_secs(args.warmup),
             tables: args.tables,
