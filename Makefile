@@ -44,7 +44,8 @@ mtr-suite: build
 
 # MariaDB's galera, galera_3nodes, galera_sr and wsrep suites in full with
 # Galera and with Lockstep, and a side-by-side report in compat-out/report.md
-# (about 2 h for both; one provider alone: make compat PROVIDERS=lockstep).
+# (about 2 h for both, plus the big-test pass, about 1.5 h more: COMPAT_BIG=0
+# skips it; one provider alone: make compat PROVIDERS=lockstep).
 compat: build
 	@scripts/compat.sh $(PROVIDERS)
 
@@ -53,9 +54,14 @@ compat: build
 # and the floor (one MariaDB, wsrep off) (~25 min); report with plots in
 # bench-out/<UTC timestamp>/ (docs/bench.md):
 #   make bench BENCH_ARGS="--time 60 --workloads oltp_write_only"
+# Then the scaling run: the three sysbench workloads on 3, 5 and 7 nodes,
+# both providers, in its own report folder with scaling.md (~35 min):
+#   make bench SCALING_ARGS="--nodes 3,5 --rounds 1"
 BENCH_ARGS ?= --workloads all,sweep --floor
+SCALING_ARGS ?= --nodes 3,5,7 --workloads oltp_write_only,oltp_read_write,oltp_update_non_index
 bench: build
 	target/release/lockstep bench $(BENCH_ARGS)
+	target/release/lockstep bench $(SCALING_ARGS)
 	@$(MAKE) --no-print-directory bench-cert
 
 # How long a node takes to come back on a 1 GB data set: kill -9 then IST,
