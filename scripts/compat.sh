@@ -14,14 +14,22 @@
 # compat-out/report.md, has one table per suite with both columns; copy it to
 # docs/compat/suites.md when it is the record.
 #
+# Then the big-test pass: the same suites with mtr's --big-test given twice,
+# which runs only the big tests (mtr 10.11 has no --only-big-test): the 92
+# that include big_test.inc (the SST and IST methods, IPv6, garbd, recovery,
+# many rows). Results in <suite>-big.txt, with their own tables in the
+# report, so a difference there shows too.
+#
 # Tunables (environment): COMPAT_SUITES (default "galera galera_3nodes
-# galera_sr wsrep"), MTR_PARALLEL (default 2), MTR_TESTCASE_TIMEOUT (minutes,
-# default 4), MTR_EXTRA_ARGS (e.g. --big-test, which adds about an hour).
+# galera_sr wsrep"), COMPAT_BIG (default 1; 0 skips the big-test pass),
+# MTR_PARALLEL (default 2), MTR_TESTCASE_TIMEOUT (minutes, default 4; 15 in
+# the big-test pass), MTR_EXTRA_ARGS.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=$REPO/compat-out
 SUITES=${COMPAT_SUITES:-galera galera_3nodes galera_sr wsrep}
+BIG=${COMPAT_BIG:-1}
 
 report_only=0
 if [[ ${1:-} == --report ]]; then report_only=1; shift; fi
@@ -42,30 +50,46 @@ run_suites() {
     export LOCKSTEP_TREE
   fi
   for suite in $SUITES; do
-    started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-    echo "compat: $provider $suite (started $started)"
-    # mtr.sh exits 1 when a test fails; the run goes on to the next suite.
-    MTR_PARALLEL=${MTR_PARALLEL:-2} MTR_TESTCASE_TIMEOUT=${MTR_TESTCASE_TIMEOUT:-4} \
-      "$REPO/scripts/mtr.sh" --suite "$suite" "$provider" > "$OUT/$provider/$suite.progress" 2>&1 || true
-    # This run's folder, from mtr.sh's closing line (not mtr-out/latest,
-    # which another mtr.sh run may have moved meanwhile).
-    log=$(sed -n 's|^==== mtr.sh summary (log: \(.*\)/mtr.log) ====$|\1|p' "$OUT/$provider/$suite.progress" | tail -n 1)
-    if [[ -z $log ]]; then
-      echo "compat: $provider $suite: mtr.sh gave no summary, see $OUT/$provider/$suite.progress" >&2
-      continue
-    fi
-    {
-      echo "# suite $suite, provider $provider, started $started, ended $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-      grep -m1 '^# provider: ' "$log/mtr.log" || true
-      echo "# mtr log: $log/mtr.log"
-      cat "$log/summary.txt"
-    } > "$OUT/$provider/$suite.txt"
-    tail -n 1 "$OUT/$provider/$suite.txt"
+    run_suite "$provider" "$suite" "$suite" "" "${MTR_TESTCASE_TIMEOUT:-4}"
   done
+  if [[ $BIG == 1 ]]; then
+    for suite in $SUITES; do
+      run_suite "$provider" "$suite" "$suite-big" "--big-test --big-test" "${MTR_TESTCASE_TIMEOUT:-15}"
+    done
+  fi
+}
+
+# run_suite PROVIDER SUITE NAME EXTRA_MTR_ARGS TIMEOUT: one mtr.sh run, its
+# summary in $OUT/PROVIDER/NAME.txt.
+run_suite() {
+  local provider=$1 suite=$2 name=$3 extra=$4 timeout=$5 started log
+  started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  echo "compat: $provider $name (started $started)"
+  # mtr.sh exits 1 when a test fails; the run goes on to the next suite.
+  MTR_PARALLEL=${MTR_PARALLEL:-2} MTR_TESTCASE_TIMEOUT=$timeout \
+    MTR_EXTRA_ARGS="${MTR_EXTRA_ARGS:-} $extra" \
+    "$REPO/scripts/mtr.sh" --suite "$suite" "$provider" > "$OUT/$provider/$name.progress" 2>&1 || true
+  # This run's folder, from mtr.sh's closing line (not mtr-out/latest,
+  # which another mtr.sh run may have moved meanwhile).
+  log=$(sed -n 's|^==== mtr.sh summary (log: \(.*\)/mtr.log) ====$|\1|p' "$OUT/$provider/$name.progress" | tail -n 1)
+  if [[ -z $log ]]; then
+    echo "compat: $provider $name: mtr.sh gave no summary, see $OUT/$provider/$name.progress" >&2
+    return 0
+  fi
+  {
+    echo "# suite $name, provider $provider, started $started, ended $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    grep -m1 '^# provider: ' "$log/mtr.log" || true
+    echo "# mtr log: $log/mtr.log"
+    cat "$log/summary.txt"
+  } > "$OUT/$provider/$name.txt"
+  tail -n 1 "$OUT/$provider/$name.txt"
 }
 
 if [[ $report_only -eq 0 ]]; then
   for p in "${PROVIDERS[@]}"; do run_suites "$p"; done
 fi
-"$REPO/scripts/compat-report.sh" "$OUT" $SUITES > "$OUT/report.md"
+NAMES=$SUITES
+if [[ $BIG == 1 ]]; then for s in $SUITES; do NAMES+=" $s-big"; done; fi
+# shellcheck disable=SC2086  # word splitting wanted
+"$REPO/scripts/compat-report.sh" "$OUT" $NAMES > "$OUT/report.md"
 echo "compat: report in $OUT/report.md"
