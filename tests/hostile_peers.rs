@@ -17,7 +17,7 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use lockstep_core::wire::peer::{PeerMsg, PROTOCOL_VERSION};
+use lockstep_core::group::peer::{PeerMsg, PROTOCOL_VERSION};
 use lockstep_testkit::Cluster;
 use multi_node::{check, log_count, start_allowlisted, status, OrLogs};
 use protobuf::Message as _;

@@ -1,5 +1,7 @@
 //! `lockstep`: one command for operators of Lockstep (and Galera) clusters.
 
+#![forbid(unsafe_code)]
+
 mod arbitrator;
 mod bench;
 mod check;

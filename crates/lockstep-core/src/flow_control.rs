@@ -47,17 +47,29 @@ pub struct Limits {
     pub single_primary: bool,
 }
 
+/// Galera's defaults, as the option table gives them: the table is their
+/// one source.
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            limit: 16,
-            factor: 1.0,
-            single_primary: false,
-        }
+        Limits::from_options(&crate::options::Options::new("", ""))
     }
 }
 
 impl Limits {
+    /// `gcs.fc_limit`, `gcs.fc_factor` and `gcs.fc_single_primary` (or its
+    /// old name `gcs.fc_master_slave`) as `options` hold them. Every key
+    /// has a value (the table's default until set) and values are checked
+    /// when set, so the fallbacks here are never used: they are the
+    /// strictest limit, no hysteresis and no single-primary scaling.
+    pub fn from_options(options: &crate::options::Options) -> Limits {
+        Limits {
+            limit: options.int("gcs.fc_limit").map_or(0, |v| v.max(0) as u64),
+            factor: options.float("gcs.fc_factor").unwrap_or(1.0),
+            single_primary: options.bool("gcs.fc_single_primary").unwrap_or(false)
+                || options.bool("gcs.fc_master_slave").unwrap_or(false),
+        }
+    }
+
     /// The queue length above which a node asks to stop, in a cluster of
     /// `members` (Galera 4 scales by √members when several nodes write).
     pub fn upper(&self, members: usize) -> u64 {
@@ -157,7 +169,7 @@ impl Requester {
     /// Whether a queue of `queue` would make [`Requester::update`] lower
     /// what this node announced: an applier that took an event asks, so
     /// that a stop or a throttle is withdrawn as soon as the queue allows,
-    /// not at the group thread's next round.
+    /// not at the next round.
     pub fn would_lower(&self, queue: u64, members: usize, limits: &Limits) -> bool {
         self.announced != 0
             && self
@@ -374,7 +386,7 @@ mod tests {
         assert!(!r.would_lower(0, 3, &l), "nothing announced");
         assert_eq!(r.update(29, 3, &l, false), Some(STOP));
         assert!(!r.would_lower(29, 3, &l), "still above the limit");
-        assert!(!r.would_lower(30, 3, &l), "a rise is the group thread's");
+        assert!(!r.would_lower(30, 3, &l), "a rise is the round's");
         assert!(r.would_lower(28, 3, &l), "at the lower limit");
         assert_eq!(r.announced(), STOP, "asking changes nothing");
         assert_eq!(r.update(28, 3, &l, false), Some(4));
@@ -417,5 +429,16 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_defaults_are_the_option_tables() {
+        let l = Limits::default();
+        assert_eq!((l.limit, l.factor, l.single_primary), (16, 1.0, false));
+        let mut o = crate::options::Options::new("", "");
+        o.set("gcs.fc_limit", "40").unwrap();
+        o.set("gcs.fc_master_slave", "yes").unwrap();
+        let l = Limits::from_options(&o);
+        assert_eq!((l.limit, l.single_primary), (40, true));
     }
 }

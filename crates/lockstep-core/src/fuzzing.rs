@@ -10,13 +10,13 @@
 
 use crate::address::ClusterAddress;
 use crate::group::action::{decode_batch, decode_batch_shared, encode_batch};
+use crate::group::peer::PeerMsg;
 use crate::group::{MemberInfo, Sequencer};
 use crate::options::Options;
 use crate::saved_state::SavedState;
 use crate::saved_view::SavedView;
 use crate::wire::frame::{encode, Frame, FrameDecoder};
 use crate::wire::lanes::Inbox;
-use crate::wire::peer::PeerMsg;
 use crate::writeset_cache::{
     decode_file_header, decode_record, decode_stream_header, encode_record, Decoded,
 };
@@ -88,8 +88,8 @@ pub fn log_entry(data: &[u8]) {
     if let Ok(batch) = &copied {
         assert_eq!(encode_batch(batch), data);
     }
-    // The group thread's decoding, which shares the entry's bytes, says
-    // the same.
+    // The round's decoding, which shares the entry's bytes, says the
+    // same.
     let shared = decode_batch_shared(&bytes::Bytes::copy_from_slice(data));
     assert_eq!(shared, copied);
     if let Ok(m) = MemberInfo::decode(data) {
@@ -139,7 +139,7 @@ pub fn provider_options(data: &[u8]) {
 /// sent; its text form shows the known fields only.
 pub fn raft_message(data: &[u8]) {
     use protobuf::Message as _;
-    // The group thread parses from shared bytes (entry data sliced, not
+    // The group's round parses from shared bytes (entry data sliced, not
     // copied): it must take and refuse exactly what a copying parse does.
     let shared =
         raft::eraftpb::Message::parse_from_carllerche_bytes(&bytes::Bytes::copy_from_slice(data));

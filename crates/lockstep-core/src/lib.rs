@@ -5,16 +5,18 @@
 //! decisions, so that simulations can drive many nodes deterministically.
 //! The provider crate wraps these types in locks, threads and sockets.
 
+#![forbid(unsafe_code)]
+
 pub mod address;
 pub mod certification;
 pub mod flow_control;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod galera_cache;
+pub mod gates;
 pub mod group;
 pub mod metrics;
 pub mod options;
-pub mod ordering;
 pub mod saved_state;
 pub mod saved_view;
 pub mod wire;

@@ -108,7 +108,7 @@ pub enum Stage {
     /// A local writeset: from `certify` until its place in the order and
     /// its certification outcome are known (the group round trip).
     Replicate,
-    /// The group thread's time per ordered writeset, certification
+    /// The rounds' time per ordered writeset, certification
     /// included (measured per batch of deliveries).
     Certification,
     /// A remote writeset in the server's `apply_cb`.

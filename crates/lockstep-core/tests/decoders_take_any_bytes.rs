@@ -8,8 +8,8 @@
 
 use lockstep_core::fuzzing::TARGETS;
 use lockstep_core::group::action::encode_batch;
+use lockstep_core::group::peer::PeerMsg;
 use lockstep_core::wire::frame::encode;
-use lockstep_core::wire::peer::PeerMsg;
 
 /// A small deterministic generator (xorshift): the same cases every run.
 struct Rng(u64);

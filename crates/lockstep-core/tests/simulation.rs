@@ -38,8 +38,8 @@ mod sim;
 
 use std::cell::Cell;
 
+use lockstep_core::group::peer::PROTOCOL_VERSION;
 use lockstep_core::group::Action;
-use lockstep_core::wire::peer::PROTOCOL_VERSION;
 use sim::{run_seeds, salted, writesets, Net, Rng, Sim, SimConfig, Stats, Status};
 
 fn setup(name: &str, seed: u64) -> (SimConfig, Rng) {

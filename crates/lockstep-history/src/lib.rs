@@ -30,6 +30,8 @@
 //! they may or may not have committed; one whose write was observed by a
 //! committed read did commit, one whose write nobody saw is left out.
 
+#![forbid(unsafe_code)]
+
 pub mod anomaly;
 pub mod graph;
 pub mod history;

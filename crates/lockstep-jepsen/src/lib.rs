@@ -11,6 +11,8 @@
 //! every nemesis step ends by itself, recovery has a deadline, and all
 //! traffic stays on loopback.
 
+#![forbid(unsafe_code)]
+
 pub mod client;
 pub mod nemesis;
 pub mod net;

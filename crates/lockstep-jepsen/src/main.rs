@@ -11,6 +11,8 @@
 //! `innodb_snapshot_isolation=OFF`, the server's default, to show lost
 //! updates.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 

@@ -10,6 +10,8 @@
 //! sans-IO code in `lockstep-core`; this crate only moves them. It logs
 //! through the `log` facade.
 
+#![forbid(unsafe_code)]
+
 pub mod identity;
 pub mod secure;
 pub mod sniff;

@@ -14,7 +14,7 @@
 
 use crate::log::{info, warn};
 use crate::storage::{self, Disk, Fs};
-use lockstep_core::ordering::Watermark;
+use lockstep_core::gates::Watermark;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

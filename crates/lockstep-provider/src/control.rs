@@ -6,8 +6,8 @@ use crate::log::{info, warn};
 use crate::provider::{Provider, Until, IN_ORDER};
 use crate::read_asks::Join;
 use crate::state::{Conn, Inner, Resolution};
+use lockstep_core::group::peer::PeerMsg;
 use lockstep_core::group::Action;
-use lockstep_core::wire::peer::PeerMsg;
 use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 use wsrep_abi::{status, Gtid, Status};
@@ -81,7 +81,7 @@ impl Provider {
     /// - on a follower, by asking the leader directly (one round trip
     ///   between the connection threads);
     /// - otherwise (or if the leader changes before this node has applied
-    ///   the log up to it) through Raft's ReadIndex on the group thread;
+    ///   the log up to it) through Raft's ReadIndex in a round;
     /// - but while a proposal of this node is not ordered yet, through the
     ///   log behind it (`barrier_fence`).
     fn causal_fence<'a>(

@@ -233,7 +233,7 @@ mod tests {
     }
 
     fn ev(seqno: i64) -> CachedEvent {
-        let r = crate::ist::tests::ws(seqno, 3000);
+        let r = crate::ist_replay::tests::ws(seqno, 3000);
         CachedEvent {
             history: H,
             seqno,

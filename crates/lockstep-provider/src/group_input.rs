@@ -1,12 +1,19 @@
 //! What the server's threads and the transport tell the group's driver
-//! (`channel`): the one way into it, over a channel, so that only the
+//! (`group_driver`): the one way into it, over a channel, so that only the
 //! thread running a round touches Raft (ADR 0023).
+//!
+//! A round takes the provider's lock (`state::Inner`), so a thread must not
+//! run one while it holds that lock: it would deadlock. That rule is a
+//! type here, not a comment: [`InputTx::drive`] takes the guard by value
+//! and drops it before the round, so code that still holds it does not
+//! compile. The transport's reading threads ([`InputTx::submit`]) never
+//! take the provider's lock at all.
 
+use lockstep_core::group::peer::PeerMsg;
 use lockstep_core::group::Action;
-use lockstep_core::wire::peer::PeerMsg;
 use std::sync::atomic::{fence, AtomicIsize, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, MutexGuard, OnceLock, Weak};
 use std::thread::Thread;
 use std::time::Duration;
 
@@ -17,8 +24,12 @@ use std::time::Duration;
 #[derive(Clone)]
 pub struct InputTx(Arc<Inputs>);
 
+/// The state whose lock a round takes: `state::Inner`, and nothing else.
+/// [`InputTx::drive`] wants its guard.
+pub(crate) trait TakenByRounds {}
+
 /// Runs the group's rounds on the calling thread when no other thread
-/// does (`channel::Driver`).
+/// does (`group_driver::Driver`).
 pub(crate) trait Drain: Send + Sync {
     /// `false` once the group has stopped.
     fn drain_if_free(&self) -> bool;
@@ -39,8 +50,9 @@ struct Inputs {
     pending: AtomicIsize,
     /// The group thread, woken by [`InputTx::send`].
     group_thread: OnceLock<Thread>,
-    /// The driver, once the group thread runs its rounds: a thread that
-    /// holds no lock may run a round itself ([`InputTx::submit`]).
+    /// The driver, registered by the group thread when it starts: from
+    /// then on a thread that holds no lock may run a round itself
+    /// ([`InputTx::submit`]).
     driver: OnceLock<Weak<dyn Drain>>,
 }
 
@@ -54,8 +66,9 @@ impl InputTx {
         }))
     }
 
-    /// Queues `input` and wakes the group thread to take it. For threads
-    /// that may hold the provider's lock (a round takes it).
+    /// Queues `input` and wakes the group thread, whose round takes it
+    /// unless another thread's round does first. For threads that may
+    /// hold the provider's lock (a round takes it).
     pub fn send(&self, input: Input) -> Result<(), GroupGone> {
         self.queue(input)?;
         self.wake();
@@ -71,14 +84,21 @@ impl InputTx {
         if self.queue(input).is_err() {
             return false;
         }
-        self.drive()
+        self.run_rounds()
     }
 
-    /// Runs rounds on this thread if none runs now (the one running takes
-    /// what is queued otherwise); before the group thread's first round,
-    /// wakes it instead. The caller holds no provider lock. `false` once
-    /// the group has stopped.
-    pub fn drive(&self) -> bool {
+    /// Lets go of the provider's lock (`held`, taken by value so that it
+    /// cannot outlive this call), then runs rounds on this thread if none
+    /// runs now (the one running takes what is queued otherwise); before
+    /// the group thread's first round, wakes it instead. `false` once the
+    /// group has stopped.
+    pub(crate) fn drive<T: TakenByRounds>(&self, held: MutexGuard<'_, T>) -> bool {
+        drop(held);
+        self.run_rounds()
+    }
+
+    /// [`InputTx::drive`] for a thread that holds no provider lock.
+    fn run_rounds(&self) -> bool {
         match self.0.driver.get().and_then(Weak::upgrade) {
             Some(driver) => driver.drain_if_free(),
             None => {
@@ -130,7 +150,7 @@ impl InputTx {
     }
 }
 
-/// What the group thread is told.
+/// What the group's rounds are told.
 pub enum Input {
     /// A message from a connected peer.
     Peer { from: u64, msg: PeerMsg },
@@ -170,9 +190,11 @@ pub enum Input {
     FlowCheck,
     /// Leave the cluster gracefully.
     Leave,
-    /// Stop the thread (after the final view).
+    /// Stop the group (after the final view): the round that takes it
+    /// ends the rounds, and the group thread closes the transport.
     Stop,
-    /// A bug on the group thread, injected by a test.
+    /// A bug in a round, injected by a test (handled as a failed group
+    /// thread).
     #[cfg(any(test, feature = "fault-injection"))]
     Panic,
 }

@@ -12,7 +12,6 @@
 
 pub mod arbitrator;
 mod bypass;
-mod channel;
 mod control;
 mod diverged;
 mod event;
@@ -20,10 +19,10 @@ pub mod ffi;
 mod galera_export;
 mod galera_import;
 mod grastate;
+mod group_driver;
 mod group_input;
 mod identity;
-mod ist;
-mod ist_transfer;
+mod ist_replay;
 pub mod log;
 mod os;
 mod peer_security;
@@ -37,11 +36,11 @@ mod server;
 mod session;
 mod shared;
 mod state;
+mod state_transfer;
 mod stats;
 mod storage;
 #[cfg(test)]
 mod tests;
-mod transfer;
 mod trx;
 mod viewstate;
 mod vote;

@@ -10,6 +10,7 @@ use crate::log::{error, info, warn};
 use crate::server::Server;
 use crate::shared::{Shared, Wake, TURN_RECHECK};
 use crate::state::Inner;
+use lockstep_core::flow_control::Limits;
 use lockstep_core::options::table::Effect;
 use lockstep_core::options::{self, Options, OptionsError};
 use lockstep_core::saved_state::SavedState;
@@ -48,7 +49,7 @@ pub struct Provider {
     pub store: Mutex<Box<dyn StateStore>>,
     pub shared: Arc<Shared>,
     /// The group channel while connected to a multi-node cluster.
-    pub channel: Mutex<Option<crate::channel::GroupChannel>>,
+    pub channel: Mutex<Option<crate::group_driver::GroupChannel>>,
     /// What `connect` was given (cluster name, peers to dial), for an
     /// automatic rejoin after this node was removed.
     pub joined_via: Mutex<Option<(String, Vec<String>)>>,
@@ -171,7 +172,7 @@ impl Provider {
         let mut inner = Inner::new(saved.uuid, position);
         inner.bypass.marker_dir = Some(cfg.data_dir.clone());
         inner.diverged = diverged;
-        inner.fc_limits = tunables.fc;
+        inner.fc_limits = Limits::from_options(&options);
         inner.recv_q_hard_limit = tunables.recv_q_hard_limit;
         inner.bypass.threshold = tunables.commit_bypass;
         Ok(Provider {
@@ -320,7 +321,7 @@ impl Provider {
     pub fn options_set(&self, conf: &str) -> Status {
         #[cfg(feature = "fault-injection")]
         if conf.trim() == "lockstep.inject=group_panic" {
-            warn!("fault injection: panicking the group thread");
+            warn!("fault injection: panicking the next round");
             if let Some(link) = &self.lock().group {
                 let _ = link.tx.send(Input::Panic);
             }
@@ -328,16 +329,19 @@ impl Provider {
         }
         let mut options = self.options.lock().unwrap_or_else(|p| p.into_inner());
         let result = options.apply_runtime(conf);
-        let tunables = result
-            .is_ok()
-            .then(|| Tunables::from_options(&options, self.server_binlog));
+        let tunables = result.is_ok().then(|| {
+            (
+                Tunables::from_options(&options, self.server_binlog),
+                Limits::from_options(&options),
+            )
+        });
         // The provider lock only after the options lock is released: the
         // two are never held together.
         drop(options);
-        if let Some(t) = tunables {
+        if let Some((t, fc_limits)) = tunables {
             *self.tunables.write().unwrap_or_else(|p| p.into_inner()) = t;
             let mut g = self.lock();
-            g.fc_limits = t.fc;
+            g.fc_limits = fc_limits;
             g.recv_q_hard_limit = t.recv_q_hard_limit;
             g.bypass.threshold = t.commit_bypass;
         }
@@ -368,7 +372,7 @@ impl Provider {
         }
     }
 
-    /// Passes a runtime change of an option the group thread acts on to it.
+    /// Passes a runtime change of an option the rounds act on to the group.
     fn react_to_option(&self, key: &str, value: &str) {
         let input = match key {
             "gmcast.isolate" => match options::parse_int(value) {
@@ -506,9 +510,6 @@ const DEFAULT_CAUSAL_READ_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Tunables {
     pub max_ws_size: u64,
     pub causal_read_timeout: Duration,
-    /// `gcs.fc_limit`, `gcs.fc_factor`, `gcs.fc_single_primary` (alias
-    /// `gcs.fc_master_slave`); mirrored into `Inner` for the group thread.
-    pub fc: lockstep_core::flow_control::Limits,
     /// `gcs.recv_q_hard_limit`, bytes; `None` at Galera's default
     /// (`LLONG_MAX`), which means no limit.
     pub recv_q_hard_limit: Option<u64>,
@@ -531,12 +532,6 @@ impl Tunables {
             causal_read_timeout: options
                 .duration("repl.causal_read_timeout")
                 .unwrap_or(DEFAULT_CAUSAL_READ_TIMEOUT),
-            fc: lockstep_core::flow_control::Limits {
-                limit: options.int("gcs.fc_limit").map_or(16, |v| v.max(0) as u64),
-                factor: options.float("gcs.fc_factor").unwrap_or(1.0),
-                single_primary: options.bool("gcs.fc_single_primary").unwrap_or(false)
-                    || options.bool("gcs.fc_master_slave").unwrap_or(false),
-            },
             recv_q_hard_limit: options
                 .size("gcs.recv_q_hard_limit")
                 .ok()

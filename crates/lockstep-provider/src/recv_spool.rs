@@ -201,7 +201,7 @@ impl RecvSpool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ist::tests::ws as remote;
+    use crate::ist_replay::tests::ws as remote;
 
     const MAX: usize = 1 << 20;
 

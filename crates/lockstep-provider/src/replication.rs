@@ -56,12 +56,22 @@ impl Provider {
         status::OK
     }
 
-    pub fn append_data(&self, trx: &mut LocalTrx, data: &[u8]) -> Status {
-        if trx.oversized || (trx.counted_size() + data.len()) as u64 > self.max_ws_size() {
+    /// Appends the server's buffers `parts` (of `len` bytes in all) to the
+    /// transaction's data: one copy, straight from the server's memory.
+    pub fn append_data<'a>(
+        &self,
+        trx: &mut LocalTrx,
+        len: usize,
+        parts: impl Iterator<Item = &'a [u8]>,
+    ) -> Status {
+        if trx.oversized || (trx.counted_size() + len) as u64 > self.max_ws_size() {
             trx.oversized = true;
             return status::OK;
         }
-        trx.data.extend_from_slice(data);
+        trx.data.reserve(len);
+        for part in parts {
+            trx.data.extend_from_slice(part);
+        }
         status::OK
     }
 
@@ -89,11 +99,12 @@ impl Provider {
         g.inflight_last_seen.insert(id, last_seen);
         let t0 = Instant::now();
         // This thread takes its proposal into Raft itself (ADR 0023),
-        // without the lock, which a round takes.
-        let inputs = g.group.as_ref().map(|l| l.tx.clone());
-        drop(g);
-        if let Some(inputs) = inputs {
-            inputs.drive();
+        // giving up the lock, which a round takes.
+        match g.group.as_ref().map(|l| l.tx.clone()) {
+            Some(inputs) => {
+                inputs.drive(g);
+            }
+            None => drop(g),
         }
         let g = self.lock();
         let (mut g, _) = self.wait_on(Wake::Resolved, g, Until::Progress("the group resolves every proposal: ordered, settled as dropped, or abandoned when the node leaves the primary component or the session closes"), |s| {
@@ -180,7 +191,7 @@ impl Provider {
     ) -> Status {
         // A big writeset is encoded here, before the lock: O(size) work
         // under it would hold up every other session and applier, and on
-        // the group thread every heartbeat and every other writeset.
+        // the round every heartbeat and every other writeset.
         let body = trx
             .as_deref()
             .filter(|t| !t.oversized && t.size() > FRAGMENT_BYTES)
@@ -232,6 +243,12 @@ impl Provider {
                 trx.key_count
             );
         }
+        let (size, data_len) = (trx.size(), trx.data.len());
+        // A small writeset's data moves into a shared payload, which the
+        // transaction keeps for a replay: the bytes are not copied again.
+        if body.is_none() {
+            trx.sent = Payload::from(std::mem::take(&mut trx.data));
+        }
         let ws = Writeset {
             source: member.data,
             trx_id,
@@ -246,7 +263,7 @@ impl Provider {
             },
             data: match body {
                 Some(_) => Payload::default(),
-                None => trx.data.clone().into(),
+                None => trx.sent.clone(),
             },
         };
         let (mut g, ordered) = self.order(g, ws, body);
@@ -264,10 +281,10 @@ impl Provider {
             return status::CONN_FAIL;
         };
         g.counters.replicated += 1;
-        g.counters.replicated_bytes += trx.size() as i64;
+        g.counters.replicated_bytes += size as i64;
         g.counters.repl_keys += trx.key_count as i64;
         g.counters.repl_keys_bytes += trx.key_bytes as i64;
-        g.counters.repl_data_bytes += trx.data.len() as i64;
+        g.counters.repl_data_bytes += data_len as i64;
         meta.gtid = Gtid {
             uuid: g.history,
             seqno: ordered.seqno,
@@ -592,7 +609,7 @@ impl Provider {
         let apply_flags = trx.flags & flags::MASK;
         let (ok, _) = self
             .server
-            .apply(ctx, handle, apply_flags, &trx.data, &meta);
+            .apply(ctx, handle, apply_flags, &trx.replicated_data(), &meta);
         if !ok {
             let g = self.lock();
             return self.inconsistent(g, &format!("replay of seqno {seqno} failed to apply"));
@@ -627,8 +644,7 @@ impl Provider {
             data: action,
             flags: wsflags | flags::ISOLATION,
             conn_id,
-            oversized: false,
-            counted_keys: Default::default(),
+            ..LocalTrx::default()
         };
         for k in &toi.keys {
             toi.counted_keys.add(&k.parts);

@@ -3,8 +3,8 @@
 //! graceful leave and the final view (contract §2.7-2.9, §4.2, §4.12).
 //! State transfer (joiner and donor) lives in `transfer`.
 
-use crate::channel::{self, GroupChannel, Setup};
 use crate::event::Event;
+use crate::group_driver::{self, GroupChannel, Setup};
 use crate::identity::CAPABILITIES;
 use crate::log::{error, info, warn};
 use crate::provider::{Provider, Until, IN_ORDER_UNPAUSED};
@@ -176,7 +176,7 @@ impl Provider {
                 }
             }
         }
-        channel::log_start(&setup);
+        group_driver::log_start(&setup);
         let setup_raft_id = setup.me.raft_id;
         let (chan, tx) = match GroupChannel::start(setup, self.shared.clone()) {
             Ok(c) => c,
@@ -466,7 +466,7 @@ impl Provider {
         let port = o.int("base_port").unwrap_or(4567);
         // Galera takes `gmcast.listen_addr=127.0.0.2` without a port, as
         // MariaDB's galera_allowlist test sets it: the port is base_port.
-        let listen = crate::ist_transfer::socket_addr(
+        let listen = crate::state_transfer::ist_from_cache::socket_addr(
             o.get("gmcast.listen_addr").unwrap_or("tcp://0.0.0.0:4567"),
             port,
         );
@@ -527,7 +527,7 @@ impl Provider {
     fn group_config(&self) -> GroupConfig {
         let mut c = GroupConfig::default();
         if let Some(d) = self.failure_timeout() {
-            c.suspect_timeout_ms = channel::suspect_timeout_ms(d);
+            c.suspect_timeout_ms = group_driver::suspect_timeout_ms(d);
         }
         let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
         if let Ok(tick) = o.duration("lockstep.raft_tick") {

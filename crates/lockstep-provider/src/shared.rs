@@ -1,4 +1,4 @@
-//! The state the group thread shares with the server's threads: the one
+//! The state the rounds share with the server's threads: the one
 //! lock around [`Inner`] and the condition variables its waiters sleep on.
 
 use crate::state::Inner;
@@ -24,7 +24,7 @@ pub const TURN_RECHECK: Duration = Duration::from_secs(20);
 /// with one broadcast rather than one by one (`notify_delivered`).
 const WAKE_APPLIERS_AT_ONCE: usize = 64;
 
-/// The state the group thread shares with the server's threads: one lock
+/// The state the rounds share with the server's threads: one lock
 /// (see `state`) and three condition variables, one per kind of waiter, so
 /// that the frequent changes wake only the threads that wait for them: on
 /// two cores, waking a dozen threads per commit costs more than the commit.

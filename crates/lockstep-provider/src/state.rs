@@ -6,7 +6,7 @@
 //! this lock while calling into the server (contract P27).
 
 use crate::event::Event;
-use crate::ist::IstBuffer;
+use crate::ist_replay::IstBuffer;
 use crate::log::info;
 use crate::recv_spool::{RecvSpool, MEMORY_BUDGET};
 use crate::remote_ws::RemoteWs;
@@ -15,9 +15,9 @@ use crate::trx::TrxRecord;
 use crate::writeset_cache::WritesetCache;
 use lockstep_core::certification::{CertOutcome, CertStats};
 use lockstep_core::flow_control;
+use lockstep_core::gates::{GateStats, OrderError, QueueStats, Watermark};
 use lockstep_core::group::Action;
 use lockstep_core::group::LocalState;
-use lockstep_core::ordering::{GateStats, OrderError, QueueStats, Watermark};
 use lockstep_core::saved_state::SavedState;
 use lockstep_core::writeset_cache::{event_digest, membership_digest, CachedEvent, CachedKind};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
@@ -46,7 +46,7 @@ pub struct Fork {
     pub views_only: bool,
 }
 
-/// The leader's lease as the group thread publishes it
+/// The leader's lease as a round publishes it
 /// (`Group::read_lease`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadLease {
@@ -158,11 +158,11 @@ pub struct Inner {
     /// Flow control (`lockstep_core::flow_control`): every member's
     /// announced level, in log order, with pause time and counters.
     pub fc: flow_control::Gate,
-    /// What this node announced to the group (the group thread decides).
+    /// What this node announced to the group (the rounds decide).
     pub fc_req: flow_control::Requester,
-    /// An applier told the group thread that the queue fell below what
-    /// this node announced (`Input::FlowCheck`); cleared when the group
-    /// thread looks, so one wake-up is in flight at most.
+    /// An applier told the group that the queue fell below what this
+    /// node announced (`Input::FlowCheck`, which wakes the group thread);
+    /// cleared when a round looks, so one wake-up is in flight at most.
     pub fc_check_sent: bool,
     /// The commit and apply levels when turn waiters were last woken
     /// (`turns_passed`).
@@ -178,17 +178,17 @@ pub struct Inner {
     pub view: Option<View>,
     /// Highest seqno handed out in the total order.
     pub last_ordered: i64,
-    /// The leader's lease for causal reads, published by the group thread
+    /// The leader's lease for causal reads, published by the round
     /// before it sends anything (ADR 0016), and the Raft index whose
     /// deliveries are in this state (`last_ordered` included).
     pub read_lease: Option<ReadLease>,
     pub applied_index: u64,
-    /// The Raft leader as the group thread last saw it (0: none), and how
+    /// The Raft leader as the rounds last saw it (0: none), and how
     /// to reach it from a client thread: causal reads ask it directly.
     pub raft_leader: u64,
     pub peers: Option<lockstep_net::transport::PeerSender>,
-    /// A follower asked this node for its commit index since the group
-    /// thread last looked (it then keeps its lease renewed).
+    /// A follower asked this node for its commit index since a round
+    /// last looked (the rounds then keep its lease renewed).
     pub read_asked: bool,
     /// This node's asks of the leader for causal reads (batched).
     pub read_asks: crate::read_asks::ReadAsks,
@@ -197,15 +197,15 @@ pub struct Inner {
     /// also woke the reads that wait for the next ask, for nothing (ADR
     /// 0016). One per waiting read, like `read_asks`.
     pub read_waiters: HashMap<u64, std::thread::Thread>,
-    /// What the group thread has taken of the proposals sent on the
+    /// What the rounds have taken of the proposals sent on the
     /// current link (those not ordered yet: `send_queue`).
     pub proposals_taken: u64,
     /// Seqnos fully finished: `last_committed` (contract §6.6).
     pub finished: Watermark,
     /// Seqnos that left commit order.
     pub commit: Watermark,
-    /// The group's certification statistics and index size, copied by
-    /// the group thread (the certifier itself lives in the sequencer).
+    /// The group's certification statistics and index size, copied in
+    /// the rounds (the certifier itself lives in the sequencer).
     pub cert_stats: CertStats,
     pub cert_index_size: usize,
     /// `cert_stats` at the last `FLUSH STATUS`: the averages start there.
@@ -221,7 +221,7 @@ pub struct Inner {
     pub recv_queue: QueueStats,
     /// `wsrep_local_send_queue*`: this node's proposals not yet ordered
     /// (Galera's send queue: actions waiting to enter the total order),
-    /// sampled each group-thread round.
+    /// sampled each round.
     pub send_queue: usize,
     pub send_queue_stats: QueueStats,
     /// `gcs.recv_q_hard_limit` in bytes, if one is set.
@@ -247,16 +247,16 @@ pub struct Inner {
     /// Round-trip times to peers (`PeerMsg::Ping`), by Raft id.
     pub peer_rtt: lockstep_core::metrics::PeerRtts,
     /// The group protocol version the cluster runs at (the sequencer's,
-    /// published by the group thread).
+    /// published by the round).
     pub cluster_version: u32,
     /// Members bound to their certificates (ADR 0014), published by the
-    /// group thread.
+    /// round.
     pub bound_members: usize,
     /// What crossed to other segments (`gmcast.segment`, ADR 0020), and
-    /// the bytes of it, published by the group thread.
+    /// the bytes of it, published by the round.
     pub wan: lockstep_core::group::node::WanCounters,
     pub wan_bytes_sent: u64,
-    /// Multi-node session: the group thread's input, this node's Raft id.
+    /// Multi-node session: the group's input, this node's Raft id.
     pub group: Option<GroupLink>,
     /// An isolating event is running: no other applier may start one.
     pub isolating: bool,
@@ -292,13 +292,13 @@ pub struct Inner {
     pub last_view_members: usize,
     /// Events replayed before this node's join view that it lacks (IST).
     pub ist: IstBuffer,
-    /// `wsrep_local_cached_downto - 1`, copied by the group thread.
+    /// `wsrep_local_cached_downto - 1`, copied in the round.
     pub cached_after: Option<i64>,
     /// The writeset cache on disk (`writeset_cache`); `None` before the
     /// first connect or after a write error.
     pub cache: Option<WritesetCache>,
     /// The primary component's total `pc.weight` (`wsrep_cluster_weight`),
-    /// copied by the group thread.
+    /// copied in the round.
     pub cluster_weight: i64,
     /// The history of the group's views (`history` is this node's own
     /// state's, which differs until a joiner has installed its state).
@@ -340,12 +340,12 @@ pub struct Inner {
     pub vote_results: BTreeMap<i64, u64>,
 }
 
-/// How the server's threads reach the group thread.
+/// How the server's threads reach the group (its input).
 pub struct GroupLink {
     pub raft_id: u64,
     pub tx: crate::group_input::InputTx,
     /// Proposals sent on this link (causal reads excluded): compared with
-    /// what the group thread took (`Inner::proposals_taken`).
+    /// what the rounds took (`Inner::proposals_taken`).
     pub sent: u64,
 }
 
@@ -358,6 +358,10 @@ pub fn mono_ns() -> u64 {
         .elapsed()
         .as_nanos() as u64
 }
+
+/// A round locks `Inner`: only its guard may be handed to
+/// `InputTx::drive`, which drops it before the round.
+impl crate::group_input::TakenByRounds for Inner {}
 
 impl Inner {
     pub fn new(history: Uuid, last_committed: i64) -> Inner {
@@ -404,7 +408,7 @@ impl Inner {
             counters: Counters::default(),
             stages: Default::default(),
             peer_rtt: Default::default(),
-            cluster_version: lockstep_core::wire::peer::MIN_PROTOCOL_VERSION,
+            cluster_version: lockstep_core::group::peer::MIN_PROTOCOL_VERSION,
             bound_members: 0,
             wan: Default::default(),
             wan_bytes_sent: 0,
@@ -658,7 +662,7 @@ impl Inner {
     /// a stop ensures (10-25 ms pauses, 7 % of the time paused, on 8-thread
     /// write-only load). The queue counted here is the whole one, never
     /// less than what flow control counts (`Bypass::counted`), so it never
-    /// wakes the group thread for a change that it then does not make.
+    /// wakes the group thread for a change that no round then makes.
     fn check_flow_control(&mut self) {
         if self.fc_check_sent
             || !self.fc_req.would_lower(
@@ -838,7 +842,7 @@ impl Inner {
     }
 
     /// The leader's read index while its lease holds: what a causal read
-    /// on the leader waits for without the group thread, and what it
+    /// on the leader waits for without a round, and what it
     /// answers a follower's `ReadAsk`. Once this node has applied the log
     /// that far, `last_ordered` covers every commit acknowledged anywhere
     /// before now.
@@ -970,7 +974,7 @@ mod tests {
         assert_eq!(flow_checks(&rx), 1, "16 queued: the stop can go");
         g.pop_event();
         assert_eq!(flow_checks(&rx), 0, "one wake-up in flight at most");
-        // The group thread looked (`flow_control` clears the flag) but
+        // A round looked (`flow_control` clears the flag) but
         // had not withdrawn the stop yet: the next take asks again.
         g.fc_check_sent = false;
         g.pop_event();

@@ -364,7 +364,7 @@ fn bf_abort_rules_follow_the_contract_table() {
         "apply {} flags {:#x} bytes {}",
         m.gtid.seqno,
         flags::TRX_START | flags::TRX_END,
-        t2.data.len()
+        t2.replicated_data().len()
     );
     assert_eq!(n.events().last(), Some(&replayed));
     commit(&n.p, 2, &h, &m);
@@ -510,7 +510,10 @@ fn bad_inputs_fail_cleanly() {
     };
     // Appending beyond repl.max_ws_size keeps nothing more, and the
     // transaction fails at certification (never a truncated writeset).
-    assert_eq!(n.p.append_data(t, &[0u8; 200]), status::OK);
+    assert_eq!(
+        n.p.append_data(t, 200, [&[0u8; 200][..]].into_iter()),
+        status::OK
+    );
     assert!(t.data.len() <= 100);
     let replicated = n.p.lock().counters.replicated;
     assert_eq!(certify(&n.p, 77, &mut h).0, status::SIZE_EXCEEDED);
@@ -600,6 +603,10 @@ fn honoured_options_are_the_options_the_provider_reads() {
             }
         }
     }
+    // The core parses a few for the provider (`Limits::from_options`).
+    let core = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../lockstep-core/src");
+    let text = std::fs::read_to_string(core.join("flow_control.rs")).unwrap();
+    code.push_str(text.split("#[cfg(test)]").next().unwrap_or(""));
     let mut wrong = Vec::new();
     for spec in lockstep_core::options::table::TABLE {
         let read = code.contains(&format!("\"{}\"", spec.name));

@@ -42,6 +42,10 @@ pub struct LocalTrx {
     /// Keys appended (the keys themselves move into the writeset).
     pub key_count: usize,
     pub data: Vec<u8>,
+    /// The data as replicated, shared with the writeset rather than copied
+    /// into it (a small writeset's `data` moves here at certification; a
+    /// big one keeps its `data`): what a replay applies.
+    pub sent: lockstep_core::group::payload::Payload,
     /// Flags given at certification, kept for a replay.
     pub flags: u32,
     pub conn_id: u64,
@@ -58,6 +62,15 @@ pub struct LocalTrx {
 impl LocalTrx {
     pub fn size(&self) -> usize {
         self.key_bytes + self.data.len()
+    }
+
+    /// The replicated data a replay applies.
+    pub fn replicated_data(&self) -> std::borrow::Cow<'_, [u8]> {
+        if self.sent.is_empty() {
+            std::borrow::Cow::Borrowed(&self.data)
+        } else {
+            self.sent.contiguous()
+        }
     }
 
     /// The size `repl.max_ws_size` limits, counted as Galera does

@@ -61,7 +61,7 @@ impl Inner {
     }
 
     /// Reports success for every asked vote whose seqno this node has
-    /// finished without voting (group thread, each loop).
+    /// finished without voting (each round).
     pub fn answer_votes(&mut self) {
         let done = self.last_committed();
         let due: Vec<i64> = self

@@ -20,8 +20,8 @@
 //! that re-forms the cluster replays those events into its server first
 //! (`replay`, ADR 0026); `no` starts empty.
 //!
-//! Writes are buffered and flushed (write(2)) once per group-thread
-//! batch, before any commit of the batch is acknowledged, so a process
+//! Writes are buffered and flushed (write(2)) once per batch delivered
+//! in a round, before any commit of the batch is acknowledged, so a process
 //! crash keeps every acknowledged writeset; they are not fsynced (as
 //! Galera): after a power loss the cache may end early, which only
 //! shortens what it can serve. A write error disables the cache with a
@@ -417,8 +417,8 @@ impl WritesetCache {
 
     /// An event too big to keep was ordered at `seqno`: the run cannot
     /// continue across it, so the cache starts over after it. (Writing a
-    /// record of hundreds of megabytes on the group thread would stall
-    /// the group; Galera keeps such writesets in page files instead.)
+    /// record of hundreds of megabytes in a round would stall the group;
+    /// Galera keeps such writesets in page files instead.)
     pub fn skip_oversized(&mut self) -> io::Result<()> {
         self.start_over()?;
         self.current = None;
@@ -465,7 +465,7 @@ impl WritesetCache {
         self.writer = None;
         // Renaming the current file over the older one made the file
         // system free the older one's blocks and write the renamed one out
-        // inside rename(2): 50-65 ms on the group thread, under the state
+        // inside rename(2): 50-65 ms in a round, under the state
         // lock, on every node at once (the worst latency of 8-thread
         // write-only load). So the older file first moves aside, where no
         // file is, and the caller deletes it elsewhere (`take_doomed`); no
@@ -494,12 +494,12 @@ impl WritesetCache {
     }
 
     /// The older file a rotation set aside, for the caller to delete away
-    /// from the group thread and the state lock.
+    /// from the round and the state lock.
     pub fn take_doomed(&mut self) -> Option<PathBuf> {
         self.doomed.take()
     }
 
-    /// Hands buffered records to the OS (once per group-thread batch), and
+    /// Hands buffered records to the OS (once per round's batch), and
     /// with `lockstep.cache_sync` to the disk: one fsync per batch, so
     /// the writesets of every commit the batch acknowledges share it.
     pub fn flush(&mut self) -> io::Result<()> {
@@ -638,7 +638,7 @@ mod tests {
                     who: None,
                 }
             } else {
-                let r = crate::ist::tests::ws(seqno, data);
+                let r = crate::ist_replay::tests::ws(seqno, data);
                 CachedKind::Writeset {
                     ws: r.ws,
                     outcome: r.outcome,
@@ -687,7 +687,7 @@ mod tests {
         assert!(c.reader(Uuid::from_bytes(H), first - 2, 200).is_err());
         assert_eq!(read(&mut c, first - 1, 200).len() as i64, 200 - first + 1);
         // The file the last rotation set aside, deleted by the caller
-        // (the group thread hands it to another thread).
+        // (the round hands it to another thread).
         let doomed = c
             .take_doomed()
             .expect("a rotation set the older file aside");

@@ -4,7 +4,7 @@
 //! (three parts or more) here, as one EXCLUSIVE reference per table,
 //! instead of one index entry per row: a 1M-row `UPDATE` then adds one
 //! entry where it added a million (~150 MB of index, and the allocations
-//! of the group-thread round every later writeset waits for).
+//! of the group's round every later writeset waits for).
 //!
 //! These references are kept apart from the key index on purpose. The
 //! index keeps only the latest writer per key and type, so a later writer

@@ -96,7 +96,7 @@ fn ratio(n: u64, d: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ordering::Watermark;
+    use crate::gates::Watermark;
 
     /// Drives a gate: `script` is a list of enters (+s) and leaves (-s).
     fn run(start: i64, script: &[i64]) -> GateStats {

@@ -5,7 +5,7 @@
 //!
 //! Encoding is split in two so that the replicating thread does the
 //! expensive part: [`EncodedBody`] (keys and data, O(size)) is built
-//! before the provider takes its lock and far from the group thread,
+//! before the provider takes its lock and outside the group's round,
 //! which steps heartbeats and orders everybody's writesets; only the
 //! head (a few dozen bytes, with the `last_seen` seqno that must be read
 //! under the lock) is written later, by [`EncodedBody::with_head`].

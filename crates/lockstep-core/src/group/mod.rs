@@ -11,7 +11,7 @@
 //!   waiting for the leader's word (ADR 0017);
 //! - `node`: the Raft driver around tikv/raft-rs (ADR 0004), with batching,
 //!   retries and the leader's membership duties; sans-IO, driven by the
-//!   provider's group thread or by the simulation tests;
+//!   provider's rounds or by the simulation tests;
 //! - `echo`: a follower's own entries come back from the leader without
 //!   their data, which the follower still holds (ADR 0020);
 //! - `relay`: the leader's appends to a remote segment as one bundle that
@@ -20,7 +20,8 @@
 //!   the leader (ADR 0016) and on followers (ADR 0022);
 //! - `member_state`: this node's own member status and desync counting;
 //! - `recovery`: who re-forms the primary component after a crash of the
-//!   whole cluster (`pc.recovery`).
+//!   whole cluster (`pc.recovery`);
+//! - `peer`: the messages members send each other, framed by `wire`.
 
 pub mod action;
 pub mod echo;
@@ -30,6 +31,7 @@ mod log_store;
 mod member_state;
 pub mod node;
 pub mod payload;
+pub mod peer;
 pub mod read_fence;
 pub mod read_grants;
 mod reassembly;

@@ -143,7 +143,7 @@ pub struct GroupConfig {
     /// wins anyway it hands leadership to a data member.
     pub arbitrator: bool,
     /// The newest group protocol version this node speaks (told to the
-    /// group with `Action::Supports`); `wire::peer::PROTOCOL_VERSION`
+    /// group with `Action::Supports`); `group::peer::PROTOCOL_VERSION`
     /// outside simulations of rolling upgrades.
     pub protocol_max: u32,
     /// The release gate of local causal reads (ADR 0022). Always on;
@@ -171,7 +171,7 @@ impl Default for GroupConfig {
             fragment_bytes: FRAGMENT_BYTES,
             fragment_window: 256 << 10,
             arbitrator: false,
-            protocol_max: crate::wire::peer::PROTOCOL_VERSION,
+            protocol_max: crate::group::peer::PROTOCOL_VERSION,
             release_gate: true,
         }
     }
@@ -790,8 +790,8 @@ impl Group {
 
     /// While this node leads under a valid lease: until when (ms) it
     /// holds, and the read index ([`Group::read_index`]). A reader on this
-    /// node may then take its fence from the local state without asking
-    /// the group thread (once everything up to that index is applied),
+    /// node may then take its fence from the local state without waiting
+    /// for the driver's round (once everything up to that index is applied),
     /// provided this pair is published before any message that could carry
     /// a higher index leaves (ADR 0016).
     pub fn read_lease(&self) -> Option<(u64, u64)> {

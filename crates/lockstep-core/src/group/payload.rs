@@ -2,9 +2,9 @@
 //! writeset, shared with the log entries that ordered them.
 //!
 //! A 300 MB writeset arrives as about 1 200 log entries of 256 KiB. Joining
-//! them into one buffer on the group thread cost every node a copy of the
-//! whole and the page faults of a fresh 300 MB allocation, in the rounds
-//! every small writeset waits for (about half of the group thread's time
+//! them into one buffer in the driver's round cost every node a copy of
+//! the whole and the page faults of a fresh 300 MB allocation, in the
+//! rounds every small writeset waits for (about half of the rounds' time
 //! while the writeset streamed, by `perf`). The parts stay where the log
 //! put them; whoever needs the bytes in one piece (the applier handing
 //! them to the server) joins them on its own thread, and the origin,
@@ -45,7 +45,7 @@ impl Payload {
     }
 
     /// The bytes in one piece: borrowed when they are in one chunk, else
-    /// joined here (a copy of the whole: call it off the group thread).
+    /// joined here (a copy of the whole: call it outside the driver's round).
     pub fn contiguous(&self) -> Cow<'_, [u8]> {
         match self.chunks.as_slice() {
             [] => Cow::Borrowed(&[]),

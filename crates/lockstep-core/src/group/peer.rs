@@ -1,16 +1,18 @@
 //! Messages between Lockstep nodes on the group channel, one per frame
-//! (the frame's `kind` byte is the message type).
+//! (the frame's `kind` byte is the message type). They carry the group's
+//! own types (members, votes, leases), so they live here, above `wire`,
+//! which knows only frames and field codecs.
 //!
 //! A connection starts with each side sending [`PeerMsg::Hello`]; the
 //! receiver checks the protocol version and the cluster name before it
 //! accepts anything else, and answers a mismatch with
 //! [`PeerMsg::Refuse`] and a closed connection.
 
-use super::codec::{DecodeError, Reader, Writer};
-use super::frame::{self, Frame, FrameError};
-use crate::group::recovery::Vote;
-use crate::group::{LeaseMsg, MemberInfo};
+use super::recovery::Vote;
+use super::{LeaseMsg, MemberInfo};
 use crate::saved_view::MAX_MEMBERS;
+use crate::wire::codec::{DecodeError, Reader, Writer};
+use crate::wire::frame::{self, Frame, FrameError};
 use wsrep_abi::Uuid;
 
 /// Group-channel protocol version; peers must match exactly. 2: log
@@ -47,7 +49,7 @@ pub const MIN_PROTOCOL_VERSION: u32 = 8;
 /// Bound on one message on the group channel: the largest Raft message
 /// (one writeset up to `repl.max_ws_size` travels in one log entry). On
 /// the wire it travels in chunks (`wire::lanes`).
-pub const MAX_PEER_MESSAGE: usize = super::lanes::MAX_MESSAGE_BYTES;
+pub const MAX_PEER_MESSAGE: usize = crate::wire::lanes::MAX_MESSAGE_BYTES;
 
 const K_HELLO: u8 = 1;
 const K_REFUSE: u8 = 2;
@@ -377,7 +379,7 @@ mod tests {
         // The lanes take their chunk kinds for themselves: a message of
         // such a kind would be swallowed as a chunk.
         assert!(
-            ![super::super::lanes::K_PART, super::super::lanes::K_END].contains(&f.kind),
+            ![crate::wire::lanes::K_PART, crate::wire::lanes::K_END].contains(&f.kind),
             "{m:?} uses a lane chunk kind"
         );
         assert_eq!(PeerMsg::from_frame(f).unwrap(), m);

@@ -16,9 +16,9 @@
 //! are dropped, `GroupConfig::max_catch_up_ticks`). So no other leader can
 //! exist before `t` + the election timeout, and the lease ends well before
 //! that ([`lease_ms`]). It is measured on this node's monotonic clock at
-//! the moment a read is answered, so a stalled group thread cannot stretch
-//! it. Without a lease (a new leader, a leadership transfer, no reads for
-//! a while) the leader answers after a heartbeat round (raft-rs's "safe"
+//! the moment a read is answered, so a stalled round cannot stretch it.
+//! Without a lease (a new leader, a leadership transfer, no reads for a
+//! while) the leader answers after a heartbeat round (raft-rs's "safe"
 //! ReadIndex).
 //!
 //! This module is the bookkeeping; `node` drives raft-rs with it.

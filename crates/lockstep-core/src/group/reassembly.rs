@@ -2,9 +2,9 @@
 //!
 //! Parts are kept as they were ordered, shared with the log entries that
 //! carried them ([`Bytes`]): the writeset's data is handed on as those
-//! parts ([`Payload`]), never joined on the group thread. Joining them here
-//! (one fresh 300 MB buffer for a 1M-row writeset, on every node) was half
-//! of the group thread's time while such a writeset streamed, most of it
+//! parts ([`Payload`]), never joined in the driver's round. Joining them
+//! here (one fresh 300 MB buffer for a 1M-row writeset, on every node) was
+//! half of the rounds' time while such a writeset streamed, most of it
 //! page faults, in the rounds every small writeset ordered meanwhile waits
 //! for. Only the header and keys, which certification needs, are decoded
 //! as the parts arrive. A part that comes ahead of its turn (a re-proposed

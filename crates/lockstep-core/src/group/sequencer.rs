@@ -11,7 +11,7 @@ use super::action::{
 use super::member_state::MemberState;
 use super::vote::{VoteEvent, Votes};
 use crate::certification::{CertError, CertOutcome, CertRequest, Certifier, Seqno};
-use crate::wire::peer::MIN_PROTOCOL_VERSION;
+use crate::group::peer::MIN_PROTOCOL_VERSION;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
@@ -201,7 +201,7 @@ pub struct Sequencer {
     /// snapshot waits, so counted as they come and go).
     pub(super) window_keys: usize,
     /// Purged writesets too big to free on this thread (`take_reaped`):
-    /// freeing a million keys took a second of the group thread under
+    /// freeing a million keys took a second of the driver's round under
     /// load, a stall for every node right after the big apply. Transient,
     /// not in snapshots; at most the big writesets of one purge.
     pub(super) reaped: Vec<Arc<Writeset>>,
@@ -229,7 +229,7 @@ pub struct Sequencer {
 pub use super::reassembly::Partial;
 
 /// A purged writeset with this many keys is freed by the caller
-/// (`Sequencer::take_reaped`), not on the group thread.
+/// (`Sequencer::take_reaped`), not in the driver's round.
 const REAP_KEYS: usize = 1 << 16;
 
 /// What one key in the window costs a snapshot, about (a row key of a

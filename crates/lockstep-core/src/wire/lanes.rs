@@ -20,7 +20,7 @@ use super::frame::{self, Frame, FrameError, HEADER_LEN, TRAILER_LEN};
 use std::collections::VecDeque;
 use std::fmt;
 
-/// Frame kinds of a chunked message (see `wire::peer` for the others).
+/// Frame kinds of a chunked message (see `group::peer` for the others).
 pub const K_PART: u8 = 8;
 pub const K_END: u8 = 9;
 /// Bytes of a chunk: what a control frame waits for at most (about
@@ -61,7 +61,7 @@ pub struct LaneFull {
 
 /// A message waiting in an [`Outbox`]: its framed size, and its frame.
 /// Encoding happens when the message is sent, on the connection's writer
-/// thread: a 300 MB Raft message is not copied on the group thread.
+/// thread: a 300 MB Raft message is not copied in the caller's round.
 pub trait Outgoing {
     /// Bytes of the frame `encode` returns (an estimate is fine for
     /// bounds, but it decides chunking only after encoding).
@@ -170,7 +170,7 @@ impl<M: Outgoing> Outbox<M> {
     /// chunk of the bulk message being sent, else the next bulk message.
     /// Messages come out unencoded ([`Next::Control`], [`Next::Bulk`]):
     /// the caller encodes them without holding whatever guards this
-    /// outbox (encoding 300 MB takes a second; the group thread must not
+    /// outbox (encoding 300 MB takes a second; the caller's round must not
     /// wait to queue a heartbeat meanwhile), and hands a bulk frame back
     /// through [`Outbox::start_bulk`].
     pub fn take_next(&mut self) -> Option<Next<M>> {

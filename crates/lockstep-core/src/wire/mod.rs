@@ -9,4 +9,3 @@
 pub mod codec;
 pub mod frame;
 pub mod lanes;
-pub mod peer;

@@ -6,7 +6,7 @@
 //! Sans-IO like the rest of this crate: encoders append to a buffer, the
 //! decoder reads from a byte slice and says how many more bytes it needs.
 //! The provider owns the files and sockets (`lockstep-provider`'s
-//! `writeset_cache` and `ist_transfer`).
+//! `writeset_cache` and `state_transfer::ist_from_cache`).
 //!
 //! Everything read here came from a disk or a peer: every record is
 //! length-prefixed with a bound the reader chooses, checksummed, and

@@ -189,7 +189,7 @@ pub fn group_config() -> GroupConfig {
         // Two fragments in flight: big writesets wait for the window.
         fragment_window: 192,
         arbitrator: false,
-        protocol_max: lockstep_core::wire::peer::PROTOCOL_VERSION,
+        protocol_max: lockstep_core::group::peer::PROTOCOL_VERSION,
         release_gate: true,
     }
 }
@@ -526,7 +526,7 @@ pub struct Stats {
     pub purged: u64,
     /// Causal reads answered with their fence.
     pub fences: u64,
-    /// Of those, answered from a lease without the group thread, as the
+    /// Of those, answered from a lease without the group's round, as the
     /// provider's readers do, on followers (ADR 0022) and on the leader.
     pub local_reads: u64,
     pub leader_local_reads: u64,
@@ -915,7 +915,7 @@ impl Sim {
             // Waits for the resume: in the paused process's socket buffers,
             // or a timer of its that has not fired. At SIGCONT every
             // thread runs at once; the harsh order is the clients' reads
-            // first, before the group thread has read the clock or its
+            // first, before the group's round has read the clock or its
             // inbox (a millisecond later).
             let at = if matches!(ev.kind, Kind::Client(_)) {
                 until
@@ -981,7 +981,7 @@ impl Sim {
                         }
                         g.set_clock(now);
                         g.step(m);
-                        // As the provider's group thread does each round:
+                        // As the provider's round does each time:
                         // time passes with every message, not only at ticks
                         // (it hid a hang of the last member: `tell_commit`).
                         g.tick(now);
@@ -1000,7 +1000,7 @@ impl Sim {
                         let cert = sim_cert(info.raft_id);
                         g.handle_join(info, Some(cert))
                     }
-                    // As the provider's group thread: the clock is read
+                    // As the provider's round: the clock is read
                     // after the message arrived, before it is stepped.
                     Payload::Lease(from, msg) => {
                         g.set_clock(now);

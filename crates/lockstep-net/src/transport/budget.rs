@@ -1,19 +1,19 @@
-//! How much of what peers sent may wait for the group thread.
+//! How much of what peers sent may wait for the owner's round.
 
-use lockstep_core::wire::peer::PeerMsg;
+use lockstep_core::group::peer::PeerMsg;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-/// Bytes of peer messages handed to the group thread and not handled yet,
-/// at most (one message may always go, whatever its size): a reader waits
-/// above it, and TCP then holds the peer back, so a group thread slowed
-/// by a big writeset does not make the readers queue without bound.
+/// Bytes of peer messages handed to the owner and not handled yet, at
+/// most (one message may always go, whatever its size): a reader waits
+/// above it, and TCP then holds the peer back, so rounds slowed by a big
+/// writeset do not make the readers queue without bound.
 pub const INPUT_BUDGET: usize = 256 << 20;
 
 /// The bytes counted against [`INPUT_BUDGET`], shared by the readers and
-/// the group thread.
+/// the owner's rounds.
 #[derive(Clone, Default)]
 pub struct InputBudget(Arc<AtomicUsize>);
 
@@ -41,7 +41,7 @@ impl InputBudget {
         }
     }
 
-    /// The group thread handled a message of `bytes`.
+    /// The owner's round handled a message of `bytes`.
     pub fn give_back(&self, bytes: usize) {
         self.0.fetch_sub(bytes, Ordering::SeqCst);
     }

@@ -9,12 +9,12 @@ use super::table::{
 use super::{Ctx, Handled, Inbound, Out, Side, CONNECT_TIMEOUT, HELLO_MAX_FRAME, HELLO_TIMEOUT};
 use crate::identity::{describe, short};
 use crate::secure::Reader;
+use lockstep_core::group::peer::{
+    check_hello, versions_overlap, PeerMsg, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
+};
 use lockstep_core::wire::frame::FrameDecoder;
 use lockstep_core::wire::lanes::Lane;
 use lockstep_core::wire::lanes::{Inbox, MAX_WIRE_FRAME};
-use lockstep_core::wire::peer::{
-    check_hello, versions_overlap, PeerMsg, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
-};
 use log::{info, warn};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};

@@ -28,8 +28,8 @@ use crate::identity::{describe, short, CertFingerprint};
 use crate::secure::PeerSecurity;
 use crate::threads::Threads;
 use connection::{accept_loop, dial, run_connection};
+use lockstep_core::group::peer::PeerMsg;
 use lockstep_core::wire::lanes::Lane;
-use lockstep_core::wire::peer::PeerMsg;
 use log::{info, warn};
 use std::collections::HashMap;
 use std::net::{Shutdown, SocketAddr, TcpListener};
@@ -67,7 +67,7 @@ pub struct Identity {
     pub bind_ip: Option<std::net::IpAddr>,
 }
 
-/// What the transport hands its owner (the group thread).
+/// What the transport hands its owner (the group driver's rounds).
 #[derive(Debug)]
 pub enum Inbound {
     /// A peer finished its hello: messages to `raft_id` can go now.
@@ -97,12 +97,12 @@ pub enum Handled {
 }
 
 /// A handler that runs on the connection's reading thread before the
-/// sink, for small messages that must not wait for the group thread
+/// sink, for small messages that must not wait for the owner's round
 /// (causal-read asks and answers, ADR 0016). It must not block.
 pub type Quick = Arc<dyn Fn(u64, PeerMsg) -> Handled + Send + Sync>;
 
-/// Sends frames to peers from any thread (the group thread's
-/// [`Transport::send`] without dialing).
+/// Sends frames to peers from any thread (the owner's [`Transport::send`]
+/// without dialing).
 #[derive(Clone)]
 pub struct PeerSender {
     table: Arc<Mutex<Table>>,
@@ -197,7 +197,7 @@ impl Transport {
         self.local
     }
 
-    /// The budget the group thread gives back to as it handles messages.
+    /// The budget the owner's rounds give back to as they handle messages.
     pub fn input_budget(&self) -> InputBudget {
         self.ctx.budget.clone()
     }

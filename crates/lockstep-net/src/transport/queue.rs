@@ -1,10 +1,10 @@
-//! What a connection sends: the group thread queues messages on a
+//! What a connection sends: the owner's round queues messages on a
 //! connection's two lanes, its writer thread encodes and writes them.
 
 use super::REFUSAL_LOG_EVERY;
 use crate::secure::Writer;
+use lockstep_core::group::peer::PeerMsg;
 use lockstep_core::wire::lanes::{Lane, Next, Outbox, Outgoing};
-use lockstep_core::wire::peer::PeerMsg;
 use log::{info, warn};
 use protobuf::Message as _;
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
-/// What the group thread hands a connection: a framed message, or a Raft
+/// What the owner's round hands a connection: a framed message, or a Raft
 /// message the writer thread encodes (a 300 MB append is copied there,
-/// not on the group thread).
+/// not in the round).
 pub enum Out {
     Frame(Vec<u8>),
     Raft(raft::eraftpb::Message),
@@ -57,7 +57,7 @@ impl Outgoing for Out {
     }
 }
 
-/// One connection's outbox, shared by the group thread (which queues)
+/// One connection's outbox, shared by the owner's rounds (which queue)
 /// and the connection's writer thread (which sends).
 #[derive(Default)]
 pub(super) struct Queue {
@@ -201,8 +201,8 @@ impl Queue {
     }
 
     /// The next bytes to write, waiting for some; `None` once closed.
-    /// Messages are encoded here, outside the outbox lock, so the group
-    /// thread never waits for a big message's encoding to queue another.
+    /// Messages are encoded here, outside the outbox lock, so the owner's
+    /// round never waits for a big message's encoding to queue another.
     pub(super) fn next(&self) -> Option<Vec<u8>> {
         let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
         loop {

@@ -3,8 +3,8 @@
 use super::table::Table;
 use super::*;
 use crate::secure::PeerSecurity;
+use lockstep_core::group::peer::PROTOCOL_VERSION;
 use lockstep_core::wire::lanes::Lane;
-use lockstep_core::wire::peer::PROTOCOL_VERSION;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -81,7 +81,7 @@ fn connected_pair() -> (Node, Node, String) {
     ((a, rx_a), (b, rx_b), a_addr)
 }
 
-/// Inbound messages into a channel, as the group thread takes them.
+/// Inbound messages into a channel, as the owner's rounds take them.
 fn sink(tx: Sender<Inbound>) -> Sink {
     Arc::new(move |ev| tx.send(ev).is_ok())
 }

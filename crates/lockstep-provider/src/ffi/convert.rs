@@ -58,14 +58,17 @@ pub unsafe fn checked_bytes<'a>(b: *const Buf) -> Result<&'a [u8], String> {
     Ok(unsafe { std::slice::from_raw_parts(buf.ptr.cast::<u8>(), buf.len) })
 }
 
-/// Concatenation of `count` buffers; `Err` for a NULL array with a count,
-/// too many buffers, or a bogus length.
+/// The `count` buffers as slices of the server's memory, valid for the
+/// call, and their total length; `Err` as for [`concat`], or when the
+/// lengths overflow. For `append_data`, which copies them once, straight
+/// into the transaction's data.
 ///
 /// # Safety
-/// `bufs` is NULL or points at `count` valid `Buf`s.
-pub unsafe fn concat(bufs: *const Buf, count: usize) -> Result<Vec<u8>, String> {
+/// `bufs` is NULL or points at `count` valid `Buf`s, which stay valid for
+/// `'a`.
+pub unsafe fn slices<'a>(bufs: *const Buf, count: usize) -> Result<(Vec<&'a [u8]>, usize), String> {
     if count == 0 {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), 0));
     }
     if bufs.is_null() {
         return Err(format!("a NULL array of {count} buffers"));
@@ -73,10 +76,31 @@ pub unsafe fn concat(bufs: *const Buf, count: usize) -> Result<Vec<u8>, String> 
     if count > MAX_BUFS {
         return Err(format!("{count} buffers in one call"));
     }
-    let mut out = Vec::new();
+    let mut parts = Vec::with_capacity(count);
+    let mut total = 0usize;
     for i in 0..count {
-        // SAFETY: `i < count`, each element a valid Buf per the caller.
-        out.extend_from_slice(unsafe { checked_bytes(bufs.add(i)) }?);
+        // SAFETY: `i < count`, each element a valid Buf per the caller,
+        // whose bytes stay valid for `'a`.
+        let part: &'a [u8] = unsafe { checked_bytes(bufs.add(i)) }?;
+        total = total
+            .checked_add(part.len())
+            .ok_or_else(|| format!("{count} buffers longer than memory"))?;
+        parts.push(part);
+    }
+    Ok((parts, total))
+}
+
+/// Concatenation of `count` buffers; `Err` for a NULL array with a count,
+/// too many buffers, or a bogus length.
+///
+/// # Safety
+/// `bufs` is NULL or points at `count` valid `Buf`s.
+pub unsafe fn concat(bufs: *const Buf, count: usize) -> Result<Vec<u8>, String> {
+    // SAFETY: as the caller promises.
+    let (parts, len) = unsafe { slices(bufs, count) }?;
+    let mut out = Vec::with_capacity(len);
+    for part in parts {
+        out.extend_from_slice(part);
     }
     Ok(out)
 }

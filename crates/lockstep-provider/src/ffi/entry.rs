@@ -526,13 +526,14 @@ unsafe extern "C" fn append_data(
             // does not send them.
             return status::OK;
         }
-        // SAFETY: the server's handle and `count` valid buffers.
-        let (trx, bytes) = unsafe { (trx_for_append(p, handle), convert::concat(data, count)) };
+        // SAFETY: the server's handle and `count` valid buffers, which
+        // stay valid until this call returns.
+        let (trx, parts) = unsafe { (trx_for_append(p, handle), convert::slices(data, count)) };
         let Some(trx) = trx else {
             return status::CONN_FAIL;
         };
-        match bytes {
-            Ok(bytes) => p.append_data(trx, &bytes),
+        match parts {
+            Ok((parts, len)) => p.append_data(trx, len, parts.into_iter()),
             Err(e) => {
                 error!("append_data: refusing {e}");
                 status::CONN_FAIL

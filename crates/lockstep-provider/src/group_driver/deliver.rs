@@ -1,11 +1,11 @@
-//! Ordered deliveries → provider state. Runs on the group thread under the
+//! Ordered deliveries → provider state. Runs in a round, under the
 //! provider's lock; everything that calls into the server is queued as an
 //! [`Event`] for an applier thread (contract P20: callbacks with a
 //! `recv_ctx` run inside `recv()`).
 
 use crate::event::Event;
 use crate::identity::CAPABILITIES;
-use crate::ist::IstBuffer;
+use crate::ist_replay::IstBuffer;
 use crate::log::info;
 use crate::remote_ws::RemoteWs;
 use crate::server::{Member, View};

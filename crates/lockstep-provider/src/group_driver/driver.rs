@@ -1,9 +1,11 @@
 //! Who runs the group's rounds (ADR 0023). A round takes the pending
 //! inputs, steps Raft and sends and delivers what that produced (`Worker`).
 //! The group thread runs one at least every `POLL` (Raft's ticks, the
-//! timed checks) and whenever a server thread sends input. A connection's
-//! reading thread that brings a peer message runs the round itself when
-//! no other thread is in one (`InputTx::submit`): on two busy cores the
+//! timed checks) and whenever a server thread sends input and wakes it
+//! (`InputTx::send`). A connection's reading thread that brings a peer
+//! message (`InputTx::submit`), and a client thread that orders its own
+//! writeset (`InputTx::drive` from `Provider::order`), run the round
+//! themselves when no other thread is in one: on two busy cores the
 //! hand-off to the group thread, a wake-up and a sleep per message, costs
 //! more than the round. One thread at a time holds the driver, so Raft
 //! and the group state still have one writer, and inputs are taken in the

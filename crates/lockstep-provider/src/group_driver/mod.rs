@@ -1,10 +1,16 @@
-//! The group channel: the thread that owns this node's Raft driver
-//! (`lockstep_core::group::Group`), the transport to the other members
-//! (`lockstep_net::transport`), and the translation of ordered deliveries into the provider's state.
+//! The group channel: the group driver (`driver.rs`, ADR 0023), which
+//! keeps this node's raft-rs node (`lockstep_core::group::Group`), the
+//! transport to the other members (`lockstep_net::transport`) and the
+//! timed checks behind one mutex, and the translation of ordered
+//! deliveries into the provider's state (`deliver`).
 //!
-//! The server's threads never touch Raft: they send [`Input`]s over a
-//! channel and wait on the shared state, which the group thread updates
-//! under the provider's one lock (`deliver`).
+//! Its rounds run on whichever thread holds the driver: a connection's
+//! reading thread that brings a peer message, a client thread ordering
+//! its own writeset, or the group thread, which runs one when woken and
+//! at least every `POLL` (Raft's ticks) and alone closes the transport.
+//! The server's threads never touch Raft: they queue [`Input`]s and wait
+//! on the shared state, which the round updates under the provider's one
+//! lock.
 
 mod deliver;
 mod driver;
@@ -19,10 +25,10 @@ use crate::log::{error, info, warn};
 use crate::shared::Shared;
 use crate::state::Resolution;
 use lockstep_core::group::node::{is_exact_half, HoldsAll, MayLack};
+use lockstep_core::group::peer::PeerMsg;
 use lockstep_core::group::{relay, Action, Delivery, Group, GroupConfig, MemberInfo, Output};
 use lockstep_core::metrics::Stage;
 use lockstep_core::wire::lanes::{Lane, Outgoing as _};
-use lockstep_core::wire::peer::PeerMsg;
 pub use lockstep_net::transport::Identity;
 use lockstep_net::transport::{self, Inbound, Out, Transport};
 use protobuf::Message as _;
@@ -240,7 +246,7 @@ fn holds_all_words(how: HoldsAll) -> &'static str {
     }
 }
 
-/// A group-thread round longer than this is logged.
+/// A round longer than this is logged.
 const SLOW_ROUND: Duration = Duration::from_millis(500);
 /// How often each peer's round trip is probed (metrics).
 const PING_EVERY: Duration = Duration::from_secs(1);
@@ -311,11 +317,13 @@ fn free_elsewhere(
     threads.spawn("lockstep-free", move || drop(reaped));
 }
 
-/// The group thread died of a panic (a bug). Nothing would order or
-/// deliver for this node any more while it still looked Synced, so it
-/// leaves as an inconsistent node does: an applier delivers the final
-/// view and the server stops serving. (Unwinding dropped the transport:
-/// its connections are closed, and the others see the node go.)
+/// A round panicked (a bug), on the group thread or on another thread
+/// that held the driver, which counts as the group thread failing: no
+/// round runs again. Nothing would order or deliver for this node any
+/// more while it still looked Synced, so it leaves as an inconsistent
+/// node does: an applier delivers the final view and the server stops
+/// serving. (The group thread closes the transport: its connections are
+/// closed, and the others see the node go.)
 fn group_thread_failed(shared: &Shared, what: &str) {
     error!(
         "the group thread failed: {what}; this is a Lockstep bug, please report it with \
@@ -414,7 +422,7 @@ impl Rounds for Worker {
             // Heartbeats wait while a round runs: a round this long is
             // what a big writeset costs the group.
             info!(
-                "group thread: one round took {} ms (inputs {} ms, Raft {} ms, deliveries {} ms)",
+                "group round: one round took {} ms (inputs {} ms, Raft {} ms, deliveries {} ms)",
                 round.elapsed().as_millis(),
                 stepped.as_millis(),
                 (polled - stepped).as_millis(),

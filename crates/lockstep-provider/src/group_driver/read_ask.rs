@@ -1,25 +1,25 @@
 //! Causal reads between a follower and the leader, on the connection
 //! threads (ADR 0016): a follower's reader asks the leader for its read
 //! index (`PeerMsg::ReadAsk`, its last log index), and the leader's connection thread answers
-//! from the lease the group thread published, so neither group thread
-//! stands in the way. Without a lease the answer says so and the reader
+//! from the lease the round published, so neither node's round stands
+//! in the way. Without a lease the answer says so and the reader
 //! asks through Raft (`Group::read_fence`).
 
 use crate::shared::Shared;
 use crate::state::Resolution;
-use lockstep_core::wire::peer::PeerMsg;
+use lockstep_core::group::peer::PeerMsg;
 use lockstep_net::transport::{Handled, Quick};
 use std::sync::Arc;
 use std::time::Instant;
 
 /// The connection threads' handler: answers asks, resolves answers, and
-/// passes everything else on to the group thread.
+/// passes everything else on to the round (the transport's sink).
 pub fn quick(shared: Arc<Shared>) -> Quick {
     Arc::new(move |from, msg| match msg {
         PeerMsg::ReadAsk { n } => {
             let mut g = shared.lock();
             let index = g.lease_index(Instant::now());
-            // The group thread keeps the lease renewed while reads come.
+            // The rounds keep the lease renewed while reads come.
             g.read_asked = true;
             drop(g);
             Handled::Done(PeerMsg::ReadAnswer { n, index }.to_frame().ok())
@@ -53,7 +53,7 @@ pub fn quick(shared: Arc<Shared>) -> Quick {
             Handled::Done(next.and_then(|n| PeerMsg::ReadAsk { n }.to_frame().ok()))
         }
         // Round-trip probes (ADR 0019), answered here so the time is the
-        // network's and the reading threads', not a busy group thread's.
+        // network's and the reading threads', not a busy round's.
         PeerMsg::Ping { sent } => Handled::Done(PeerMsg::Pong { sent }.to_frame().ok()),
         PeerMsg::Pong { sent } => {
             let rtt = crate::state::mono_ns().saturating_sub(sent);

@@ -1,4 +1,4 @@
-//! `pc.recovery` on the group thread: a node that starts with a saved view
+//! `pc.recovery` in the rounds: a node that starts with a saved view
 //! (`gvwstate.dat`) and finds no running primary component exchanges
 //! votes with the other restarting members and, when
 //! `lockstep_core::group::recovery::decide` says so, founds the primary
@@ -9,9 +9,9 @@
 
 use super::Worker;
 use crate::log::{error, info};
+use lockstep_core::group::peer::PeerMsg;
 use lockstep_core::group::recovery::{decide, Decision, Vote};
 use lockstep_core::group::Group;
-use lockstep_core::wire::peer::PeerMsg;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use wsrep_abi::Uuid;

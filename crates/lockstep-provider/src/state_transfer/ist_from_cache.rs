@@ -1,7 +1,7 @@
 //! IST from a donor's writeset cache, over one TCP connection from the
 //! donor to the joiner's `ist.recv_addr` (Galera's IST port, `base_port +
 //! 1` by default). Used when the group log the joiner replayed does not
-//! reach back to its position (`ist.rs` covers the other case).
+//! reach back to its position (`ist_replay.rs` covers the other case).
 //!
 //! The donor sends a stream header, the records `after + 1 ..= last` and
 //! an end record (`lockstep_core::writeset_cache`); the joiner checks the
@@ -12,7 +12,7 @@
 //! the donor's connection ends when the transfer is settled otherwise
 //! (full SST, session closed).
 
-use crate::ist::IstBuffer;
+use crate::ist_replay::IstBuffer;
 use crate::log::{info, warn};
 use crate::writeset_cache::{read_record, CacheReader};
 use lockstep_core::writeset_cache::{

@@ -1,19 +1,24 @@
 //! State transfer through the server's SST scripts (contract §3.3, §3.6,
 //! §2.26-2.27, §4.3): the joiner's request and wait, the donor's
-//! donation, and the two completion calls from the server.
+//! donation, and the two completion calls from the server;
+//! `ist_from_cache` streams IST from a donor's writeset cache over TCP.
+//! The events a joiner collects, from the log replay or from that stream,
+//! wait in `crate::ist_replay`, a lower layer the state holds.
 //!
 //! The request travels in the total order, so every node picks the same
 //! donor (`lockstep_core::group::Sequencer`). Writesets ordered while the
 //! transfer runs stay queued on the joiner and are applied afterwards,
 //! from the first seqno the transferred state does not contain.
 
+pub(crate) mod ist_from_cache;
+
 use crate::event::Event;
-use crate::ist_transfer::{self, Expect, IstReceiver};
 use crate::log::{error, info, warn};
 use crate::provider::{Provider, Until, IN_ORDER};
 use crate::server::{ThreadCtx, View};
 use crate::shared::Shared;
 use crate::state::{Conn, Donation, Inner};
+use ist_from_cache::{Expect, IstReceiver};
 use lockstep_core::group::{Action, CacheIst};
 use lockstep_core::writeset_cache::StreamHeader;
 use std::time::{Duration, Instant};
@@ -277,7 +282,14 @@ impl Provider {
             drop(g);
             shared.notify();
         })?;
-        info!("IST receiver listening on {bind} (announced as {advertise})");
+        // Worded as Galera's (ist.cpp, replicator_str.cpp): MariaDB's
+        // IPv6 and mariabackup tests grep the error log for these lines.
+        info!("IST receiver addr using tcp://{advertise}");
+        info!(
+            "Prepared IST receiver for {}-{}, listening at: tcp://{bind}",
+            have.seqno + 1,
+            join_seqno - 1
+        );
         let result =
             self.wait_for_state_with(request, Some(have.seqno), Some(from_cache), join_seqno);
         drop(receiver);
@@ -652,9 +664,11 @@ impl Provider {
             after,
             last: seqno,
         };
+        // Galera's wording (ist.cpp), which MariaDB's tests count.
         info!(
-            "IST to joiner {joiner:#x}: sending seqnos {}..={seqno} from the writeset cache \
-             to {addr}",
+            "async IST sender starting to serve tcp://{addr} sending {}-{seqno}, preload \
+             starts from {} (IST to joiner {joiner:#x} from the writeset cache)",
+            after + 1,
             after + 1
         );
         let shared = self.shared.clone();
@@ -665,7 +679,7 @@ impl Provider {
         let spawned = threads.spawn("lockstep-ist-send", move || {
             // A bug must not leave the donation open forever.
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                ist_transfer::send(&addr, header, &check, reader, &security, &shared.stopping)
+                ist_from_cache::send(&addr, header, &check, reader, &security, &shared.stopping)
             }))
             .unwrap_or_else(|_| Err("the IST sender panicked (a bug)".into()));
             let rcode = match &result {
@@ -716,11 +730,11 @@ impl Provider {
         let port = o.int("base_port").unwrap_or(4567) + 1;
         let host = group.rsplit_once(':').map_or(group.as_str(), |(h, _)| h);
         let advertise = match o.get("ist.recv_addr") {
-            Some(a) if !a.trim().is_empty() => ist_transfer::socket_addr(a, port),
+            Some(a) if !a.trim().is_empty() => ist_from_cache::socket_addr(a, port),
             _ => format!("{host}:{port}"),
         };
         let bind = match o.get("ist.recv_bind") {
-            Some(b) if !b.trim().is_empty() => ist_transfer::socket_addr(b, port),
+            Some(b) if !b.trim().is_empty() => ist_from_cache::socket_addr(b, port),
             _ => advertise.clone(),
         };
         (bind, advertise)

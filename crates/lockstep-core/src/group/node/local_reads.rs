@@ -165,7 +165,7 @@ impl Group {
     /// floor if higher). The pair must be published before any message
     /// telling a member what this node stored leaves (as the leader's).
     pub(super) fn local_lease(&self) -> Option<(u64, u64)> {
-        // Asked after every round of the group thread (on followers only,
+        // Asked after every round of the driver (on followers only,
         // `read_lease`): the cheap checks first (no pings, no lease).
         if !self.grants.holding(self.lease_now()) {
             return None;
