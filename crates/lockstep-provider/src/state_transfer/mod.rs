@@ -644,7 +644,13 @@ impl Provider {
             }
             Err(why) => {
                 drop(g);
-                info!("IST to joiner {joiner:#x} impossible ({why}): full SST instead");
+                // Galera's wording (replicator_str.cpp), which MariaDB's
+                // galera_gcache_recover_full_gcache test looks for.
+                info!(
+                    "IST first seqno {} not found from cache, falling back to SST (IST to \
+                     joiner {joiner:#x} impossible: {why})",
+                    after + 1
+                );
                 self.donate(ctx, request, seqno, joiner);
                 return;
             }
