@@ -140,18 +140,25 @@ pub fn run(bench: &Bench) -> Result<(BenchResults, Vec<String>), Error> {
     Ok((results, drawing))
 }
 
+/// Writes `text` to `dir/name`.
+fn write_file(dir: &Path, name: &str, text: String) -> Result<(), Error> {
+    let path = dir.join(name);
+    std::fs::write(&path, text).map_err(|source| Error::Io {
+        what: format!("writing {}", path.display()),
+        source,
+    })
+}
+
+/// Pretty JSON and a final newline (an `error` object if it cannot be
+/// serialised).
+fn json(v: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")) + "\n"
+}
+
 /// `results.json`, `report.md` and the PNGs; the drawing problems.
 fn write_report(dir: &Path, r: &BenchResults) -> Result<Vec<String>, Error> {
-    let write = |name: &str, text: String| {
-        let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|source| Error::Io {
-            what: format!("writing {}", path.display()),
-            source,
-        })
-    };
-    let json = serde_json::to_string_pretty(r).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-    write("results.json", json + "\n")?;
-    write("report.md", report::to_markdown(r))?;
+    write_file(dir, "results.json", json(r))?;
+    write_file(dir, "report.md", report::to_markdown(r))?;
     let mut problems = Vec::new();
     for name in &r.settings.workloads {
         if let Err(e) = draw_workload(dir, r, name) {
@@ -162,6 +169,14 @@ fn write_report(dir: &Path, r: &BenchResults) -> Result<Vec<String>, Error> {
         problems.push(e);
     }
     Ok(problems)
+}
+
+/// `scaling.json`, `scaling.md` and the PNGs of a run over several
+/// cluster sizes (`--nodes`); the drawing problems.
+pub fn write_scaling(dir: &Path, s: &scaling::Scaling) -> Result<Vec<String>, Error> {
+    write_file(dir, "scaling.json", json(s))?;
+    write_file(dir, "scaling.md", s.to_markdown())?;
+    Ok(s.draw(dir))
 }
 
 /// Throughput over time of each provider's first measured round (round 0

@@ -334,7 +334,7 @@ pub fn to_text(r: &BenchResults) -> String {
 }
 
 /// `| a | b |` rows under a header.
-fn md_table(header: &[&str], rows: &[Vec<String>]) -> String {
+pub(super) fn md_table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut out = format!("| {} |\n", header.join(" | "));
     let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
     for row in rows {

@@ -14,6 +14,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::plot::{self, Series};
+use super::report;
 use super::results::BenchResults;
 use crate::table;
 
@@ -165,11 +166,8 @@ impl Scaling {
                 .as_deref()
                 .unwrap_or("not computed (one provider)")
         );
-        let _ = writeln!(out, "| {} |", header.join(" | "));
-        let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
-        for row in rows {
-            let _ = writeln!(out, "| {} |", row.join(" | "));
-        }
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        out.push_str(&report::md_table(&header, &rows));
         out.push('\n');
         for w in self.workloads() {
             let (tps, p95) = png_names(w);

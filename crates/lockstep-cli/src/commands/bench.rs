@@ -149,32 +149,20 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     })
 }
 
-/// `scaling.md`, `scaling.json` and the PNGs over the sizes; prints the
-/// table. Whether everything was written and drawn.
+/// Prints the table over the sizes and writes `scaling.md`, `scaling.json`
+/// and the PNGs. Whether everything was written and drawn.
 fn write_scaling(out: &std::path::Path, all: &[(usize, BenchResults)]) -> bool {
     let runs: Vec<(usize, &BenchResults)> = all.iter().map(|(n, r)| (*n, r)).collect();
     let s = scaling::Scaling::of(&runs);
     print!("\n{}", s.to_text());
-    let json =
-        serde_json::to_string_pretty(&s).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-    let mut ok = true;
-    for (name, text) in [
-        ("scaling.json", json + "\n"),
-        ("scaling.md", s.to_markdown()),
-    ] {
-        if let Err(e) = std::fs::write(out.join(name), text) {
-            eprintln!(
-                "lockstep bench: cannot write {}: {e}",
-                out.join(name).display()
-            );
-            ok = false;
-        }
-    }
-    for problem in s.draw(out) {
+    let problems = match cluster_bench::write_scaling(out, &s) {
+        Ok(problems) => problems,
+        Err(e) => vec![e.to_string()],
+    };
+    for problem in &problems {
         eprintln!("lockstep bench: {problem}");
-        ok = false;
     }
-    ok
+    problems.is_empty()
 }
 
 /// Runs `large_trx`, prints its table; whether a run failed.
