@@ -33,6 +33,8 @@ pub struct Refused {
     /// operator should hear of it. Otherwise the connection broke or timed
     /// out, as it does whenever a peer restarts: a note is enough.
     pub mismatch: bool,
+    /// The peer answered TLS with `sniff::NO_TLS_ALERT`: it has no TLS.
+    pub plain_peer: bool,
 }
 
 impl Refused {
@@ -40,6 +42,7 @@ impl Refused {
         Refused {
             why: why.into(),
             mismatch: true,
+            plain_peer: false,
         }
     }
 
@@ -47,6 +50,7 @@ impl Refused {
         Refused {
             why: why.into(),
             mismatch: false,
+            plain_peer: false,
         }
     }
 }

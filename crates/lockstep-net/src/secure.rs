@@ -129,6 +129,16 @@ impl PeerSecurity {
         self.files.is_some()
     }
 
+    /// Whether this node refuses a peer whose certificate is not the one
+    /// the cluster bound to its Raft id (ADR 0014). Only a node with TLS
+    /// does: a plain node sees no certificate on any connection, so a
+    /// binding would only shut out every TLS member that reaches it over
+    /// plain TCP (`socket.dynamic`, the way from plain to TLS), and it
+    /// could tell no impostor from a member anyway.
+    pub fn enforces_bindings(&self) -> bool {
+        self.is_tls()
+    }
+
     /// One line for the log.
     pub fn describe(&self) -> String {
         match (&self.files, self.context()) {
@@ -178,7 +188,17 @@ impl PeerSecurity {
         match self.context() {
             Some(ctx) => {
                 let (r, w) = ctx.connect(tcp, timeout).map_err(|e| Refused {
-                    why: if e.mismatch {
+                    why: if e.plain_peer && self.dynamic {
+                        format!(
+                            "{e}; with socket.dynamic it reaches this node when it dials \
+                             in plain TCP"
+                        )
+                    } else if e.plain_peer {
+                        format!(
+                            "{e}, and this node requires TLS (socket.ssl); socket.dynamic=YES \
+                             on the TLS nodes lets plain nodes in while a cluster moves to TLS"
+                        )
+                    } else if e.mismatch {
                         format!(
                             "{e} (the peer must have TLS on, with a certificate of this \
                              cluster's CA)"
@@ -186,6 +206,8 @@ impl PeerSecurity {
                     } else {
                         e.why
                     },
+                    // A dynamic node expects plain peers: a note, not a warning.
+                    mismatch: e.mismatch && !(e.plain_peer && self.dynamic),
                     ..e
                 })?;
                 Ok((Reader::Tls(r), Writer::Tls(w)))
@@ -221,10 +243,16 @@ impl PeerSecurity {
                 let (r, w) = ctx.accept(tcp, timeout)?;
                 Ok((Reader::Tls(r), Writer::Tls(w)))
             }
-            (Greeting::Tls, None) => Err(Refused::mismatch(
-                "it speaks TLS and this node has no TLS configured (socket.ssl_cert, \
-                 socket.ssl_key, socket.ssl_ca)",
-            )),
+            (Greeting::Tls, None) => {
+                // Told so, the dialer logs it by its own policy: a warning
+                // on a node that requires TLS, a note with socket.dynamic
+                // (a cluster moving to TLS), which dials us in plain TCP.
+                let _ = (&tcp).write_all(&crate::sniff::NO_TLS_ALERT);
+                Err(Refused::broken(
+                    "it speaks TLS and this node has no TLS configured (socket.ssl_cert, \
+                     socket.ssl_key, socket.ssl_ca); told it so",
+                ))
+            }
             (Greeting::Plain, Some(_)) if !self.dynamic => Err(Refused::mismatch(
                 "it speaks plain text and this node requires TLS (socket.ssl); \
                  socket.dynamic=YES accepts both",

@@ -18,6 +18,13 @@ pub enum Greeting {
 /// TLS record content type `handshake`.
 const TLS_HANDSHAKE: u8 = 0x16;
 
+/// What a node without TLS answers a ClientHello with: one TLS record, a
+/// fatal `protocol_version` alert (it speaks no version of TLS). The
+/// dialer then knows the peer is a plain node instead of seeing a reset
+/// it cannot tell from a restart (`tls::stream`), and words its log by
+/// its own policy: `socket.dynamic` expects plain peers.
+pub const NO_TLS_ALERT: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 70];
+
 /// Classifies a connection by its first byte.
 pub fn greeting(first: u8) -> Greeting {
     match first {

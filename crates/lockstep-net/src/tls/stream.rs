@@ -51,6 +51,19 @@ fn tls_error(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, format!("TLS: {e}"))
 }
 
+/// Whether a handshake error is the alert a plain node answers with
+/// (`sniff::NO_TLS_ALERT`).
+fn said_no_tls(e: &io::Error) -> bool {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .is_some_and(|r| {
+            matches!(
+                r,
+                rustls::Error::AlertReceived(rustls::AlertDescription::ProtocolVersion)
+            )
+        })
+}
+
 /// Runs the handshake on `tcp` within `timeout` (every read and write has
 /// that deadline), then splits the connection.
 pub(super) fn handshake(
@@ -64,6 +77,13 @@ pub(super) fn handshake(
             timeout.as_secs()
         )),
         // rustls's own errors: a certificate refused, an alert received.
+        io::ErrorKind::InvalidData if said_no_tls(&e) => Refused {
+            plain_peer: true,
+            ..Refused::mismatch(
+                "the peer has no TLS configured (it answered TLS with a \
+                                 protocol_version alert)",
+            )
+        },
         io::ErrorKind::InvalidData => Refused::mismatch(format!("TLS handshake failed: {e}")),
         _ => Refused::broken(format!("TLS handshake: {e}")),
     };

@@ -358,14 +358,16 @@ fn serve_connection(
         return None;
     }
     // A member's Raft id goes with the certificate the cluster bound it
-    // to (ADR 0014): another peer of the same CA cannot take it over.
+    // to (ADR 0014): another peer of the same CA cannot take it over. A
+    // node without TLS checks no certificate (`enforces_bindings`).
     let cert = stream.peer_fingerprint();
     let bound = ctx
         .bindings
         .read()
         .unwrap_or_else(|p| p.into_inner())
         .get(&raft_id)
-        .copied();
+        .copied()
+        .filter(|_| ctx.security.enforces_bindings());
     if let Some(bound) = bound.filter(|b| cert.as_ref() != Some(b)) {
         if ctx.log_refusal_now(&peer) {
             warn!(

@@ -178,6 +178,7 @@ impl Transport {
                 admit,
                 threads: Threads::default(),
                 bindings: Arc::default(),
+                bindings_unchecked: Arc::default(),
             },
             listener: None,
         };
@@ -261,8 +262,21 @@ impl Transport {
     /// member that binds itself anew (`socket.ssl_reload`) keeps its
     /// open connections, which it opened with the certificate bound
     /// then, as Galera keeps them: only its new connections need the
-    /// new certificate.
+    /// new certificate. A node without TLS keeps the table and checks
+    /// nothing (`PeerSecurity::enforces_bindings`).
     pub fn bind_identities(&self, bindings: HashMap<u64, CertFingerprint>) {
+        if !self.ctx.security.enforces_bindings() {
+            if !bindings.is_empty() && !self.ctx.bindings_unchecked.swap(true, Ordering::Relaxed) {
+                info!(
+                    "the cluster binds {} member(s) to their certificates; this node has no TLS \
+                     (socket.ssl_cert, socket.ssl_key, socket.ssl_ca) and cannot check them: it \
+                     trusts its network as plain Galera does",
+                    bindings.len()
+                );
+            }
+            *self.ctx.bindings.write().unwrap_or_else(|p| p.into_inner()) = bindings;
+            return;
+        }
         let before = self
             .ctx
             .bindings
@@ -430,6 +444,8 @@ struct Ctx {
     threads: Threads,
     /// The members' certificates (`Transport::bind_identities`).
     bindings: Arc<std::sync::RwLock<HashMap<u64, CertFingerprint>>>,
+    /// Set once this node (without TLS) has said it cannot check them.
+    bindings_unchecked: Arc<AtomicBool>,
 }
 
 /// Which end of a connection this node is: the dialer speaks first.

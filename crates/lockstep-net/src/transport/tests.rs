@@ -499,3 +499,81 @@ fn a_new_binding_of_a_bound_member_keeps_its_open_connections() {
         .is_ok_and(|ev| matches!(ev, Inbound::PeerDown { raft_id: 2 }));
     assert!(!dropped, "the member's open connection was closed");
 }
+
+/// `socket.dynamic`, the way from plain to TLS (MariaDB's
+/// galera_dynamic_protocol): a member bound to its certificate reaches a
+/// plain node over plain TCP. The plain node cannot check certificates,
+/// so it does not refuse the member for presenting none.
+#[test]
+fn a_plain_node_lets_a_bound_member_in_over_plain_tcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let tls = tls_nodes(dir.path(), &["a"], true).pop().unwrap();
+    let a_cert = tls.own_fingerprint().unwrap();
+    let (a, rx_a) = start_with("c", 1, tls);
+    a.bind_identities(HashMap::from([(1, a_cert)]));
+    let (b, rx_b) = start("c", 2);
+    b.bind_identities(HashMap::from([(1, a_cert)]));
+    // A dynamic node dials in TLS; the plain node dials it in plain, and
+    // checks the hello that answers.
+    b.dial(&a.local_addr().unwrap().to_string());
+    assert_eq!(peer_up(&rx_b), Some(1), "the plain node refused the member");
+    assert_eq!(peer_up(&rx_a), Some(2));
+}
+
+/// A node with TLS and `socket.dynamic` still refuses a plain peer that
+/// claims a member bound to a certificate: plain TCP shows none.
+#[test]
+fn a_dynamic_node_refuses_a_plain_claim_of_a_bound_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let tls = tls_nodes(dir.path(), &["a"], true).pop().unwrap();
+    let (a, rx_a) = start_with("c", 1, tls);
+    a.bind_identities(HashMap::from([(2, [0x42; 32])]));
+    let (b, _rx_b) = start("c", 2);
+    b.dial(&a.local_addr().unwrap().to_string());
+    assert!(eventually(|| a.refused("127.0.0.1")), "no refusal logged");
+    assert_eq!(
+        peer_up(&rx_a),
+        None,
+        "a plain peer got in as a bound member"
+    );
+}
+
+/// A plain node answers a ClientHello with `NO_TLS_ALERT`, so a TLS
+/// dialer knows the peer has no TLS: a warning on a node that requires
+/// TLS, a note on one with `socket.dynamic` (a cluster moving to TLS,
+/// where the plain node dials it in plain TCP). The plain node itself
+/// only notes the attempt: the misconfiguration, if any, is the TLS
+/// node's, and MariaDB's galera_dynamic_protocol fails on a warning.
+#[test]
+fn a_plain_node_tells_a_tls_dialer_it_has_no_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    for dynamic in [false, true] {
+        let sub = dir.path().join(dynamic.to_string());
+        std::fs::create_dir_all(&sub).unwrap();
+        let tls = tls_nodes(&sub, &["a"], dynamic).pop().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let acceptor = std::thread::spawn(move || {
+            let tcp = listener.accept().unwrap().0;
+            PeerSecurity::plain()
+                .accept(tcp, Duration::from_secs(5))
+                .err()
+        });
+        let tcp = TcpStream::connect(addr).unwrap();
+        let dialed = tls
+            .dial(tcp, Duration::from_secs(5))
+            .err()
+            .expect("TLS into plain opened");
+        let accepted = acceptor
+            .join()
+            .unwrap()
+            .expect("the plain node accepted TLS");
+        assert!(dialed.plain_peer, "dynamic={dynamic}: {}", dialed.why);
+        assert_eq!(
+            dialed.mismatch, !dynamic,
+            "dynamic={dynamic}: {}",
+            dialed.why
+        );
+        assert!(!accepted.mismatch, "{}", accepted.why);
+    }
+}
