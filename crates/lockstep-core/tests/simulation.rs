@@ -1255,6 +1255,51 @@ fn weight_changes_never_leave_two_primaries() {
     assert!(alone > 0, "no cut exercised the weighted quorum's shortcut");
 }
 
+/// What a runtime `pc.weight` change waits for before it returns
+/// (`Group::weights_in_force`): once the node that took the weight sees
+/// it in force, a cut at once leaves that node primary alone (MariaDB's
+/// galera_pc_weight sets `pc.weight=3` on one node of three and isolates
+/// it in the next statement) and the others not primary.
+#[test]
+fn a_weight_in_force_decides_a_cut_made_at_once() {
+    let mut alone = 0;
+    for seed in 0..6u64 {
+        let host = (seed % 3) as usize;
+        let c = WeightChange {
+            nodes: 3,
+            before: &[],
+            change: (host, 3),
+        };
+        let name = "weight_in_force";
+        let (mut sim, _) = weighted_cluster(name, seed, &c).unwrap();
+        let in_force = |s: &Sim| {
+            s.running().any(|(_, n)| {
+                n.host == host && n.g().weights_in_force() && {
+                    let me = n.g().me().raft_id;
+                    n.g().sequencer().member(me).map(|m| m.weight) == Some(3)
+                }
+            })
+        };
+        assert!(!in_force(&sim), "seed {seed}: in force before the change");
+        propose_weight(&mut sim, host, 3);
+        assert!(
+            sim.run_until(10_000, in_force),
+            "seed {seed}: the weight never came in force\n{}",
+            sim.trace()
+        );
+        sim.partition(&[host]);
+        let other: Vec<usize> = (0..3).filter(|h| *h != host).collect();
+        let (a, b) = watch_sides(&mut sim, &[host], &other);
+        assert!(
+            a.primary() && !b.primary(),
+            "seed {seed}: heavy host {host} ({a:?}) | {other:?} ({b:?})\n{}",
+            sim.trace()
+        );
+        alone += u64::from(a.founded);
+    }
+    eprintln!("weight in force: {alone} of 6 heavy nodes re-formed alone (the others led)");
+}
+
 /// Issue 34 item 4: `pc.bootstrap` on a survivor drops no acknowledged
 /// commit. After every other node crashed, a survivor that holds every
 /// commit (it led last, or it was in every quorum) founds alone and

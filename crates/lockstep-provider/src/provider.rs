@@ -9,7 +9,7 @@ use crate::identity::PROVIDER_VERSION;
 use crate::log::{error, info, warn};
 use crate::server::Server;
 use crate::shared::{Shared, Wake, TURN_RECHECK};
-use crate::state::Inner;
+use crate::state::{Conn, Inner};
 use lockstep_core::flow_control::Limits;
 use lockstep_core::options::table::Effect;
 use lockstep_core::options::{self, Options, OptionsError};
@@ -99,6 +99,9 @@ pub enum Until {
     /// session's close wakes it.
     Idle,
 }
+
+/// How long a runtime `pc.weight` change waits to be in force.
+pub const WEIGHT_WAIT: Duration = Duration::from_secs(5);
 
 /// When a wait without a deadline says it is still waiting.
 pub const STALL_NOTE: Duration = Duration::from_secs(60);
@@ -410,8 +413,39 @@ impl Provider {
             }
             _ => return,
         };
+        let weight = match input {
+            Input::Weight(w) => Some(w),
+            _ => None,
+        };
         if let Some(link) = &self.lock().group {
             let _ = link.tx.send(input);
+        }
+        if let Some(w) = weight {
+            self.wait_for_weight(w);
+        }
+    }
+
+    /// A runtime `pc.weight` change returns once the group has recorded
+    /// it and the voters it asks for are in force on every member, as
+    /// Galera's returns once its weight message went round: a cut right
+    /// after the change is then decided by the new weights (MariaDB's
+    /// galera_pc_weight isolates the heavy node at once). Bounded by
+    /// [`WEIGHT_WAIT`]; a node outside a primary component does not wait
+    /// (its weight is recorded when it is back in one).
+    fn wait_for_weight(&self, w: u32) {
+        let g = self.lock();
+        if g.conn != Conn::Open || !g.in_group || g.non_primary {
+            return;
+        }
+        let (_g, ready) = self.wait_until(g, Until::Deadline(Instant::now() + WEIGHT_WAIT), |s| {
+            s.weight_in_force == Some(w) || s.conn != Conn::Open || s.non_primary
+        });
+        if !ready {
+            info!(
+                "pc.weight={w} is not in force on every member after {} s; it takes effect when \
+                 they have applied it",
+                WEIGHT_WAIT.as_secs()
+            );
         }
     }
 

@@ -792,6 +792,7 @@ impl Provider {
                 incoming: self.node_incoming.clone(),
             }],
         };
+        let view = non_primary_component(&g.members, &g.non_primary_component, g.raft_id(), view);
         g.local.left_primary();
         g.view = None;
         drop(g);
@@ -1082,4 +1083,96 @@ pub fn time_ordered_uuid(now: std::time::SystemTime) -> Uuid {
 fn random_raft_id() -> u64 {
     let b = random_bytes();
     u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]).max(1)
+}
+
+/// A non-primary view lists the component this node is in
+/// (`Inner::non_primary_component`) among the last view's `members`,
+/// sorted as primary views are; `alone` (this node only) where the
+/// component does not name this node `me` among them.
+fn non_primary_component(
+    members: &[lockstep_core::group::MemberInfo],
+    component: &[u64],
+    me: u64,
+    alone: View,
+) -> View {
+    let mut here: Vec<&lockstep_core::group::MemberInfo> = members
+        .iter()
+        .filter(|m| component.contains(&m.raft_id))
+        .collect();
+    here.sort_by_key(|m| m.uuid);
+    let Some(my_idx) = here.iter().position(|m| m.raft_id == me) else {
+        return alone;
+    };
+    View {
+        my_idx: my_idx as i32,
+        members: here
+            .iter()
+            .map(|m| crate::server::Member {
+                id: wsrep_abi::Uuid::from_bytes(m.uuid),
+                name: m.name.clone(),
+                incoming: m.incoming.clone(),
+            })
+            .collect(),
+        ..alone
+    }
+}
+
+#[cfg(test)]
+mod non_primary_tests {
+    use super::*;
+    use lockstep_core::group::MemberInfo;
+
+    fn member(raft_id: u64, uuid: u8) -> MemberInfo {
+        MemberInfo {
+            raft_id,
+            uuid: [uuid; 16],
+            name: format!("node{raft_id}"),
+            incoming: String::new(),
+            peer_addr: String::new(),
+            segment: 0,
+        }
+    }
+
+    fn alone() -> View {
+        View {
+            state_id: wsrep_abi::Gtid {
+                uuid: wsrep_abi::Uuid::NIL,
+                seqno: 7,
+            },
+            conf_id: -1,
+            status: wsrep_abi::view_status::NON_PRIMARY,
+            capabilities: CAPABILITIES,
+            my_idx: 0,
+            proto_ver: 4,
+            members: vec![crate::server::Member {
+                id: wsrep_abi::Uuid::from_bytes([9; 16]),
+                name: "me".into(),
+                incoming: String::new(),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_non_primary_view_lists_the_members_this_node_reaches() {
+        let members = [member(1, 3), member(2, 1), member(3, 2)];
+        // Node 3 reaches node 2, not node 1 (cut off, the heavy one).
+        let v = non_primary_component(&members, &[3, 2], 3, alone());
+        let names: Vec<&str> = v.members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["node2", "node3"], "sorted by member id");
+        assert_eq!(v.my_idx, 1);
+        assert_eq!(v.conf_id, -1);
+        assert_eq!(v.state_id.seqno, 7);
+        // Alone, or not in the last view: this node only.
+        assert_eq!(
+            non_primary_component(&members, &[3], 3, alone())
+                .members
+                .len(),
+            1
+        );
+        assert_eq!(
+            non_primary_component(&members, &[1, 2], 3, alone()),
+            alone()
+        );
+        assert_eq!(non_primary_component(&[], &[3], 3, alone()), alone());
+    }
 }

@@ -252,6 +252,15 @@ pub struct Inner {
     /// Members bound to their certificates (ADR 0014), published by the
     /// round.
     pub bound_members: usize,
+    /// This node's `pc.weight` as the group recorded it, once the voters
+    /// it asks for are in force on every member
+    /// (`Group::weights_in_force`); `None` meanwhile. Published by the
+    /// round, waited for by a runtime `pc.weight` change.
+    pub weight_in_force: Option<u32>,
+    /// The Raft ids of a non-primary node's component (itself and the
+    /// members it has a connection with), for its non-primary views.
+    /// Bounded by the members.
+    pub non_primary_component: Vec<u64>,
     /// What crossed to other segments (`gmcast.segment`, ADR 0020), and
     /// the bytes of it, published by the round.
     pub wan: lockstep_core::group::node::WanCounters,
@@ -410,6 +419,8 @@ impl Inner {
             peer_rtt: Default::default(),
             cluster_version: lockstep_core::group::peer::MIN_PROTOCOL_VERSION,
             bound_members: 0,
+            weight_in_force: None,
+            non_primary_component: Vec::new(),
             wan: Default::default(),
             wan_bytes_sent: 0,
             group: None,

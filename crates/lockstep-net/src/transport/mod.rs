@@ -230,6 +230,17 @@ impl Transport {
         }
     }
 
+    /// Whether a connection with `raft_id` is open now (after its hello).
+    pub fn is_connected(&self, raft_id: u64) -> bool {
+        self.ctx
+            .table
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .by_peer
+            .get(&raft_id)
+            .is_some_and(|conns| !conns.is_empty())
+    }
+
     pub fn is_isolated(&self) -> bool {
         self.ctx.isolated.load(Ordering::SeqCst)
     }

@@ -381,6 +381,7 @@ impl Rounds for Worker {
         let stepped = round.elapsed();
         self.report_committed();
         self.report_weight();
+        self.publish_weight();
         if let Some(bound) = self.identities.round(&mut self.group, &self.transport) {
             self.shared.lock().bound_members = bound;
         }
@@ -713,6 +714,7 @@ impl Worker {
             if self.last_poke.is_none_or(|t| t.elapsed() >= POKE_EVERY) {
                 self.last_poke = Some(Instant::now());
                 self.group.poke_members();
+                self.publish_component();
             }
             return;
         }
@@ -754,7 +756,9 @@ impl Worker {
              and refuses queries until it re-merges",
             self.non_primary_after
         );
+        let component = self.component();
         let mut g = self.shared.lock();
+        g.non_primary_component = component;
         if g.in_group && !g.non_primary {
             g.non_primary = true;
             g.enqueue(crate::event::Event::NonPrimary);
@@ -968,6 +972,53 @@ impl Worker {
                 weight: self.weight,
             });
         }
+    }
+
+    /// Publishes whether this node's weight is in force (`Inner::
+    /// weight_in_force`), waking the option change that waits for it.
+    fn publish_weight(&mut self) {
+        let me = self.group.me().raft_id;
+        let in_force = self
+            .group
+            .sequencer()
+            .member(me)
+            .map(|m| m.weight)
+            .filter(|_| self.group.weights_in_force());
+        let mut g = self.shared.lock();
+        if g.weight_in_force != in_force {
+            g.weight_in_force = in_force;
+            drop(g);
+            self.shared.notify();
+        }
+    }
+
+    /// The members this node has a connection with, itself included: the
+    /// non-primary component it is in, as Galera's view lists it
+    /// (MariaDB's galera_pc_weight expects two members on the side of a
+    /// cut that lost the heavy node).
+    fn component(&self) -> Vec<u64> {
+        let me = self.group.me().raft_id;
+        self.group
+            .sequencer()
+            .members()
+            .iter()
+            .map(|m| m.info.raft_id)
+            .filter(|id| *id == me || self.transport.is_connected(*id))
+            .collect()
+    }
+
+    /// While non-primary: a new non-primary view when the component
+    /// changed (a peer of this side came or went), as Galera delivers one.
+    fn publish_component(&mut self) {
+        let component = self.component();
+        let mut g = self.shared.lock();
+        if !g.in_group || !g.non_primary || g.non_primary_component == component {
+            return;
+        }
+        g.non_primary_component = component;
+        g.enqueue(crate::event::Event::NonPrimary);
+        drop(g);
+        self.shared.notify();
     }
 
     /// Flow control, this node's side: announces its level to the group

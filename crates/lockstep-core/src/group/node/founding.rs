@@ -130,6 +130,22 @@ impl Group {
         self.with_quorum_view(in_every_quorum)
     }
 
+    /// Whether the members' recorded `pc.weight`s are in force: the
+    /// voters are the ones the weights ask for (`wanted_voters`), no
+    /// change is in flight, and every member has applied the last one.
+    /// Until then a cut may still be decided by the configuration before
+    /// the change, so `SET GLOBAL wsrep_provider_options='pc.weight=N'`
+    /// waits for this (bounded) before it returns.
+    pub fn weights_in_force(&self) -> bool {
+        let mut wanted = super::wanted_voters(self.seq.members());
+        wanted.sort_unstable();
+        self.with_quorum_view(|v| {
+            let mut voters = v.voters.to_vec();
+            voters.sort_unstable();
+            voters == wanted && !v.joint && !v.change_pending && !v.others_behind
+        })
+    }
+
     /// Whether this node holds every entry its group committed, so that
     /// founding a primary component from it drops no acknowledged commit.
     pub fn holds_every_commit(&self) -> Result<HoldsAll, MayLack> {
