@@ -142,7 +142,14 @@ impl Provider {
             && !saved.uuid.is_nil()
             && !crate::bypass::marker_present(&cfg.data_dir)
         {
-            if let Some(p) = recover_own_position(saved.uuid, &cfg.data_dir) {
+            if !saved.safe_to_bootstrap && crate::os::server_bootstraps() == Some(true) {
+                // The connect refuses this bootstrap (Galera's rule): no
+                // storage engine recovery for a start that ends there.
+                info!(
+                    "not running `mariadbd --wsrep-recover`: this start bootstraps a cluster, \
+                     which grastate.dat (safe_to_bootstrap: 0) does not allow"
+                );
+            } else if let Some(p) = recover_own_position(saved.uuid, &cfg.data_dir) {
                 position = p;
             }
         }

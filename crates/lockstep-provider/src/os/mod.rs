@@ -8,4 +8,4 @@ mod memory;
 mod server_vars;
 
 pub(crate) use memory::contiguous;
-pub(crate) use server_vars::{server_sst_method, server_writes_binlog};
+pub(crate) use server_vars::{server_bootstraps, server_sst_method, server_writes_binlog};

@@ -17,6 +17,29 @@ pub(crate) fn server_sst_method() -> Option<String> {
     read_c_string(c"wsrep_sst_method")
 }
 
+/// Whether this start of the server founds a new cluster: started with
+/// `--wsrep-new-cluster` (`wsrep_new_cluster`), or with a
+/// `wsrep_cluster_address` that names no peer (`gcomm://`). `None` when
+/// neither is exported.
+pub(crate) fn server_bootstraps() -> Option<bool> {
+    bootstraps(
+        read_bool(c"wsrep_new_cluster"),
+        read_c_string(c"wsrep_cluster_address").as_deref(),
+    )
+}
+
+/// [`server_bootstraps`] from the two values read.
+fn bootstraps(new_cluster: Option<bool>, address: Option<&str>) -> Option<bool> {
+    let no_peer = address.map(|a| {
+        let hosts = a.split_once("://").map_or(a, |(_, rest)| rest);
+        hosts.split('?').next().unwrap_or("").trim().is_empty()
+    });
+    match (new_cluster, no_peer) {
+        (None, None) => None,
+        (n, p) => Some(n == Some(true) || p == Some(true)),
+    }
+}
+
 /// A global `const char *` of the server, copied.
 fn read_c_string(name: &std::ffi::CStr) -> Option<String> {
     // SAFETY: as in `read_bool`: only searches the loaded objects.
@@ -62,6 +85,27 @@ mod tests {
         assert_eq!(server_writes_binlog(), None);
         assert_eq!(read_bool(c"lockstep_no_such_symbol"), None);
         assert_eq!(server_sst_method(), None);
+    }
+
+    #[test]
+    fn a_start_bootstraps_with_new_cluster_or_an_address_without_peers() {
+        assert_eq!(bootstraps(None, None), None);
+        assert_eq!(bootstraps(Some(true), Some("gcomm://a,b")), Some(true));
+        assert_eq!(bootstraps(Some(false), Some("gcomm://")), Some(true));
+        assert_eq!(
+            bootstraps(None, Some("gcomm://?pc.wait_prim=no")),
+            Some(true)
+        );
+        assert_eq!(
+            bootstraps(Some(false), Some("gcomm://127.0.0.1:4567")),
+            Some(false)
+        );
+        assert_eq!(
+            bootstraps(None, Some("gcomm://10.0.0.1?gmcast.segment=1")),
+            Some(false)
+        );
+        assert_eq!(bootstraps(Some(false), None), Some(false));
+        assert_eq!(server_bootstraps(), None, "the test binary is not mariadbd");
     }
 
     #[test]
