@@ -538,6 +538,8 @@ impl Provider {
             c.compact_bytes = size.max(1 << 16);
         }
         c.arbitrator = self.arbitrator;
+        // A node that keeps no state to donate (Galera 26.4.23).
+        c.stateless = o.bool("gcs.stateless").unwrap_or(false);
         c
     }
 

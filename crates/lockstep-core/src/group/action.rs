@@ -25,6 +25,10 @@ pub type CertFingerprint = [u8; 32];
 /// change, the snapshot's binding table).
 pub const BINDING_VERSION: u32 = 11;
 
+/// The first cluster version whose members can say they keep no state
+/// to donate (`Action::Stateless`, the snapshot's member flag).
+pub const STATELESS_VERSION: u32 = 12;
+
 /// A cluster member as the group knows it: what goes into the wsrep view
 /// (`uuid`, `name`, `incoming`) and how peers reach it (`peer_addr`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -207,6 +211,14 @@ pub enum Action {
     Arbitrator {
         raft_id: u64,
     },
+    /// The member runs with `gcs.stateless` (Galera 26.4.23): it holds a
+    /// database and applies everything, but is never chosen as a donor
+    /// of a state transfer, even when a joiner names it in
+    /// `wsrep_sst_donor`. Proposed by the member itself once the cluster
+    /// runs at [`STATELESS_VERSION`].
+    Stateless {
+        raft_id: u64,
+    },
     /// The newest group protocol version a member speaks, proposed by the
     /// member itself once it is one (rolling upgrades, docs/formats.md).
     Supports {
@@ -323,6 +335,7 @@ const T_ARBITRATOR: u8 = 16;
 const T_SUPPORTS: u8 = 17;
 const T_CLUSTER_VERSION: u8 = 18;
 const T_BIND: u8 = 19;
+const T_STATELESS: u8 = 20;
 
 /// Smallest encoding of one proposal (origin, id, tag): bounds counts.
 const MIN_PROPOSAL: usize = 17;
@@ -511,6 +524,9 @@ fn write_action(w: &mut Writer, a: &Action) {
         Action::Arbitrator { raft_id } => {
             w.u8(T_ARBITRATOR).u64(*raft_id);
         }
+        Action::Stateless { raft_id } => {
+            w.u8(T_STATELESS).u64(*raft_id);
+        }
         Action::Supports {
             raft_id,
             max_version,
@@ -643,6 +659,9 @@ fn read_action(r: &mut Reader<'_>, shared: Option<&Bytes>) -> Result<Action, Dec
         T_WEIGHT => Action::Weight {
             raft_id: r.u64("weight.raft_id")?,
             weight: r.u32("weight.weight")?,
+        },
+        T_STATELESS => Action::Stateless {
+            raft_id: r.u64("stateless.raft_id")?,
         },
         T_BIND => Action::Bind {
             raft_id: r.u64("bind.raft_id")?,
@@ -793,6 +812,7 @@ pub(crate) mod tests {
             },
             Action::Synced { raft_id: 3 },
             Action::Arbitrator { raft_id: 5 },
+            Action::Stateless { raft_id: 6 },
             Action::Supports {
                 raft_id: 5,
                 max_version: 9,

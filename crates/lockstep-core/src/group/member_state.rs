@@ -1,6 +1,7 @@
 //! The node's own member status, the value behind `wsrep_local_state` and
 //! `wsrep_local_state_comment`, and the rules for moving between them.
 
+use std::collections::VecDeque;
 use wsrep_abi::member_status;
 
 /// Galera's member states (`wsrep_member_status_t`).
@@ -32,6 +33,19 @@ impl MemberState {
         })
     }
 
+    /// Galera's name of the state in its "Shifting A -> B (TO: n)" log
+    /// lines, which operators and MariaDB's tests grep for; `None` for
+    /// the states Galera names otherwise (outside a primary component).
+    pub fn shift_name(self) -> Option<&'static str> {
+        match self {
+            MemberState::Joiner => Some("JOINER"),
+            MemberState::Donor => Some("DONOR/DESYNCED"),
+            MemberState::Joined => Some("JOINED"),
+            MemberState::Synced => Some("SYNCED"),
+            MemberState::Undefined | MemberState::Error => None,
+        }
+    }
+
     /// Galera's wording for `wsrep_local_state_comment`; tests and health
     /// checks compare these strings.
     pub fn comment(self) -> &'static str {
@@ -55,7 +69,13 @@ impl MemberState {
 pub struct LocalState {
     state: MemberState,
     desyncs: u32,
+    /// Transitions not yet taken (`take_shifts`), oldest first; at most
+    /// [`MAX_SHIFTS`], the oldest dropped beyond.
+    shifts: VecDeque<(MemberState, MemberState)>,
 }
+
+/// Bound on the transitions kept for the log between two takes.
+pub const MAX_SHIFTS: usize = 32;
 
 /// What the provider must do after a transition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +90,7 @@ impl Default for LocalState {
         LocalState {
             state: MemberState::Undefined,
             desyncs: 0,
+            shifts: VecDeque::new(),
         }
     }
 }
@@ -83,25 +104,40 @@ impl LocalState {
         self.desyncs
     }
 
+    /// The transitions since the last take, oldest first, for the log.
+    pub fn take_shifts(&mut self) -> Vec<(MemberState, MemberState)> {
+        self.shifts.drain(..).collect()
+    }
+
+    fn set(&mut self, to: MemberState) {
+        if to != self.state {
+            if self.shifts.len() == MAX_SHIFTS {
+                self.shifts.pop_front();
+            }
+            self.shifts.push_back((self.state, to));
+        }
+        self.state = to;
+    }
+
     /// Entered a primary component without the group's state: waiting for
     /// a state transfer.
     pub fn joining(&mut self) {
-        self.state = MemberState::Joiner;
+        self.set(MemberState::Joiner);
     }
 
     /// Entered a primary component with the group's state: Joined.
     pub fn joined(&mut self) {
-        self.state = if self.desyncs > 0 {
+        self.set(if self.desyncs > 0 {
             MemberState::Donor
         } else {
             MemberState::Joined
-        };
+        });
     }
 
     /// Caught up after joining. Returns whether `synced_cb` is due.
     pub fn caught_up(&mut self) -> Notify {
         if self.state == MemberState::Joined {
-            self.state = MemberState::Synced;
+            self.set(MemberState::Synced);
             Notify::Synced
         } else {
             Notify::Nothing
@@ -113,7 +149,7 @@ impl LocalState {
         match self.state {
             MemberState::Synced | MemberState::Joined | MemberState::Donor => {
                 self.desyncs += 1;
-                self.state = MemberState::Donor;
+                self.set(MemberState::Donor);
                 Ok(())
             }
             other => Err(other),
@@ -127,24 +163,24 @@ impl LocalState {
         }
         self.desyncs -= 1;
         if self.desyncs == 0 && self.state == MemberState::Donor {
-            self.state = MemberState::Joined;
+            self.set(MemberState::Joined);
         }
         Ok(())
     }
 
     /// Left the primary component (non-primary view, or closed).
     pub fn left_primary(&mut self) {
-        self.state = MemberState::Undefined;
+        self.set(MemberState::Undefined);
     }
 
     /// Closed for good: forget desyncs too.
     pub fn closed(&mut self) {
-        self.state = MemberState::Undefined;
+        self.set(MemberState::Undefined);
         self.desyncs = 0;
     }
 
     pub fn inconsistent(&mut self) {
-        self.state = MemberState::Error;
+        self.set(MemberState::Error);
     }
 }
 
@@ -178,6 +214,39 @@ mod tests {
         assert_eq!(s.state(), MemberState::Joined);
         assert_eq!(s.caught_up(), Notify::Synced);
         assert!(s.resync().is_err());
+    }
+
+    #[test]
+    fn each_transition_is_kept_once_for_the_log_and_the_kept_ones_are_bounded() {
+        use MemberState::*;
+        let mut s = LocalState::default();
+        s.joining();
+        s.joined();
+        s.caught_up();
+        s.desync().unwrap();
+        s.desync().unwrap(); // no transition: already Donor
+        s.resync().unwrap();
+        s.resync().unwrap();
+        assert_eq!(
+            s.take_shifts(),
+            [
+                (Undefined, Joiner),
+                (Joiner, Joined),
+                (Joined, Synced),
+                (Synced, Donor),
+                (Donor, Joined)
+            ]
+        );
+        assert!(s.take_shifts().is_empty(), "taken twice");
+        for _ in 0..MAX_SHIFTS {
+            s.desync().unwrap();
+            s.resync().unwrap();
+        }
+        let kept = s.take_shifts();
+        assert_eq!(kept.len(), MAX_SHIFTS);
+        assert_eq!(kept.last(), Some(&(Donor, Joined)), "the newest is kept");
+        assert_eq!(Donor.shift_name(), Some("DONOR/DESYNCED"));
+        assert_eq!(Undefined.shift_name(), None);
     }
 
     #[test]

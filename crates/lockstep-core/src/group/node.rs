@@ -142,6 +142,9 @@ pub struct GroupConfig {
     /// they refuse it as long as their logs are as long as its, and if it
     /// wins anyway it hands leadership to a data member.
     pub arbitrator: bool,
+    /// `gcs.stateless`: this node says so once the cluster runs at
+    /// `STATELESS_VERSION` (`Action::Stateless`), and is never a donor.
+    pub stateless: bool,
     /// The newest group protocol version this node speaks (told to the
     /// group with `Action::Supports`); `group::peer::PROTOCOL_VERSION`
     /// outside simulations of rolling upgrades.
@@ -171,6 +174,7 @@ impl Default for GroupConfig {
             fragment_bytes: FRAGMENT_BYTES,
             fragment_window: 256 << 10,
             arbitrator: false,
+            stateless: false,
             protocol_max: crate::group::peer::PROTOCOL_VERSION,
             release_gate: true,
         }
@@ -323,6 +327,9 @@ pub struct Group {
     handed_over: bool,
     /// This incarnation told the group its protocol versions.
     supports_told: bool,
+    /// `Action::Stateless` was proposed (once per incarnation; retried
+    /// like any proposal).
+    stateless_told: bool,
     /// When this leader last proposed a cluster version.
     version_proposed: Option<u64>,
     left: bool,
@@ -434,6 +441,7 @@ impl Group {
             leaving: false,
             handed_over: false,
             supports_told: false,
+            stateless_told: false,
             version_proposed: None,
             left: false,
             restored_at: None,
@@ -1128,6 +1136,7 @@ impl Group {
         }
         self.snapshot_watchdog();
         self.ping_granters();
+        self.declare_stateless();
         if self.leaving {
             self.leave_step();
         } else if self.is_leader() {
@@ -1145,6 +1154,21 @@ impl Group {
     /// again (the log is not compacted further while the receiver, a
     /// member, has not reported what it applied; a peer that has the
     /// snapshot already ignores it).
+    /// `gcs.stateless`: tells the group once this node is a member of a
+    /// cluster that knows the flag, so that no joiner picks it as donor.
+    fn declare_stateless(&mut self) {
+        if !self.cfg.stateless
+            || self.stateless_told
+            || !self.is_member()
+            || self.seq.cluster_version() < super::action::STATELESS_VERSION
+        {
+            return;
+        }
+        self.stateless_told = true;
+        let raft_id = self.me.raft_id;
+        self.propose_internal(Action::Stateless { raft_id });
+    }
+
     fn snapshot_watchdog(&mut self) {
         if !self.is_leader() {
             self.snapshot_sent.clear();
@@ -2177,6 +2201,7 @@ mod weight_tests {
             voter,
             weight,
             arbitrator: false,
+            stateless: false,
             max_version: 0,
         }
     }

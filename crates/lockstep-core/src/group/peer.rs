@@ -40,7 +40,10 @@ use wsrep_abi::Uuid;
 /// 11: members are bound to their certificates (action tag 19, a
 /// joiner's fingerprint in its configuration change, the snapshot's
 /// binding table; ADR 0014), once the cluster runs at 11.
-pub const PROTOCOL_VERSION: u32 = 11;
+/// 12: a member with `gcs.stateless` says so (action tag 20, a member
+/// flag in snapshots) and is never chosen as a donor, once the cluster
+/// runs at 12.
+pub const PROTOCOL_VERSION: u32 = 12;
 /// The oldest version this build speaks: peers whose range overlaps ours
 /// connect, and the cluster runs at the newest version every member
 /// speaks (`Action::ClusterVersion`, docs/formats.md). 8 is the first

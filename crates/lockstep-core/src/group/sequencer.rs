@@ -7,6 +7,7 @@
 
 use super::action::{
     Action, CacheIst, CertFingerprint, MemberInfo, Proposal, Writeset, BINDING_VERSION,
+    STATELESS_VERSION,
 };
 use super::member_state::MemberState;
 use super::vote::{VoteEvent, Votes};
@@ -46,6 +47,8 @@ pub struct Member {
     /// An arbitrator (`Action::Arbitrator`): it votes in Raft but holds no
     /// data, so it never donates and has no say in consistency votes.
     pub arbitrator: bool,
+    /// It runs with `gcs.stateless` (`Action::Stateless`): never a donor.
+    pub stateless: bool,
     /// The newest protocol version it speaks (`Action::Supports`); 0
     /// until it said.
     pub max_version: u32,
@@ -389,6 +392,7 @@ impl Sequencer {
                     voter: false,
                     weight: 1,
                     arbitrator: false,
+                    stateless: false,
                     max_version: 0,
                 });
                 self.new_view(out)?;
@@ -639,6 +643,16 @@ impl Sequencer {
                 }
                 out.push(settled);
             }
+            Action::Stateless { raft_id } => {
+                // Only a member says it about itself, and only once the
+                // whole cluster knows the flag (snapshots carry it).
+                if raft_id == p.origin && self.cluster_version >= STATELESS_VERSION {
+                    if let Some(m) = self.members.iter_mut().find(|m| m.info.raft_id == raft_id) {
+                        m.stateless = true;
+                    }
+                }
+                out.push(settled);
+            }
             Action::Supports {
                 raft_id,
                 max_version,
@@ -741,6 +755,7 @@ impl Sequencer {
             voter: true,
             weight: 1,
             arbitrator: false,
+            stateless: false,
             max_version: 0,
         }];
         self.new_view(out)
@@ -832,7 +847,10 @@ impl Sequencer {
             return;
         }
         let candidate = |m: &&Member| {
-            m.info.raft_id != joiner && m.state == MemberState::Synced && !m.arbitrator
+            m.info.raft_id != joiner
+                && m.state == MemberState::Synced
+                && !m.arbitrator
+                && !m.stateless
         };
         let names: Vec<&str> = donors
             .split(',')

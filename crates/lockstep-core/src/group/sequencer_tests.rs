@@ -143,6 +143,75 @@ fn a_purged_big_writeset_is_handed_over_to_be_freed_elsewhere() {
     assert!(seq.take_reaped().is_empty());
 }
 
+/// `gcs.stateless`: member 2 says it keeps no state to donate; a joiner
+/// that names it (with a trailing comma, any other allowed) gets member
+/// 1, and one that names it alone gets no donor. Nobody else can make
+/// member 2 stateless, and nothing changes below the stateless version.
+#[test]
+fn a_stateless_member_is_never_a_donor() {
+    let mut seq = founded_by(member(1));
+    let mut out = Vec::new();
+    seq.membership(&Membership::Add(member(2)), &mut out)
+        .expect("member 2 added");
+    one(
+        &mut seq,
+        2,
+        1,
+        Action::Joined {
+            raft_id: 2,
+            seqno: 0,
+        },
+    );
+    one(&mut seq, 2, 2, Action::Synced { raft_id: 2 });
+    one(&mut seq, 2, 3, Action::Stateless { raft_id: 2 });
+    assert!(
+        !seq.member(2).unwrap().stateless,
+        "below the stateless version"
+    );
+    seq.cluster_version = STATELESS_VERSION;
+    one(&mut seq, 1, 4, Action::Stateless { raft_id: 2 });
+    assert!(
+        !seq.member(2).unwrap().stateless,
+        "member 1 spoke for member 2"
+    );
+    one(&mut seq, 2, 5, Action::Stateless { raft_id: 2 });
+    assert!(seq.member(2).unwrap().stateless);
+    let again = Sequencer::restore(&seq.snapshot()).expect("snapshot decodes");
+    assert!(
+        again.member(2).unwrap().stateless,
+        "the snapshot lost the flag"
+    );
+    seq.membership(&Membership::Add(member(3)), &mut out)
+        .expect("joiner added");
+    let donors = |seq: &mut Sequencer, seq_no, names: &str| -> (Vec<u64>, bool) {
+        let out = one(
+            seq,
+            3,
+            seq_no,
+            Action::StateRequest {
+                joiner: 3,
+                donors: names.into(),
+                request: b"rsync".to_vec(),
+                ist_after: None,
+                from_cache: None,
+            },
+        );
+        let chosen = out
+            .iter()
+            .filter_map(|d| match d {
+                Delivery::Donate { donor, .. } => Some(*donor),
+                _ => None,
+            })
+            .collect();
+        (
+            chosen,
+            out.iter().any(|d| matches!(d, Delivery::NoDonor { .. })),
+        )
+    };
+    assert_eq!(donors(&mut seq, 6, "node2"), (vec![], true), "named alone");
+    assert_eq!(donors(&mut seq, 7, "node2,"), (vec![1], false));
+}
+
 /// Member 2 is an arbitrator (synced, but with no data) and 3 joins: 2 is
 /// never its donor; with only the arbitrator synced besides the joiner
 /// there is no donor at all; and a consistency vote leaves it out.

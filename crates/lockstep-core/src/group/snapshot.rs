@@ -53,9 +53,13 @@ fn state_from(code: u8) -> Result<MemberState, DecodeError> {
 /// A member's flag bits in a snapshot.
 const VOTER: u8 = 1;
 const ARBITRATOR: u8 = 2;
+/// `gcs.stateless` (set only in a cluster at `STATELESS_VERSION`).
+const STATELESS: u8 = 4;
 
 fn member_flags(m: &Member) -> u8 {
-    (if m.voter { VOTER } else { 0 }) | if m.arbitrator { ARBITRATOR } else { 0 }
+    (if m.voter { VOTER } else { 0 })
+        | (if m.arbitrator { ARBITRATOR } else { 0 })
+        | if m.stateless { STATELESS } else { 0 }
 }
 
 impl Sequencer {
@@ -165,7 +169,7 @@ impl Sequencer {
             let info = read_member(&mut r)?;
             let state = state_from(r.u8("member.state")?)?;
             let flags = r.u8("member.flags")?;
-            if flags & !(VOTER | ARBITRATOR) != 0 {
+            if flags & !(VOTER | ARBITRATOR | STATELESS) != 0 {
                 return Err(DecodeError::Invalid {
                     field: "member.flags",
                     value: u64::from(flags),
@@ -179,6 +183,7 @@ impl Sequencer {
                 voter: flags & VOTER != 0,
                 weight,
                 arbitrator: flags & ARBITRATOR != 0,
+                stateless: flags & STATELESS != 0,
                 max_version,
             });
         }

@@ -210,7 +210,7 @@ pub const TABLE: &[Spec] = &[
     o("gcs.max_throttle",              Fixed("0.25"),                Float,    Dynamic).check(FRACTION),
     o("gcs.recv_q_hard_limit",         Fixed("9223372036854775807"), Size,     Dynamic).honoured(),
     o("gcs.recv_q_soft_limit",         Fixed("0.25"),                Float,    Dynamic).check(FRACTION),
-    o("gcs.stateless",                 Unset,                        Bool,     Static),    // 26.4.23
+    o("gcs.stateless",                 Unset,                        Bool,     Static).honoured(),    // 26.4.23
     o("gcs.sync_donor",                Fixed("no"),                  Bool,     Dynamic),
     o("gcs.vote_policy",               Unset,                        Int,      Dynamic).check(BYTE), // 26.4.23
     o("gmcast.group",                  Unset,                        Str,      Static),    // cluster name

@@ -189,6 +189,7 @@ pub fn group_config() -> GroupConfig {
         // Two fragments in flight: big writesets wait for the window.
         fragment_window: 192,
         arbitrator: false,
+        stateless: false,
         protocol_max: lockstep_core::group::peer::PROTOCOL_VERSION,
         release_gate: true,
     }

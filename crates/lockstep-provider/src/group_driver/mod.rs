@@ -381,7 +381,7 @@ impl Rounds for Worker {
         let stepped = round.elapsed();
         self.report_committed();
         self.report_weight();
-        self.publish_weight();
+        self.publish_local();
         if let Some(bound) = self.identities.round(&mut self.group, &self.transport) {
             self.shared.lock().bound_members = bound;
         }
@@ -975,8 +975,9 @@ impl Worker {
     }
 
     /// Publishes whether this node's weight is in force (`Inner::
-    /// weight_in_force`), waking the option change that waits for it.
-    fn publish_weight(&mut self) {
+    /// weight_in_force`), waking the option change that waits for it, and
+    /// logs the local state's transitions since the last round.
+    fn publish_local(&mut self) {
         let me = self.group.me().raft_id;
         let in_force = self
             .group
@@ -985,6 +986,7 @@ impl Worker {
             .map(|m| m.weight)
             .filter(|_| self.group.weights_in_force());
         let mut g = self.shared.lock();
+        log_state_shifts(&mut g);
         if g.weight_in_force != in_force {
             g.weight_in_force = in_force;
             drop(g);
@@ -1314,4 +1316,17 @@ pub fn log_start(setup: &Setup) {
             setup.seeds.join(",")
         }
     );
+}
+
+/// Galera's line for each transition of the local state, in order (the
+/// transitions are kept where they happen, bounded, and taken here each
+/// round): operators and MariaDB's tests grep for "Shifting SYNCED ->
+/// DONOR/DESYNCED". Transitions into or out of a state Galera names
+/// otherwise (outside a primary component) are not logged.
+fn log_state_shifts(g: &mut crate::state::Inner) {
+    for (from, to) in g.local.take_shifts() {
+        if let (Some(a), Some(b)) = (from.shift_name(), to.shift_name()) {
+            info!("Shifting {a} -> {b} (TO: {})", g.last_committed());
+        }
+    }
 }
