@@ -33,7 +33,11 @@ pub struct Refused {
     /// operator should hear of it. Otherwise the connection broke or timed
     /// out, as it does whenever a peer restarts: a note is enough.
     pub mismatch: bool,
-    /// The peer answered TLS with `sniff::NO_TLS_ALERT`: it has no TLS.
+    /// A TLS end met a plain end and the TLS end learns it from
+    /// `sniff::NO_TLS_ALERT`: set on the TLS dialer (its peer has no TLS)
+    /// and on the plain acceptor (which sent the alert). The TLS end's
+    /// policy decides whether it is worth a warning; the plain end leaves
+    /// it to that end.
     pub plain_peer: bool,
 }
 

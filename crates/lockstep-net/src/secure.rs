@@ -248,10 +248,13 @@ impl PeerSecurity {
                 // on a node that requires TLS, a note with socket.dynamic
                 // (a cluster moving to TLS), which dials us in plain TCP.
                 let _ = (&tcp).write_all(&crate::sniff::NO_TLS_ALERT);
-                Err(Refused::broken(
-                    "it speaks TLS and this node has no TLS configured (socket.ssl_cert, \
-                     socket.ssl_key, socket.ssl_ca); told it so",
-                ))
+                Err(Refused {
+                    plain_peer: true,
+                    ..Refused::mismatch(
+                        "it speaks TLS and this node has no TLS configured (socket.ssl_cert, \
+                         socket.ssl_key, socket.ssl_ca); told it so",
+                    )
+                })
             }
             (Greeting::Plain, Some(_)) if !self.dynamic => Err(Refused::mismatch(
                 "it speaks plain text and this node requires TLS (socket.ssl); \

@@ -265,7 +265,9 @@ fn serve_connection(
     };
     let (mut stream, mut writer) = match opened {
         Ok(halves) => halves,
-        Err(why) if why.mismatch => {
+        // A plain node told a TLS peer so (`sniff::NO_TLS_ALERT`): that
+        // peer reports it by its own policy; a note here.
+        Err(why) if why.mismatch && !(side == Side::Accepted && why.plain_peer) => {
             if ctx.log_refusal_now(&peer) {
                 match side {
                     Side::Dialed => warn!("cannot open a group connection to {peer}: {why}"),
