@@ -428,6 +428,12 @@ impl Provider {
                 String::from_utf8_lossy(err)
             );
         }
+        // An applier failed: the group decides whether this node is
+        // consistent (a failure here fails apply_cb, and the node leaves).
+        // The vote is cast before the seqno counts as finished.
+        let vote = (!err.is_empty() && !matches!(h, Handle::Local(_)))
+            .then(|| g.vote_failure(seqno, err))
+            .flatten();
         if let Err(e) = g.leave_commit(seqno) {
             return self.inconsistent(g, &e.to_string());
         }
@@ -437,13 +443,10 @@ impl Provider {
             }
         }
         self.notify_gates(g);
-        if !err.is_empty() && !matches!(h, Handle::Local(_)) {
-            // An applier failed: the group decides whether this node is
-            // consistent (a failure here fails apply_cb, and the node
-            // leaves).
-            return self.vote_on_error(seqno, err);
+        match vote {
+            Some(v) => self.await_vote(v),
+            None => status::OK,
         }
-        status::OK
     }
 
     /// End of a local transaction, or of one fragment of a streaming
@@ -715,12 +718,16 @@ impl Provider {
                 String::from_utf8_lossy(err)
             );
         }
+        // Cast before the seqno counts as finished (`Inner::vote_failure`).
+        let vote = (!err.is_empty())
+            .then(|| g.vote_failure(seqno, err))
+            .flatten();
         let passed = g.leave_commit(seqno).and_then(|_| g.leave_apply(seqno));
         if let Err(e) = passed {
             return self.inconsistent(g, &e.to_string());
         }
         self.notify_gates(g);
-        if !err.is_empty() && self.vote_on_error(seqno, err) != status::OK {
+        if vote.is_some_and(|v| self.await_vote(v) != status::OK) {
             // The statement failed here and nowhere else: this node leaves
             // (on an applier thread, which delivers the final view).
             let mut g = self.lock();

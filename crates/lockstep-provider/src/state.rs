@@ -261,6 +261,10 @@ pub struct Inner {
     /// members it has a connection with), for its non-primary views.
     /// Bounded by the members.
     pub non_primary_component: Vec<u64>,
+    /// When each peer last answered a `Ping` (its `Pong`, on the reading
+    /// thread): whether it is alive, whatever its Raft role. At most
+    /// `metrics::MAX_PEERS` entries, the lowest id replaced beyond.
+    pub peer_answered: BTreeMap<u64, Instant>,
     /// What crossed to other segments (`gmcast.segment`, ADR 0020), and
     /// the bytes of it, published by the round.
     pub wan: lockstep_core::group::node::WanCounters,
@@ -421,6 +425,7 @@ impl Inner {
             bound_members: 0,
             weight_in_force: None,
             non_primary_component: Vec::new(),
+            peer_answered: BTreeMap::new(),
             wan: Default::default(),
             wan_bytes_sent: 0,
             group: None,

@@ -114,20 +114,41 @@ impl Inner {
     }
 }
 
-impl Provider {
-    /// This node failed to apply `seqno` with `err`: vote and wait for the
-    /// group's outcome. `OK` when the group failed the same way (or there
-    /// is no group), `NODE_FAIL` when this node is the odd one out.
-    pub(crate) fn vote_on_error(&self, seqno: i64, err: &[u8]) -> Status {
+/// A failure's vote, cast and not yet decided ([`Inner::vote_failure`]).
+#[must_use = "wait for the group's outcome with Provider::await_vote"]
+pub(crate) struct CastVote {
+    seqno: i64,
+    digest: u64,
+}
+
+impl Inner {
+    /// This node failed `seqno` with `err`: casts its vote, under the
+    /// same lock as the commit-order leave that follows. Casting after
+    /// letting go of the lock let a round in between find the seqno
+    /// finished and unvoted and report success for it (`answer_votes`),
+    /// so the group saw this node both apply and fail it, and the node
+    /// left as inconsistent (MariaDB's GCF-360, four nodes failing the
+    /// same DDL at once). `None` without a group to vote in.
+    pub(crate) fn vote_failure(&mut self, seqno: i64, err: &[u8]) -> Option<CastVote> {
         let digest = error_digest(err);
-        let mut g = self.lock();
-        if !g.cast_vote(seqno, digest) {
-            return status::OK;
+        if !self.cast_vote(seqno, digest) {
+            return None;
         }
         info!(
             "seqno {seqno} failed here ({}); voting on the outcome",
             String::from_utf8_lossy(err)
         );
+        Some(CastVote { seqno, digest })
+    }
+}
+
+impl Provider {
+    /// Waits for the group's outcome of a vote cast by
+    /// [`Inner::vote_failure`]: `OK` when the group failed the same way,
+    /// `NODE_FAIL` when this node is the odd one out.
+    pub(crate) fn await_vote(&self, vote: CastVote) -> Status {
+        let CastVote { seqno, digest } = vote;
+        let g = self.lock();
         let deadline = Instant::now() + VOTE_TIMEOUT;
         let (g, _) = self.wait_until(g, Until::Deadline(deadline), |s| {
             s.vote_results.contains_key(&seqno) || s.conn != Conn::Open
@@ -159,6 +180,64 @@ impl Provider {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// MariaDB's GCF-360: a vote asked for a seqno this node failed, a
+    /// round's `answer_votes` right after the seqno finished. The vote
+    /// cast before the leave is the only one: no success vote follows.
+    #[test]
+    fn a_failed_seqno_never_gets_a_success_vote_from_a_round() {
+        use crate::group_input::Input;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut g = Inner::new(wsrep_abi::Uuid::NIL, 0);
+        g.group = Some(crate::state::GroupLink {
+            raft_id: 1,
+            tx: crate::group_input::InputTx::new(tx),
+            sent: 0,
+        });
+        g.vote_asked(1);
+        g.enter_apply(1);
+        g.enter_commit(1);
+        let cast = g
+            .vote_failure(1, b"Error_code: 1051;")
+            .expect("a group to vote in");
+        g.leave_commit(1).unwrap();
+        g.leave_apply(1).unwrap();
+        assert_eq!(g.last_committed(), 1);
+        g.answer_votes();
+        let votes: Vec<(i64, u64)> = rx
+            .try_iter()
+            .filter_map(|i| match i {
+                Input::Propose {
+                    action: Action::Vote { seqno, digest, .. },
+                    ..
+                } => Some((seqno, digest)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(votes, [(1, cast.digest)], "one vote, the failure's");
+        // Had the round run before the vote was cast, it would have
+        // reported success: the case the order above rules out.
+        let mut late = Inner::new(wsrep_abi::Uuid::NIL, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        late.group = Some(crate::state::GroupLink {
+            raft_id: 1,
+            tx: crate::group_input::InputTx::new(tx),
+            sent: 0,
+        });
+        late.vote_asked(1);
+        late.enter_apply(1);
+        late.enter_commit(1);
+        late.leave_commit(1).unwrap();
+        late.leave_apply(1).unwrap();
+        late.answer_votes();
+        assert!(rx.try_iter().any(|i| matches!(
+            i,
+            Input::Propose {
+                action: Action::Vote { digest: 0, .. },
+                ..
+            }
+        )));
+    }
 
     #[test]
     fn digests_are_stable_and_never_mean_success() {

@@ -994,18 +994,29 @@ impl Worker {
         }
     }
 
-    /// The members this node has a connection with, itself included: the
-    /// non-primary component it is in, as Galera's view lists it
-    /// (MariaDB's galera_pc_weight expects two members on the side of a
-    /// cut that lost the heavy node).
+    /// The members this node has a connection with and that answered a
+    /// ping within the suspect timeout, itself included: the non-primary
+    /// component it is in, as Galera's view lists it (MariaDB's
+    /// galera_pc_weight expects two members on the side of a cut that
+    /// lost the heavy node). An open connection alone is not enough: the
+    /// kernel keeps one to a stopped process (galera_suspend_slave). Raft
+    /// traffic is no measure either: followers hear only their leader.
     fn component(&self) -> Vec<u64> {
         let me = self.group.me().raft_id;
+        let window = self.non_primary_after.max(3 * PING_EVERY);
+        let g = self.shared.lock();
         self.group
             .sequencer()
             .members()
             .iter()
             .map(|m| m.info.raft_id)
-            .filter(|id| *id == me || self.transport.is_connected(*id))
+            .filter(|id| {
+                *id == me
+                    || (self.transport.is_connected(*id)
+                        && g.peer_answered
+                            .get(id)
+                            .is_some_and(|t| t.elapsed() <= window))
+            })
             .collect()
     }
 

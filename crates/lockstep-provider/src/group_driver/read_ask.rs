@@ -57,7 +57,14 @@ pub fn quick(shared: Arc<Shared>) -> Quick {
         PeerMsg::Ping { sent } => Handled::Done(PeerMsg::Pong { sent }.to_frame().ok()),
         PeerMsg::Pong { sent } => {
             let rtt = crate::state::mono_ns().saturating_sub(sent);
-            shared.lock().peer_rtt.observe(from, rtt);
+            let mut g = shared.lock();
+            g.peer_rtt.observe(from, rtt);
+            if !g.peer_answered.contains_key(&from)
+                && g.peer_answered.len() >= lockstep_core::metrics::MAX_PEERS
+            {
+                g.peer_answered.pop_first();
+            }
+            g.peer_answered.insert(from, std::time::Instant::now());
             Handled::Done(None)
         }
         other => Handled::Pass(other),
