@@ -175,10 +175,12 @@ impl StageHistograms {
     }
 }
 
-/// Round-trip times to each peer (`PeerMsg::Ping`), by Raft id.
+/// Round-trip times to each peer (`PeerMsg::Ping`), by Raft id, and when
+/// each last answered (the caller's monotonic clock, in ns: this crate
+/// has none).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PeerRtts {
-    peers: std::collections::BTreeMap<u64, Histogram>,
+    peers: std::collections::BTreeMap<u64, (Histogram, u64)>,
 }
 
 /// Bound on [`PeerRtts`]: peers beyond it replace the lowest id (a
@@ -187,18 +189,23 @@ pub struct PeerRtts {
 pub const MAX_PEERS: usize = 64;
 
 impl PeerRtts {
-    pub fn observe(&mut self, peer: u64, rtt_ns: u64) {
+    /// A `Pong` from `peer` that took `rtt_ns`, received at `now_ns`.
+    pub fn observe(&mut self, peer: u64, rtt_ns: u64, now_ns: u64) {
         if !self.peers.contains_key(&peer) && self.peers.len() >= MAX_PEERS {
             self.peers.pop_first();
         }
-        self.peers
-            .entry(peer)
-            .or_default()
-            .observe_us(rtt_ns / 1000);
+        let (h, last) = self.peers.entry(peer).or_default();
+        h.observe_us(rtt_ns / 1000);
+        *last = now_ns;
     }
 
     pub fn get(&self, peer: u64) -> Option<&Histogram> {
-        self.peers.get(&peer)
+        self.peers.get(&peer).map(|(h, _)| h)
+    }
+
+    /// When `peer` last answered a ping (`observe`'s `now_ns`).
+    pub fn answered_at(&self, peer: u64) -> Option<u64> {
+        self.peers.get(&peer).map(|(_, at)| *at)
     }
 
     pub fn len(&self) -> usize {
@@ -253,13 +260,19 @@ mod tests {
     fn peer_round_trips_stay_bounded() {
         let mut p = PeerRtts::default();
         for peer in 0..(MAX_PEERS as u64 + 10) {
-            p.observe(peer, 150_000);
+            p.observe(peer, 150_000, peer);
         }
-        p.observe(MAX_PEERS as u64 + 9, 90_000);
+        p.observe(MAX_PEERS as u64 + 9, 90_000, 1_000);
         assert_eq!(p.len(), MAX_PEERS);
         assert!(p.get(0).is_none(), "the lowest ids made room");
+        assert!(p.answered_at(0).is_none());
         let last = p.get(MAX_PEERS as u64 + 9).expect("kept");
         assert_eq!((last.count(), last.sum_us()), (2, 240));
+        assert_eq!(
+            p.answered_at(MAX_PEERS as u64 + 9),
+            Some(1_000),
+            "the last answer"
+        );
     }
 
     proptest! {

@@ -440,13 +440,21 @@ impl Provider {
     /// [`WEIGHT_WAIT`]; a node outside a primary component does not wait
     /// (its weight is recorded when it is back in one).
     fn wait_for_weight(&self, w: u32) {
-        let g = self.lock();
+        let mut g = self.lock();
         if g.conn != Conn::Open || !g.in_group || g.non_primary {
             return;
         }
-        let (_g, ready) = self.wait_until(g, Until::Deadline(Instant::now() + WEIGHT_WAIT), |s| {
-            s.weight_in_force == Some(w) || s.conn != Conn::Open || s.non_primary
-        });
+        // Published only while someone waits: what is there may be stale.
+        if g.weight_waiters == 0 {
+            g.weight_in_force = None;
+        }
+        g.weight_waiters += 1;
+        let (mut g, ready) =
+            self.wait_until(g, Until::Deadline(Instant::now() + WEIGHT_WAIT), |s| {
+                s.weight_in_force == Some(w) || s.conn != Conn::Open || s.non_primary
+            });
+        g.weight_waiters -= 1;
+        drop(g);
         if !ready {
             info!(
                 "pc.weight={w} is not in force on every member after {} s; it takes effect when \

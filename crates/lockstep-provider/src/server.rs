@@ -40,6 +40,29 @@ pub struct Member {
     pub incoming: String,
 }
 
+/// Group members as a view lists them, and where `me` (a Raft id) is
+/// among them. Sorted by member UUID, as Galera does: a joiner rebuilds
+/// its view from `mysql.wsrep_cluster_members`, which the server reads
+/// back sorted by UUID, and `wsrep_local_index` /
+/// `auto_increment_offset` must agree between the two.
+pub fn view_members<'a>(
+    members: impl IntoIterator<Item = &'a lockstep_core::group::MemberInfo>,
+    me: u64,
+) -> (Vec<Member>, Option<usize>) {
+    let mut sorted: Vec<_> = members.into_iter().collect();
+    sorted.sort_by_key(|m| m.uuid);
+    let my_idx = sorted.iter().position(|m| m.raft_id == me);
+    let listed = sorted
+        .iter()
+        .map(|m| Member {
+            id: Uuid::from_bytes(m.uuid),
+            name: m.name.clone(),
+            incoming: m.incoming.clone(),
+        })
+        .collect();
+    (listed, my_idx)
+}
+
 /// A configuration to deliver to the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct View {

@@ -1089,33 +1089,23 @@ fn random_raft_id() -> u64 {
 
 /// A non-primary view lists the component this node is in
 /// (`Inner::non_primary_component`) among the last view's `members`,
-/// sorted as primary views are; `alone` (this node only) where the
-/// component does not name this node `me` among them.
+/// sorted as primary views are (`server::view_members`); `alone` (this
+/// node only) where the component does not name this node `me` among
+/// them.
 fn non_primary_component(
     members: &[lockstep_core::group::MemberInfo],
     component: &[u64],
     me: u64,
     alone: View,
 ) -> View {
-    let mut here: Vec<&lockstep_core::group::MemberInfo> = members
-        .iter()
-        .filter(|m| component.contains(&m.raft_id))
-        .collect();
-    here.sort_by_key(|m| m.uuid);
-    let Some(my_idx) = here.iter().position(|m| m.raft_id == me) else {
-        return alone;
-    };
-    View {
-        my_idx: my_idx as i32,
-        members: here
-            .iter()
-            .map(|m| crate::server::Member {
-                id: wsrep_abi::Uuid::from_bytes(m.uuid),
-                name: m.name.clone(),
-                incoming: m.incoming.clone(),
-            })
-            .collect(),
-        ..alone
+    let here = members.iter().filter(|m| component.contains(&m.raft_id));
+    match crate::server::view_members(here, me) {
+        (members, Some(my_idx)) => View {
+            my_idx: my_idx as i32,
+            members,
+            ..alone
+        },
+        (_, None) => alone,
     }
 }
 

@@ -255,16 +255,16 @@ pub struct Inner {
     /// This node's `pc.weight` as the group recorded it, once the voters
     /// it asks for are in force on every member
     /// (`Group::weights_in_force`); `None` meanwhile. Published by the
-    /// round, waited for by a runtime `pc.weight` change.
+    /// rounds only while a runtime `pc.weight` change waits for it
+    /// (`weight_waiters`), so the rounds skip that work otherwise.
     pub weight_in_force: Option<u32>,
+    /// Runtime `pc.weight` changes waiting (one per client thread).
+    pub weight_waiters: u32,
     /// The Raft ids of a non-primary node's component (itself and the
-    /// members it has a connection with), for its non-primary views.
+    /// members it has a connection with that answered a ping lately,
+    /// `group_driver::Worker::component`), for its non-primary views.
     /// Bounded by the members.
     pub non_primary_component: Vec<u64>,
-    /// When each peer last answered a `Ping` (its `Pong`, on the reading
-    /// thread): whether it is alive, whatever its Raft role. At most
-    /// `metrics::MAX_PEERS` entries, the lowest id replaced beyond.
-    pub peer_answered: BTreeMap<u64, Instant>,
     /// What crossed to other segments (`gmcast.segment`, ADR 0020), and
     /// the bytes of it, published by the round.
     pub wan: lockstep_core::group::node::WanCounters,
@@ -424,8 +424,8 @@ impl Inner {
             cluster_version: lockstep_core::group::peer::MIN_PROTOCOL_VERSION,
             bound_members: 0,
             weight_in_force: None,
+            weight_waiters: 0,
             non_primary_component: Vec::new(),
-            peer_answered: BTreeMap::new(),
             wan: Default::default(),
             wan_bytes_sent: 0,
             group: None,

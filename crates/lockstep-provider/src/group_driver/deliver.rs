@@ -8,20 +8,16 @@ use crate::identity::CAPABILITIES;
 use crate::ist_replay::IstBuffer;
 use crate::log::info;
 use crate::remote_ws::RemoteWs;
-use crate::server::{Member, View};
+use crate::server::{view_members, View};
 use crate::state::{view_kind, Conn, Inner, Resolution};
 use lockstep_core::group::{Delivery, GroupView, MemberState};
 use lockstep_core::writeset_cache::{membership_digest, CachedKind};
 use wsrep_abi::{view_status, Gtid, Uuid};
 
-/// The wsrep view of a group view, from `me`'s side. Members are listed
-/// in member-UUID order, as Galera does: a joiner rebuilds its view from
-/// `mysql.wsrep_cluster_members`, which the server reads back sorted by
-/// UUID, and `wsrep_local_index` / `auto_increment_offset` must agree
-/// between the two.
+/// The wsrep view of a group view, from `me`'s side (members in
+/// member-UUID order, `server::view_members`).
 pub fn wsrep_view(v: &GroupView, me: u64, proto_ver: i32) -> View {
-    let mut members: Vec<&lockstep_core::group::MemberInfo> = v.members.iter().collect();
-    members.sort_by_key(|m| m.uuid);
+    let (members, my_idx) = view_members(&v.members, me);
     View {
         state_id: Gtid {
             uuid: Uuid::from_bytes(v.history),
@@ -30,19 +26,9 @@ pub fn wsrep_view(v: &GroupView, me: u64, proto_ver: i32) -> View {
         conf_id: v.conf_id,
         status: view_status::PRIMARY,
         capabilities: CAPABILITIES,
-        my_idx: members
-            .iter()
-            .position(|m| m.raft_id == me)
-            .map_or(-1, |i| i as i32),
+        my_idx: my_idx.map_or(-1, |i| i as i32),
         proto_ver,
-        members: members
-            .iter()
-            .map(|m| Member {
-                id: Uuid::from_bytes(m.uuid),
-                name: m.name.clone(),
-                incoming: m.incoming.clone(),
-            })
-            .collect(),
+        members,
     }
 }
 

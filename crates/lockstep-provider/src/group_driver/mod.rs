@@ -974,10 +974,15 @@ impl Worker {
         }
     }
 
-    /// Publishes whether this node's weight is in force (`Inner::
-    /// weight_in_force`), waking the option change that waits for it, and
-    /// logs the local state's transitions since the last round.
+    /// Logs the local state's transitions since the last round, and
+    /// while a runtime `pc.weight` change waits, publishes whether this
+    /// node's weight is in force (`Inner::weight_in_force`), waking it.
     fn publish_local(&mut self) {
+        let mut g = self.shared.lock();
+        log_state_shifts(&mut g);
+        if g.weight_waiters == 0 {
+            return;
+        }
         let me = self.group.me().raft_id;
         let in_force = self
             .group
@@ -985,8 +990,6 @@ impl Worker {
             .member(me)
             .map(|m| m.weight)
             .filter(|_| self.group.weights_in_force());
-        let mut g = self.shared.lock();
-        log_state_shifts(&mut g);
         if g.weight_in_force != in_force {
             g.weight_in_force = in_force;
             drop(g);
@@ -1003,7 +1006,8 @@ impl Worker {
     /// traffic is no measure either: followers hear only their leader.
     fn component(&self) -> Vec<u64> {
         let me = self.group.me().raft_id;
-        let window = self.non_primary_after.max(3 * PING_EVERY);
+        let window = self.non_primary_after.max(3 * PING_EVERY).as_nanos() as u64;
+        let now = crate::state::mono_ns();
         let g = self.shared.lock();
         self.group
             .sequencer()
@@ -1013,9 +1017,9 @@ impl Worker {
             .filter(|id| {
                 *id == me
                     || (self.transport.is_connected(*id)
-                        && g.peer_answered
-                            .get(id)
-                            .is_some_and(|t| t.elapsed() <= window))
+                        && g.peer_rtt
+                            .answered_at(*id)
+                            .is_some_and(|at| now.saturating_sub(at) <= window))
             })
             .collect()
     }

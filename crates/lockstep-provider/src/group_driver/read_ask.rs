@@ -56,15 +56,11 @@ pub fn quick(shared: Arc<Shared>) -> Quick {
         // network's and the reading threads', not a busy round's.
         PeerMsg::Ping { sent } => Handled::Done(PeerMsg::Pong { sent }.to_frame().ok()),
         PeerMsg::Pong { sent } => {
-            let rtt = crate::state::mono_ns().saturating_sub(sent);
-            let mut g = shared.lock();
-            g.peer_rtt.observe(from, rtt);
-            if !g.peer_answered.contains_key(&from)
-                && g.peer_answered.len() >= lockstep_core::metrics::MAX_PEERS
-            {
-                g.peer_answered.pop_first();
-            }
-            g.peer_answered.insert(from, std::time::Instant::now());
+            let now = crate::state::mono_ns();
+            shared
+                .lock()
+                .peer_rtt
+                .observe(from, now.saturating_sub(sent), now);
             Handled::Done(None)
         }
         other => Handled::Pass(other),

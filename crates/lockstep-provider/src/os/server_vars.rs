@@ -28,12 +28,12 @@ pub(crate) fn server_bootstraps() -> Option<bool> {
     )
 }
 
-/// [`server_bootstraps`] from the two values read.
+/// [`server_bootstraps`] from the two values read, by the rule the
+/// connect applies (`ClusterAddress::is_bootstrap`; an address it cannot
+/// parse founds nothing).
 fn bootstraps(new_cluster: Option<bool>, address: Option<&str>) -> Option<bool> {
-    let no_peer = address.map(|a| {
-        let hosts = a.split_once("://").map_or(a, |(_, rest)| rest);
-        hosts.split('?').next().unwrap_or("").trim().is_empty()
-    });
+    use lockstep_core::address::ClusterAddress;
+    let no_peer = address.map(|a| ClusterAddress::parse(a).is_ok_and(|c| c.is_bootstrap()));
     match (new_cluster, no_peer) {
         (None, None) => None,
         (n, p) => Some(n == Some(true) || p == Some(true)),
