@@ -10,6 +10,7 @@
 //! the saved position on disk; `storage` is the file-system seam its
 //! small state files go through (power-loss tests cut it at every step).
 
+mod apply_queue;
 pub mod arbitrator;
 mod bypass;
 mod control;

@@ -183,7 +183,7 @@ impl Provider {
         inner.bypass.marker_dir = Some(cfg.data_dir.clone());
         inner.diverged = diverged;
         inner.fc_limits = Limits::from_options(&options);
-        inner.recv_q_hard_limit = tunables.recv_q_hard_limit;
+        inner.queue.set_hard_limit(tunables.recv_q_hard_limit);
         inner.bypass.threshold = tunables.commit_bypass;
         Ok(Provider {
             node_name: cfg.node_name,
@@ -352,7 +352,7 @@ impl Provider {
             *self.tunables.write().unwrap_or_else(|p| p.into_inner()) = t;
             let mut g = self.lock();
             g.fc_limits = fc_limits;
-            g.recv_q_hard_limit = t.recv_q_hard_limit;
+            g.queue.set_hard_limit(t.recv_q_hard_limit);
             g.bypass.threshold = t.commit_bypass;
         }
         match result {

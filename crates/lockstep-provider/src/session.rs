@@ -187,7 +187,7 @@ impl Provider {
         };
         g.member_id = member_id;
         g.conn = Conn::Open;
-        g.spool = match RecvSpool::create(&self.data_dir) {
+        let spool = match RecvSpool::create(&self.data_dir) {
             Ok(spool) => Some(spool),
             Err(e) => {
                 warn!(
@@ -199,6 +199,7 @@ impl Provider {
                 None
             }
         };
+        g.queue.set_spool(spool);
         g.final_delivered = false;
         g.ending = false;
         g.paused_at = None;
@@ -372,8 +373,8 @@ impl Provider {
                 // Still serving as primary: go non-primary first, so that
                 // clients get errors until the rejoin completes.
                 g.non_primary = true;
-                g.events.push_front(Event::Rejoin);
-                g.events.push_front(Event::NonPrimary);
+                g.queue.push_front(Event::Rejoin);
+                g.queue.push_front(Event::NonPrimary);
                 drop(g);
                 self.notify();
                 return None;
@@ -573,7 +574,7 @@ impl Provider {
         loop {
             let g = self.lock();
             let (mut g, _) = self.wait_on(Wake::Work, g, Until::Idle, |s| {
-                (!s.events.is_empty() && !s.isolating) || s.conn == Conn::Closed
+                (!s.queue.is_empty() && !s.isolating) || s.conn == Conn::Closed
             });
             let Some(event) = g.pop_event() else {
                 return status::CONN_FAIL;
@@ -586,7 +587,7 @@ impl Provider {
             if isolating {
                 g.isolating = false;
             }
-            if g.want_sync && g.events.is_empty() {
+            if g.want_sync && g.queue.is_empty() {
                 g.want_sync = false;
                 let raft_id = g.raft_id();
                 g.propose(lockstep_core::group::Action::Synced { raft_id }, false);
@@ -607,18 +608,12 @@ impl Provider {
     /// the lock) and apply it. One that cannot be read back stops the
     /// node: skipping it would diverge.
     fn apply_spilled(&self, ctx: ThreadCtx, s: Spilled) -> Option<Status> {
-        let current = self
-            .lock()
-            .spool
-            .as_ref()
-            .is_none_or(|sp| sp.is_current(&s));
+        let current = self.lock().queue.is_current(&s);
         if !current {
             return None; // its queue was cleared since (the session ended)
         }
         let read = RecvSpool::read(&s, self.max_payload());
-        if let Some(sp) = self.lock().spool.as_mut() {
-            sp.consumed(&s);
-        }
+        self.lock().queue.consumed(&s);
         match read {
             Ok(ws) => self.apply_remote(ctx, ws),
             Err(e) => Some(self.fail_session(ctx, &e)),
@@ -810,7 +805,7 @@ impl Provider {
         let mut g = self.lock();
         g.local.inconsistent();
         g.conn = Conn::Closing;
-        g.clear_events();
+        g.queue.clear();
         if let Some(link) = &g.group {
             let _ = link.tx.send(crate::group_input::Input::Leave);
         }
@@ -846,7 +841,7 @@ impl Provider {
         g.final_delivered = true;
         g.view = None;
         g.in_group = false;
-        g.clear_events();
+        g.queue.clear();
         for w in g.waiting.values_mut() {
             if *w == crate::state::Resolution::Pending {
                 *w = crate::state::Resolution::Dropped;
@@ -931,9 +926,7 @@ impl Provider {
         g.trxs.clear();
         g.toi.clear();
         g.group = None;
-        if let Some(spool) = g.spool.take() {
-            spool.remove();
-        }
+        g.queue.remove_spool();
         drop(g);
         self.stop_channel();
         self.save_state(position);

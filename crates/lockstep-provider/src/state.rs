@@ -5,11 +5,10 @@
 //! every change that could release a waiter notifies all. Nothing holds
 //! this lock while calling into the server (contract P27).
 
+use crate::apply_queue::ApplyQueue;
 use crate::event::Event;
 use crate::ist_replay::IstBuffer;
 use crate::log::info;
-use crate::recv_spool::{RecvSpool, MEMORY_BUDGET};
-use crate::remote_ws::RemoteWs;
 use crate::server::View;
 use crate::trx::TrxRecord;
 use crate::writeset_cache::WritesetCache;
@@ -20,7 +19,7 @@ use lockstep_core::group::Action;
 use lockstep_core::group::LocalState;
 use lockstep_core::saved_state::SavedState;
 use lockstep_core::writeset_cache::{event_digest, membership_digest, CachedEvent, CachedKind};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 use wsrep_abi::Gtid;
@@ -210,22 +209,13 @@ pub struct Inner {
     pub cert_index_size: usize,
     /// `cert_stats` at the last `FLUSH STATUS`: the averages start there.
     pub cert_stats_base: CertStats,
-    pub events: VecDeque<Event>,
-    /// Bytes the writesets in `events` hold in memory; past
-    /// `recv_spool::MEMORY_BUDGET` the next ones go to `spool`.
-    pub events_memory: usize,
-    /// Where writesets beyond the budget wait (`None`: none could be
-    /// created; the queue then stays in memory).
-    pub spool: Option<RecvSpool>,
-    /// `wsrep_local_recv_queue_*`: lengths of `events` at each push.
-    pub recv_queue: QueueStats,
+    /// What the appliers run, in order, with its spool and statistics.
+    pub queue: ApplyQueue,
     /// `wsrep_local_send_queue*`: this node's proposals not yet ordered
     /// (Galera's send queue: actions waiting to enter the total order),
     /// sampled each round.
     pub send_queue: usize,
     pub send_queue_stats: QueueStats,
-    /// `gcs.recv_q_hard_limit` in bytes, if one is set.
-    pub recv_q_hard_limit: Option<u64>,
     /// `wsrep_apply_*` and `wsrep_commit_*`: how the apply gate (enter:
     /// dependencies met; leave: `finished`) and the commit gate overlapped.
     pub apply_stats: GateStats,
@@ -395,10 +385,7 @@ impl Inner {
             cert_stats: CertStats::default(),
             cert_index_size: 0,
             cert_stats_base: CertStats::default(),
-            events: VecDeque::new(),
-            events_memory: 0,
-            spool: None,
-            recv_queue: QueueStats::default(),
+            queue: ApplyQueue::default(),
             send_queue: 0,
             read_lease: None,
             applied_index: 0,
@@ -409,7 +396,6 @@ impl Inner {
             read_waiters: HashMap::new(),
             proposals_taken: 0,
             send_queue_stats: QueueStats::default(),
-            recv_q_hard_limit: None,
             apply_stats: GateStats::default(),
             commit_stats: GateStats::default(),
             appliers: 0,
@@ -523,7 +509,7 @@ impl Inner {
             self.cache_event(v.state_id.seqno, view_kind(v));
         }
         let queued: Vec<(i64, CachedKind)> = self
-            .events
+            .queue
             .iter()
             .filter_map(|e| match e {
                 Event::Apply(ws) => Some((
@@ -609,57 +595,14 @@ impl Inner {
         }
     }
 
-    /// Queues an ordered event for the appliers; a writeset beyond the
-    /// queue's memory budget waits in the spool.
+    /// Queues an ordered event for the appliers.
     pub fn enqueue(&mut self, event: Event) {
-        let event = match event {
-            // Only once the queue is over its budget: one big writeset at
-            // the head of a short queue stays in memory (writing it out
-            // and reading it back would only delay its apply).
-            Event::Apply(ws) if self.events_memory >= MEMORY_BUDGET => self.spill(ws),
-            other => other,
-        };
-        self.events_memory += event.memory_bytes();
-        self.events.push_back(event);
-        self.recv_queue.sample(self.events.len());
-    }
-
-    fn spill(&mut self, ws: RemoteWs) -> Event {
-        let history = self.group_history;
-        let Some(spool) = self.spool.as_mut() else {
-            return Event::Apply(ws);
-        };
-        let first = spool.outstanding() == 0;
-        match spool.spill(history, &ws) {
-            Ok(s) => {
-                if first {
-                    info!(
-                        "receive queue holds {} MiB of writesets: the next ones wait in {} \
-                         until the appliers reach them",
-                        self.events_memory >> 20,
-                        spool.path().display()
-                    );
-                }
-                Event::Spilled(s)
-            }
-            Err(e) => {
-                crate::log::warn!(
-                    "cannot write to {}: {e}; the receive queue stays in memory",
-                    spool.path().display()
-                );
-                self.spool = None;
-                Event::Apply(ws)
-            }
-        }
+        self.queue.push(event, self.group_history);
     }
 
     /// Takes the next event for an applier.
     pub fn pop_event(&mut self) -> Option<Event> {
-        let event = self.events.pop_front()?;
-        self.events_memory = self.events_memory.saturating_sub(event.memory_bytes());
-        if let (Event::Spilled(s), Some(spool)) = (&event, self.spool.as_mut()) {
-            spool.taken(s);
-        }
+        let event = self.queue.pop()?;
         self.check_flow_control();
         Some(event)
     }
@@ -682,7 +625,7 @@ impl Inner {
     fn check_flow_control(&mut self) {
         if self.fc_check_sent
             || !self.fc_req.would_lower(
-                self.events.len() as u64,
+                self.queue.len() as u64,
                 self.members.len(),
                 &self.fc_limits,
             )
@@ -696,34 +639,13 @@ impl Inner {
 
     /// The node's state is `gtid` (a state transfer, or an arbitrator's
     /// join): the gates stand there and queued events it covers go.
-    /// Callers recount the queue (`recount_events`) once they are done
-    /// with it.
     pub fn start_at(&mut self, gtid: Gtid) {
         self.history = gtid.uuid;
         self.finished.reset(gtid.seqno);
         self.commit.reset(gtid.seqno);
         self.last_ordered = self.last_ordered.max(gtid.seqno);
-        self.events
+        self.queue
             .retain(|e| e.seqno().is_none_or(|s| s > gtid.seqno));
-    }
-
-    /// After `events` was cleared or filtered other than by `pop_event`.
-    pub fn recount_events(&mut self) {
-        self.events_memory = self.events.iter().map(Event::memory_bytes).sum();
-        let spilled = self
-            .events
-            .iter()
-            .filter(|e| matches!(e, Event::Spilled(_)))
-            .count();
-        if let Some(spool) = self.spool.as_mut() {
-            spool.recount(spilled);
-        }
-    }
-
-    /// Clears the receive queue.
-    pub fn clear_events(&mut self) {
-        self.events.clear();
-        self.recount_events();
     }
 
     /// An applier picked up `seqno`; it waits for its dependencies.

@@ -33,7 +33,7 @@ impl Provider {
             })
             .unwrap_or_default();
         let cert = g.cert_stats.since(&g.cert_stats_base);
-        let queued = g.events.len();
+        let queued = g.queue.len();
         let now = crate::state::mono_ns();
         let member_id = if g.conn == Conn::Closed {
             wsrep_abi::Uuid::NIL
@@ -66,9 +66,15 @@ impl Provider {
             ),
             ("local_send_queue_avg", Double(g.send_queue_stats.avg())),
             ("local_recv_queue", Int(queued as i64)),
-            ("local_recv_queue_max", Int(g.recv_queue.max(queued) as i64)),
-            ("local_recv_queue_min", Int(g.recv_queue.min(queued) as i64)),
-            ("local_recv_queue_avg", Double(g.recv_queue.avg())),
+            (
+                "local_recv_queue_max",
+                Int(g.queue.stats().max(queued) as i64),
+            ),
+            (
+                "local_recv_queue_min",
+                Int(g.queue.stats().min(queued) as i64),
+            ),
+            ("local_recv_queue_avg", Double(g.queue.stats().avg())),
             // The lowest seqno the group log can replay to a joiner (IST).
             ("local_cached_downto", Int(g.cached_downto())),
             ("flow_control_paused_ns", Int(g.fc.paused_ns(now) as i64)),
@@ -161,10 +167,7 @@ impl Provider {
             // the bytes left out), and stubs it could not fill (a retry).
             ("lockstep_echo_elided_bytes", Int(g.wan.elided_bytes as i64)),
             ("lockstep_echo_unfilled", Int(g.wan.unfilled as i64)),
-            (
-                "lockstep_recv_spilled",
-                Int(g.spool.as_ref().map_or(0, |s| s.outstanding()) as i64),
-            ),
+            ("lockstep_recv_spilled", Int(g.queue.spooled() as i64)),
         ];
         // The stage histograms (ADR 0019) in their text form: SHOW STATUS
         // shows them, `lockstep check` serves them to Prometheus.
@@ -228,7 +231,7 @@ impl Provider {
     /// the same figures); counters keep counting.
     pub fn stats_reset(&self) {
         let mut g = self.lock();
-        g.recv_queue.reset();
+        g.queue.reset_stats();
         g.send_queue_stats.reset();
         g.fc.reset_stats(crate::state::mono_ns());
         g.apply_stats.reset();

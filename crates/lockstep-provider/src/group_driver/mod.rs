@@ -1055,35 +1055,26 @@ impl Worker {
         let inner = &mut *g;
         let queue = inner.bypass.counted(
             inner.commit.level(),
-            inner.events.iter().map(|e| (e.seqno(), e.bytes())),
+            inner.queue.iter().map(|e| (e.seqno(), e.bytes())),
             Instant::now(),
         );
-        if let Some(limit) = g.recv_q_hard_limit {
-            let bytes: u64 = g.events.iter().map(|e| e.bytes() as u64).sum();
-            if bytes > limit {
-                // Galera aborts the node here; Lockstep leaves the cluster
-                // and the server runs on (it comes back by state
-                // transfer). The queued writesets are dropped: this
-                // node's state is no longer the group's, and the limit
-                // is about the memory they hold.
-                error!(
-                    "receive queue of {bytes} bytes exceeds gcs.recv_q_hard_limit ({limit}); \
-                     this node leaves the cluster and needs a state transfer to rejoin"
-                );
-                g.local.inconsistent();
-                g.events.retain(|e| {
-                    !matches!(
-                        e,
-                        crate::event::Event::Apply(_) | crate::event::Event::Spilled(_)
-                    )
-                });
-                g.recount_events();
-                g.events.push_front(crate::event::Event::Removed);
-                drop(g);
-                self.shared.notify();
-                self.group.leave();
-                return;
-            }
+        if let Some((bytes, limit)) = g.queue.over_hard_limit() {
+            // Galera aborts the node here; Lockstep leaves the cluster
+            // and the server runs on (it comes back by state
+            // transfer). The queued writesets are dropped: this
+            // node's state is no longer the group's, and the limit
+            // is about the memory they hold.
+            error!(
+                "receive queue of {bytes} bytes exceeds gcs.recv_q_hard_limit ({limit}); \
+                 this node leaves the cluster and needs a state transfer to rejoin"
+            );
+            g.local.inconsistent();
+            g.queue.drop_writesets();
+            g.queue.push_front(crate::event::Event::Removed);
+            drop(g);
+            self.shared.notify();
+            self.group.leave();
+            return;
         }
         // Only a node whose state is the group's holds writers back
         // (Synced, or Joined and catching up, as in Galera): a joiner
@@ -1272,11 +1263,11 @@ impl Worker {
         }
         let views = deliveries.iter().any(|d| matches!(d, Delivery::View(_)));
         let mut g = self.shared.lock();
-        let queued = g.events.len();
+        let queued = g.queue.len();
         for d in deliveries {
             deliver::deliver(&mut g, me, d);
         }
-        let added = g.events.len().saturating_sub(queued);
+        let added = g.queue.len().saturating_sub(queued);
         let certifier = self.group.sequencer().certifier();
         g.cert_stats = certifier.stats();
         g.cert_index_size = certifier.index_size();

@@ -221,7 +221,6 @@ impl Provider {
                 uuid: group_pos.uuid,
                 seqno: group_pos.seqno - 1,
             });
-            g.recount_events();
         }
         if let Some(rc) = self.deliver_primary_view(ctx, view) {
             return Some(rc);
@@ -486,9 +485,9 @@ impl Provider {
         if by_ist {
             // The IST events, then the view that added this node (contract
             // §4.4: IST carries the view that triggered it), then the rest.
-            g.events.push_front(Event::PrimaryView(view));
+            g.queue.push_front(Event::PrimaryView(view));
             for e in replay.into_iter().rev() {
-                g.events.push_front(e);
+                g.queue.push_front(e);
             }
         } else {
             // The SST carried the view: save it for pc.recovery here, as
@@ -500,11 +499,11 @@ impl Provider {
             g.view = Some(view);
         }
         // Filtered above, and the IST events put in front.
-        g.recount_events();
+
         g.local.joined();
         g.cache_catch_up(None);
         announce_joined(&mut g, gtid.seqno);
-        let queued = g.events.len();
+        let queued = g.queue.len();
         let running = g.running_state();
         let source = if g.sst.cache_ist.is_some() {
             "the donor's writeset cache"
@@ -833,7 +832,7 @@ impl Shared {
             return;
         }
         let _ = g.local.resync();
-        if g.events.is_empty() {
+        if g.queue.is_empty() {
             g.propose(Action::Synced { raft_id }, false);
         } else {
             g.want_sync = true;

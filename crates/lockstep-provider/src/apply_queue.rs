@@ -1,0 +1,291 @@
+//! The events ordered for this node's appliers, in the order they run:
+//! writesets to apply, views, state transfers, the final view.
+//!
+//! One owner for the queue, its memory count, its spool and its length
+//! statistics, so that the three cannot drift apart: every change goes
+//! through a method here, which keeps `memory` equal to what the events
+//! hold and the spool's placeholder count equal to the queue's.
+//!
+//! Bound: a synced node's queue is held near `gcs.fc_limit` by flow
+//! control; a joiner, a donor or a desynced node queues what the group
+//! orders meanwhile, in memory up to [`MEMORY_BUDGET`] and in the spool
+//! beyond it (`recv_spool`), up to `gcs.recv_q_hard_limit` where one is set
+//! (the rounds then leave the group and drop the writesets,
+//! [`ApplyQueue::over_hard_limit`]), else up to the disk, as Galera's
+//! gcache pages are.
+
+use crate::event::Event;
+use crate::log::{info, warn};
+use crate::recv_spool::{RecvSpool, Spilled, MEMORY_BUDGET};
+use crate::remote_ws::RemoteWs;
+use lockstep_core::gates::QueueStats;
+use std::collections::VecDeque;
+
+#[derive(Default)]
+pub struct ApplyQueue {
+    events: VecDeque<Event>,
+    /// Bytes the events hold in memory (a spilled writeset's placeholder
+    /// holds none); past [`MEMORY_BUDGET`] the next writesets are spilled.
+    memory: usize,
+    /// Where writesets beyond the budget wait (`None`: none could be
+    /// created, or none yet; the queue then stays in memory).
+    spool: Option<RecvSpool>,
+    /// `wsrep_local_recv_queue_*`: the length at each push.
+    stats: QueueStats,
+    /// `gcs.recv_q_hard_limit` in bytes, if one is set.
+    hard_limit: Option<u64>,
+}
+
+impl ApplyQueue {
+    /// Queues an ordered event at the back; a writeset beyond the memory
+    /// budget waits in the spool (`history` names the group's history in
+    /// its record).
+    pub fn push(&mut self, event: Event, history: [u8; 16]) {
+        let event = match event {
+            // Only once the queue is over its budget: one big writeset at
+            // the head of a short queue stays in memory (writing it out
+            // and reading it back would only delay its apply).
+            Event::Apply(ws) if self.memory >= MEMORY_BUDGET => self.spill(ws, history),
+            other => other,
+        };
+        self.memory += event.memory_bytes();
+        self.events.push_back(event);
+        self.stats.sample(self.events.len());
+    }
+
+    /// Puts an event before everything queued: what must run first (the
+    /// events an IST replays, a removal that drops the rest).
+    pub fn push_front(&mut self, event: Event) {
+        if matches!(event, Event::Spilled(_)) {
+            // Placeholders are made by `push` alone, at the back.
+            warn!("a spilled writeset cannot be put at the head of the receive queue");
+            return;
+        }
+        self.memory += event.memory_bytes();
+        self.events.push_front(event);
+    }
+
+    fn spill(&mut self, ws: RemoteWs, history: [u8; 16]) -> Event {
+        let Some(spool) = self.spool.as_mut() else {
+            return Event::Apply(ws);
+        };
+        let first = spool.outstanding() == 0;
+        match spool.spill(history, &ws) {
+            Ok(s) => {
+                if first {
+                    info!(
+                        "receive queue holds {} MiB of writesets: the next ones wait in {} \
+                         until the appliers reach them",
+                        self.memory >> 20,
+                        spool.path().display()
+                    );
+                }
+                Event::Spilled(s)
+            }
+            Err(e) => {
+                warn!(
+                    "cannot write to {}: {e}; the receive queue stays in memory",
+                    spool.path().display()
+                );
+                self.spool = None;
+                Event::Apply(ws)
+            }
+        }
+    }
+
+    /// Takes the next event for an applier.
+    pub fn pop(&mut self) -> Option<Event> {
+        let event = self.events.pop_front()?;
+        self.memory = self.memory.saturating_sub(event.memory_bytes());
+        if let (Event::Spilled(s), Some(spool)) = (&event, self.spool.as_mut()) {
+            spool.taken(s);
+        }
+        Some(event)
+    }
+
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Event> {
+        self.events.iter()
+    }
+
+    /// Bytes the queued events hold in memory.
+    #[cfg(test)]
+    pub fn memory(&self) -> usize {
+        self.memory
+    }
+
+    /// Keeps only the events `keep` accepts.
+    pub fn retain(&mut self, keep: impl FnMut(&Event) -> bool) {
+        self.events.retain(keep);
+        self.recount();
+    }
+
+    pub fn clear(&mut self) {
+        self.events.clear();
+        self.recount();
+    }
+
+    /// Drops the writesets (applied or spilled), keeps the rest.
+    pub fn drop_writesets(&mut self) {
+        self.retain(|e| !matches!(e, Event::Apply(_) | Event::Spilled(_)));
+    }
+
+    fn recount(&mut self) {
+        self.memory = self.events.iter().map(Event::memory_bytes).sum();
+        let spilled = self
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::Spilled(_)))
+            .count();
+        if let Some(spool) = self.spool.as_mut() {
+            spool.recount(spilled);
+        }
+    }
+
+    /// The spool for a new session (`None`: it could not be created).
+    pub fn set_spool(&mut self, spool: Option<RecvSpool>) {
+        self.spool = spool;
+    }
+
+    /// The session ended: the spool file goes.
+    pub fn remove_spool(&mut self) {
+        if let Some(spool) = self.spool.take() {
+            spool.remove();
+        }
+    }
+
+    /// Whether `s` belongs to the current spool: a placeholder from a
+    /// queue cleared since (the session ended) is not read back.
+    pub fn is_current(&self, s: &Spilled) -> bool {
+        self.spool.as_ref().is_none_or(|sp| sp.is_current(s))
+    }
+
+    /// An applier has read `s` back: the file may shrink.
+    pub fn consumed(&mut self, s: &Spilled) {
+        if let Some(sp) = self.spool.as_mut() {
+            sp.consumed(s);
+        }
+    }
+
+    /// Writesets waiting in the spool (`wsrep_local_recv_spooled`).
+    pub fn spooled(&self) -> usize {
+        self.spool.as_ref().map_or(0, RecvSpool::outstanding)
+    }
+
+    pub fn stats(&self) -> &QueueStats {
+        &self.stats
+    }
+
+    /// `FLUSH STATUS`.
+    pub fn reset_stats(&mut self) {
+        self.stats.reset();
+    }
+
+    pub fn set_hard_limit(&mut self, limit: Option<u64>) {
+        self.hard_limit = limit;
+    }
+
+    /// The queue's writeset bytes and `gcs.recv_q_hard_limit`, when they
+    /// exceed it (spilled writesets count).
+    pub fn over_hard_limit(&self) -> Option<(u64, u64)> {
+        let limit = self.hard_limit?;
+        let bytes: u64 = self.events.iter().map(|e| e.bytes() as u64).sum();
+        (bytes > limit).then_some((bytes, limit))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ist_replay::tests::ws as remote;
+    use crate::recv_spool::SPOOL_FILE;
+
+    const H: [u8; 16] = [3; 16];
+
+    #[test]
+    fn one_big_writeset_in_a_short_queue_stays_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut q = ApplyQueue::default();
+        q.set_spool(Some(RecvSpool::create(dir.path()).unwrap()));
+        q.push(Event::Apply(remote(1, 1 << 20)), H);
+        q.push(Event::Apply(remote(2, MEMORY_BUDGET * 2)), H);
+        assert!(matches!(q.iter().last(), Some(Event::Apply(_))));
+        q.push(Event::Apply(remote(3, 1)), H);
+        assert!(matches!(q.iter().last(), Some(Event::Spilled(_))));
+    }
+
+    #[test]
+    fn the_queue_keeps_its_memory_budget_and_hands_out_writesets_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut q = ApplyQueue::default();
+        q.set_spool(Some(RecvSpool::create(dir.path()).unwrap()));
+        let each = 6 << 20;
+        for seqno in 1..=20 {
+            q.push(Event::Apply(remote(seqno, each)), H);
+            assert!(
+                q.memory() < MEMORY_BUDGET + each,
+                "{} in memory",
+                q.memory()
+            );
+        }
+        q.push(Event::Synced, H);
+        let spilled = q.spooled();
+        assert_eq!(spilled, 20 - MEMORY_BUDGET.div_ceil(each));
+        for seqno in 1..=20 {
+            let ws = match q.pop() {
+                Some(Event::Apply(ws)) => ws,
+                Some(Event::Spilled(s)) => {
+                    let ws = RecvSpool::read(&s, 16 << 20).unwrap();
+                    q.consumed(&s);
+                    ws
+                }
+                _ => panic!("writeset {seqno} missing"),
+            };
+            assert_eq!((ws.seqno, ws.ws.data.contiguous()[0]), (seqno, seqno as u8));
+        }
+        assert!(matches!(q.pop(), Some(Event::Synced)));
+        assert_eq!(q.memory(), 0);
+        let len = std::fs::metadata(dir.path().join(SPOOL_FILE))
+            .unwrap()
+            .len();
+        assert_eq!(len, 0);
+    }
+
+    #[test]
+    fn a_cleared_queue_holds_no_memory_and_no_spilled_writeset() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut q = ApplyQueue::default();
+        q.set_spool(Some(RecvSpool::create(dir.path()).unwrap()));
+        for seqno in 1..=12 {
+            q.push(Event::Apply(remote(seqno, 8 << 20)), H);
+        }
+        q.push_front(Event::Synced);
+        assert!(q.spooled() > 0);
+        q.drop_writesets();
+        assert_eq!((q.len(), q.spooled(), q.memory()), (1, 0, 0));
+        q.clear();
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn the_hard_limit_counts_spilled_writesets_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut q = ApplyQueue::default();
+        q.set_spool(Some(RecvSpool::create(dir.path()).unwrap()));
+        q.set_hard_limit(Some(100 << 20));
+        for seqno in 1..=12 {
+            q.push(Event::Apply(remote(seqno, 8 << 20)), H);
+        }
+        assert_eq!(q.over_hard_limit(), None);
+        q.push(Event::Apply(remote(13, 8 << 20)), H);
+        assert!(q.spooled() > 0 && q.memory() < 100 << 20);
+        assert!(q.over_hard_limit().is_some());
+    }
+}
