@@ -91,12 +91,12 @@ impl Provider {
     ) -> (MutexGuard<'a, Inner>, Option<i64>) {
         // Keeps this node's lease renewed (the leader's, or a follower's
         // grants: ADR 0022) while causal reads come.
-        g.read_asked = true;
+        g.reads.mark_asked();
         if !g.own_proposals_ordered() {
             return self.barrier_fence(g, deadline);
         }
-        let leader = g.raft_leader;
-        let (mut g, index) = match g.lease_index(Instant::now()) {
+        let leader = g.reads.leader();
+        let (mut g, index) = match g.reads.lease_index(Instant::now()) {
             Some(index) => {
                 g.counters.causal_lease_reads += 1;
                 (g, Some(index))
@@ -107,10 +107,12 @@ impl Provider {
             // A new leader may cut the old one's unreplicated tail, and
             // the index might then not come for a long while.
             let (ng, reached) = self.wait_until(g, Until::Deadline(deadline), |s| {
-                s.applied_index >= index || s.conn == Conn::Closed || s.raft_leader != leader
+                s.reads.applied_index() >= index
+                    || s.conn == Conn::Closed
+                    || s.reads.leader() != leader
             });
             g = ng;
-            if reached && g.applied_index >= index {
+            if reached && g.reads.applied_index() >= index {
                 let seqno = g.last_ordered;
                 return (g, Some(seqno));
             }
@@ -161,7 +163,7 @@ impl Provider {
         mut g: MutexGuard<'a, Inner>,
         deadline: Instant,
     ) -> (MutexGuard<'a, Inner>, Option<u64>) {
-        let leader = g.raft_leader;
+        let leader = g.reads.leader();
         let peers = match &g.peers {
             Some(p) if leader != 0 && leader != g.raft_id() => p.clone(),
             _ => return (g, None),
@@ -169,9 +171,8 @@ impl Provider {
         let id = g.next_proposal;
         g.next_proposal += 1;
         g.waiting.insert(id, Resolution::Pending);
-        g.read_waiters.insert(id, std::thread::current());
         let now = Instant::now();
-        if let Join::Send { n } = g.read_asks.join(id, leader, now, ASK_WAIT) {
+        if let Join::Send { n } = g.reads.join_ask(id, leader, now, ASK_WAIT) {
             drop(g);
             // Sent without the state lock: the connection's queue has its
             // own. Unsent, the reads of this ask give up after ASK_WAIT.
@@ -180,7 +181,7 @@ impl Provider {
                 .is_ok_and(|frame| peers.send_control(leader, frame));
             g = self.lock();
         }
-        // Woken by the answer's connection thread alone (`read_waiters`);
+        // Woken by the answer's connection thread alone (`CausalReads::answered`);
         // a close or a lost answer leaves it to the deadline.
         let wait = deadline.min(now + ASK_WAIT);
         while g.waiting.get(&id) == Some(&Resolution::Pending) {
@@ -192,7 +193,7 @@ impl Provider {
             std::thread::park_timeout(wait - now);
             g = self.lock();
         }
-        g.read_waiters.remove(&id);
+        g.reads.leave_ask(id);
         match g.waiting.remove(&id) {
             Some(Resolution::ReadIndex { index }) => (g, Some(index)),
             _ => (g, None),

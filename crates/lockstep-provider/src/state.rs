@@ -6,6 +6,7 @@
 //! this lock while calling into the server (contract P27).
 
 use crate::apply_queue::ApplyQueue;
+use crate::causal_reads::CausalReads;
 use crate::event::Event;
 use crate::ist_replay::IstBuffer;
 use crate::log::info;
@@ -21,7 +22,6 @@ use lockstep_core::saved_state::SavedState;
 use lockstep_core::writeset_cache::{event_digest, membership_digest, CachedEvent, CachedKind};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Instant;
 use wsrep_abi::Gtid;
 use wsrep_abi::Uuid;
 
@@ -43,18 +43,6 @@ pub struct Fork {
     /// which the group has too: no commit of this node would be lost by
     /// a full state transfer.
     pub views_only: bool,
-}
-
-/// The leader's lease as a round publishes it
-/// (`Group::read_lease`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReadLease {
-    /// No other leader can exist before this.
-    pub until: Instant,
-    /// The read index when published (the leader's last log index,
-    /// `Group::read_lease`): no message with a higher one has left this
-    /// node.
-    pub index: u64,
 }
 
 /// What a local proposal turned into.
@@ -177,25 +165,10 @@ pub struct Inner {
     pub view: Option<View>,
     /// Highest seqno handed out in the total order.
     pub last_ordered: i64,
-    /// The leader's lease for causal reads, published by the round
-    /// before it sends anything (ADR 0016), and the Raft index whose
-    /// deliveries are in this state (`last_ordered` included).
-    pub read_lease: Option<ReadLease>,
-    pub applied_index: u64,
-    /// The Raft leader as the rounds last saw it (0: none), and how
-    /// to reach it from a client thread: causal reads ask it directly.
-    pub raft_leader: u64,
+    /// Causal reads: the leader's lease, the applied Raft index, the
+    /// asks of a follower.
+    pub reads: CausalReads,
     pub peers: Option<lockstep_net::transport::PeerSender>,
-    /// A follower asked this node for its commit index since a round
-    /// last looked (the rounds then keep its lease renewed).
-    pub read_asked: bool,
-    /// This node's asks of the leader for causal reads (batched).
-    pub read_asks: crate::read_asks::ReadAsks,
-    /// The server threads whose reads wait for an answer to an ask, each
-    /// woken alone (`Thread::unpark`) when its answer comes: a broadcast
-    /// also woke the reads that wait for the next ask, for nothing (ADR
-    /// 0016). One per waiting read, like `read_asks`.
-    pub read_waiters: HashMap<u64, std::thread::Thread>,
     /// What the rounds have taken of the proposals sent on the
     /// current link (those not ordered yet: `send_queue`).
     pub proposals_taken: u64,
@@ -387,13 +360,8 @@ impl Inner {
             cert_stats_base: CertStats::default(),
             queue: ApplyQueue::default(),
             send_queue: 0,
-            read_lease: None,
-            applied_index: 0,
-            raft_leader: 0,
+            reads: CausalReads::default(),
             peers: None,
-            read_asked: false,
-            read_asks: Default::default(),
-            read_waiters: HashMap::new(),
             proposals_taken: 0,
             send_queue_stats: QueueStats::default(),
             apply_stats: GateStats::default(),
@@ -777,16 +745,6 @@ impl Inner {
             id,
             action,
         })
-    }
-
-    /// The leader's read index while its lease holds: what a causal read
-    /// on the leader waits for without a round, and what it
-    /// answers a follower's `ReadAsk`. Once this node has applied the log
-    /// that far, `last_ordered` covers every commit acknowledged anywhere
-    /// before now.
-    pub fn lease_index(&self, now: Instant) -> Option<u64> {
-        let lease = self.read_lease?;
-        (now < lease.until).then_some(lease.index)
     }
 
     /// A causal read's fence, resolved like a proposal (`Resolution::Fence`)

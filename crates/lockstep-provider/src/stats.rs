@@ -139,7 +139,7 @@ impl Provider {
                 Str(g
                     .members
                     .iter()
-                    .find(|m| m.raft_id == g.raft_leader && g.raft_leader != 0)
+                    .find(|m| m.raft_id == g.reads.leader() && g.reads.leader() != 0)
                     .map_or(String::new(), |m| m.name.clone())),
             ),
             (
@@ -153,7 +153,10 @@ impl Provider {
             // segment got once each when the relay works, their bytes,
             // bundles sent as leader, messages passed on as a relay.
             // The Raft log index applied here: entries ordered so far.
-            ("lockstep_applied_index", Int(g.applied_index as i64)),
+            (
+                "lockstep_applied_index",
+                Int(g.reads.applied_index() as i64),
+            ),
             ("lockstep_wan_entries_sent", Int(g.wan.entries_sent as i64)),
             ("lockstep_wan_bytes_sent", Int(g.wan_bytes_sent as i64)),
             ("lockstep_wan_bundles_sent", Int(g.wan.bundles_sent as i64)),

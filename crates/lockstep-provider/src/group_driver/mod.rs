@@ -289,7 +289,7 @@ struct Worker {
     /// When a non-primary learner last poked the members (`poke_members`).
     last_poke: Option<Instant>,
     /// The read lease and Raft leader last published to the shared state.
-    lease_published: (Option<crate::state::ReadLease>, u64),
+    lease_published: (Option<crate::causal_reads::ReadLease>, u64),
     /// When `ping_peers` last probed.
     last_ping: Instant,
     /// Proposals taken from the input (`Inner::proposals_taken`).
@@ -349,8 +349,7 @@ impl Worker {
         g.peers = Some(self.transport.sender());
         g.proposals_taken = 0;
         g.send_queue = 0;
-        g.raft_leader = 0;
-        g.read_lease = None;
+        g.reads.forget_leader();
     }
 }
 
@@ -391,7 +390,7 @@ impl Rounds for Worker {
         let asked = {
             let mut g = self.shared.lock();
             g.answer_votes();
-            std::mem::take(&mut g.read_asked)
+            g.reads.take_asked()
         };
         if asked {
             self.group.saw_read();
@@ -474,7 +473,7 @@ impl Worker {
         let lease = self
             .group
             .read_lease()
-            .map(|(until, index)| crate::state::ReadLease {
+            .map(|(until, index)| crate::causal_reads::ReadLease {
                 until: self.started + Duration::from_millis(until),
                 index,
             });
@@ -484,10 +483,7 @@ impl Worker {
         }
         let leader_changed = leader != self.lease_published.1;
         self.lease_published = (lease, leader);
-        let mut g = self.shared.lock();
-        g.read_lease = lease;
-        g.raft_leader = leader;
-        drop(g);
+        self.shared.lock().reads.publish(lease, leader);
         if leader_changed {
             // Causal reads waiting for the old leader's index ask again.
             self.shared.changed.notify_all();
@@ -1246,8 +1242,7 @@ impl Worker {
             let applied = self.group.applied_index();
             let mut g = self.shared.lock();
             self.publish_proposals(&mut g);
-            if g.applied_index != applied {
-                g.applied_index = applied;
+            if g.reads.set_applied_index(applied) {
                 drop(g);
                 self.shared.notify();
             }
@@ -1285,7 +1280,7 @@ impl Worker {
             .as_mut()
             .and_then(crate::writeset_cache::WritesetCache::take_doomed);
         self.publish_proposals(&mut g);
-        g.applied_index = self.group.applied_index();
+        g.reads.set_applied_index(self.group.applied_index());
         let sent = g.send_queue;
         g.send_queue_stats.sample(sent);
         drop(g);

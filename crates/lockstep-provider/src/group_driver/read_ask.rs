@@ -18,9 +18,9 @@ pub fn quick(shared: Arc<Shared>) -> Quick {
     Arc::new(move |from, msg| match msg {
         PeerMsg::ReadAsk { n } => {
             let mut g = shared.lock();
-            let index = g.lease_index(Instant::now());
+            let index = g.reads.lease_index(Instant::now());
             // The rounds keep the lease renewed while reads come.
-            g.read_asked = true;
+            g.reads.mark_asked();
             drop(g);
             Handled::Done(PeerMsg::ReadAnswer { n, index }.to_frame().ok())
         }
@@ -28,23 +28,23 @@ pub fn quick(shared: Arc<Shared>) -> Quick {
             let mut g = shared.lock();
             // Only the leader that was asked answers (`ReadAsks`).
             let next_n = g.next_proposal;
-            let (reads, next) = g.read_asks.answered(n, from, next_n, Instant::now());
+            let (reads, next) = g.reads.answered(n, from, next_n, Instant::now());
             if next.is_some() {
                 g.next_proposal += 1;
             }
             let resolution =
                 index.map_or(Resolution::NoLease, |index| Resolution::ReadIndex { index });
             let mut wake = Vec::with_capacity(reads.len());
-            for id in reads {
+            for (id, waiter) in reads {
                 if let Some(w) = g.waiting.get_mut(&id) {
                     if *w == Resolution::Pending {
                         *w = resolution.clone();
                     }
                 }
-                wake.extend(g.read_waiters.remove(&id));
+                wake.extend(waiter);
             }
             drop(g);
-            // Only the reads this answer resolves (`Inner::read_waiters`).
+            // Only the reads this answer resolves.
             for t in wake {
                 t.unpark();
             }
