@@ -837,10 +837,7 @@ impl Provider {
                 let mut g = self.lock();
                 // Its data is no longer the group's at any seqno.
                 g.set_diverged(&self.data_dir);
-                let lost_vote = g
-                    .my_votes
-                    .get(&seqno)
-                    .is_some_and(|d| *d != 0 && g.vote_results.get(&seqno) != Some(d));
+                let lost_vote = g.votes.lost(seqno);
                 let why = if lost_vote {
                     format!(
                         "Inconsistency detected: Inconsistent by consensus on {}:{seqno}",

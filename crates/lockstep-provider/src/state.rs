@@ -20,7 +20,7 @@ use lockstep_core::group::Action;
 use lockstep_core::group::LocalState;
 use lockstep_core::saved_state::SavedState;
 use lockstep_core::writeset_cache::{event_digest, membership_digest, CachedEvent, CachedKind};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use wsrep_abi::Gtid;
 use wsrep_abi::Uuid;
@@ -311,9 +311,7 @@ pub struct Inner {
     pub bypass: crate::bypass::Bypass,
     /// Consistency votes (`vote.rs`): this node's own outcomes, seqnos it
     /// was asked to report on, and the group's outcomes. Bounded there.
-    pub my_votes: BTreeMap<i64, u64>,
-    pub votes_asked: BTreeSet<i64>,
-    pub vote_results: BTreeMap<i64, u64>,
+    pub votes: crate::vote::Votes,
 }
 
 /// How the server's threads reach the group (its input).
@@ -417,9 +415,7 @@ impl Inner {
             abandoned: HashSet::new(),
             detached: HashSet::new(),
             bypass: crate::bypass::Bypass::default(),
-            my_votes: BTreeMap::new(),
-            votes_asked: BTreeSet::new(),
-            vote_results: BTreeMap::new(),
+            votes: Default::default(),
         }
     }
 

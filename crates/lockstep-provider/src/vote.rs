@@ -12,6 +12,7 @@ use crate::log::{error, info};
 use crate::provider::{Provider, Until};
 use crate::state::{Conn, Inner};
 use lockstep_core::group::Action;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 use wsrep_abi::{status, Status};
 
@@ -32,10 +33,70 @@ pub fn error_digest(err: &[u8]) -> u64 {
     h.max(1)
 }
 
-fn remember(map: &mut std::collections::BTreeMap<i64, u64>, seqno: i64, value: u64) {
+/// This node's side of the votes, one owned part: its own outcomes, the
+/// seqnos the group asked about and it has not answered, and the group's
+/// outcomes. Each bounded by [`KEEP`] (the oldest go first).
+#[derive(Debug, Default)]
+pub struct Votes {
+    mine: BTreeMap<i64, u64>,
+    asked: BTreeSet<i64>,
+    results: BTreeMap<i64, u64>,
+}
+
+fn remember(map: &mut BTreeMap<i64, u64>, seqno: i64, value: u64) {
     map.insert(seqno, value);
     while map.len() > KEEP {
         map.pop_first();
+    }
+}
+
+impl Votes {
+    /// This node's outcome for `seqno` (0: applied): it answers any ask.
+    fn record_mine(&mut self, seqno: i64, digest: u64) {
+        remember(&mut self.mine, seqno, digest);
+        self.asked.remove(&seqno);
+    }
+
+    /// The asked seqnos at or below `done` (finished here) that this node
+    /// has not voted on: it applied them, and owes a success vote. They
+    /// leave the asked set.
+    fn take_due(&mut self, done: i64) -> Vec<i64> {
+        let mut due: Vec<i64> = self.asked.range(..=done).copied().collect();
+        for seqno in &due {
+            self.asked.remove(seqno);
+        }
+        due.retain(|s| !self.mine.contains_key(s));
+        due
+    }
+
+    fn ask(&mut self, seqno: i64) {
+        if !self.mine.contains_key(&seqno) && self.asked.len() < KEEP {
+            self.asked.insert(seqno);
+        }
+    }
+
+    fn decide(&mut self, seqno: i64, digest: u64) {
+        remember(&mut self.results, seqno, digest);
+        if self.mine.contains_key(&seqno) {
+            self.asked.remove(&seqno);
+        }
+    }
+
+    /// The group's outcome for `seqno`, once decided.
+    pub fn outcome(&self, seqno: i64) -> Option<u64> {
+        self.results.get(&seqno).copied()
+    }
+
+    /// Whether this node failed `seqno` and the group decided otherwise.
+    pub fn lost(&self, seqno: i64) -> bool {
+        self.mine
+            .get(&seqno)
+            .is_some_and(|d| *d != 0 && self.outcome(seqno) != Some(*d))
+    }
+
+    /// Whether this node voted success on `seqno`.
+    fn applied(&self, seqno: i64) -> bool {
+        self.mine.get(&seqno) == Some(&0)
     }
 }
 
@@ -43,8 +104,7 @@ impl Inner {
     /// Records and proposes this node's outcome for `seqno`; false when
     /// there is no group to vote in (a single node is consistent alone).
     fn cast_vote(&mut self, seqno: i64, digest: u64) -> bool {
-        remember(&mut self.my_votes, seqno, digest);
-        self.votes_asked.remove(&seqno);
+        self.votes.record_mine(seqno, digest);
         let Some(link) = &self.group else {
             return false;
         };
@@ -64,25 +124,14 @@ impl Inner {
     /// finished without voting (each round).
     pub fn answer_votes(&mut self) {
         let done = self.last_committed();
-        let due: Vec<i64> = self
-            .votes_asked
-            .iter()
-            .copied()
-            .filter(|s| *s <= done)
-            .collect();
-        for seqno in due {
-            if !self.my_votes.contains_key(&seqno) {
-                self.cast_vote(seqno, 0);
-            }
-            self.votes_asked.remove(&seqno);
+        for seqno in self.votes.take_due(done) {
+            self.cast_vote(seqno, 0);
         }
     }
 
     /// A vote was opened for `seqno` (delivery).
     pub fn vote_asked(&mut self, seqno: i64) {
-        if !self.my_votes.contains_key(&seqno) && self.votes_asked.len() < KEEP {
-            self.votes_asked.insert(seqno);
-        }
+        self.votes.ask(seqno);
     }
 
     /// The group's outcome for `seqno` (delivery). A member that has not
@@ -91,17 +140,14 @@ impl Inner {
     /// the group then compares that late vote with the outcome, so a node
     /// that applied what the majority failed leaves as it must.
     pub fn vote_decided(&mut self, seqno: i64, digest: u64) {
-        remember(&mut self.vote_results, seqno, digest);
-        if self.my_votes.contains_key(&seqno) {
-            self.votes_asked.remove(&seqno);
-        }
+        self.votes.decide(seqno, digest);
     }
 
     /// The group found this node inconsistent at `seqno` (delivery). A
     /// node that failed itself learns it from the outcome it waits for;
     /// one that applied while the others failed alike leaves from here.
     pub fn found_inconsistent(&mut self, seqno: i64) {
-        if self.my_votes.get(&seqno) == Some(&0) {
+        if self.votes.applied(seqno) {
             // Galera's wording, which MariaDB's tests expect.
             let why = format!(
                 "Vote 0 (success) on {}:{seqno} is inconsistent with group. Leaving cluster. \
@@ -151,10 +197,10 @@ impl Provider {
         let g = self.lock();
         let deadline = Instant::now() + VOTE_TIMEOUT;
         let (g, _) = self.wait_until(g, Until::Deadline(deadline), |s| {
-            s.vote_results.contains_key(&seqno) || s.conn != Conn::Open
+            s.votes.outcome(seqno).is_some() || s.conn != Conn::Open
         });
-        match g.vote_results.get(&seqno) {
-            Some(d) if *d == digest => {
+        match g.votes.outcome(seqno) {
+            Some(d) if d == digest => {
                 info!("seqno {seqno}: every member failed it the same way; consistent");
                 status::OK
             }
@@ -237,6 +283,27 @@ mod tests {
                 ..
             }
         )));
+    }
+
+    #[test]
+    fn votes_stay_bounded_and_a_lost_vote_is_told_from_a_won_one() {
+        let mut v = Votes::default();
+        for seqno in 0..(KEEP as i64 * 2) {
+            v.ask(seqno);
+            v.record_mine(seqno, 7);
+            v.decide(seqno, 7);
+        }
+        assert!(v.mine.len() <= KEEP && v.results.len() <= KEEP && v.asked.len() <= KEEP);
+        let top = KEEP as i64 * 2 - 1;
+        assert!(!v.lost(top), "the group failed it the same way");
+        v.record_mine(top + 1, 7);
+        v.decide(top + 1, 9);
+        assert!(v.lost(top + 1));
+        v.ask(top + 2);
+        v.ask(top + 3);
+        assert_eq!(v.take_due(top + 2), [top + 2], "only what finished here");
+        assert_eq!(v.take_due(top + 3), [top + 3]);
+        assert!(v.take_due(i64::MAX).is_empty());
     }
 
     #[test]
