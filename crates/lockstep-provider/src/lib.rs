@@ -18,6 +18,7 @@ mod control;
 mod diverged;
 mod event;
 pub mod ffi;
+mod flow_control;
 mod galera_export;
 mod galera_import;
 mod grastate;

@@ -182,7 +182,7 @@ impl Provider {
         let mut inner = Inner::new(saved.uuid, position);
         inner.bypass.marker_dir = Some(cfg.data_dir.clone());
         inner.diverged = diverged;
-        inner.fc_limits = Limits::from_options(&options);
+        inner.flow.set_limits(Limits::from_options(&options));
         inner.queue.set_hard_limit(tunables.recv_q_hard_limit);
         inner.bypass.threshold = tunables.commit_bypass;
         Ok(Provider {
@@ -351,7 +351,7 @@ impl Provider {
         if let Some((t, fc_limits)) = tunables {
             *self.tunables.write().unwrap_or_else(|p| p.into_inner()) = t;
             let mut g = self.lock();
-            g.fc_limits = fc_limits;
+            g.flow.set_limits(fc_limits);
             g.queue.set_hard_limit(t.recv_q_hard_limit);
             g.bypass.threshold = t.commit_bypass;
         }

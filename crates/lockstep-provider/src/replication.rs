@@ -160,9 +160,9 @@ impl Provider {
                     .get(&id)
                     .is_none_or(|r| r.state != TrxState::Executing)
             });
-            !s.fc.stopped() || s.conn != Conn::Open || !s.in_group || aborted
+            !s.flow.gate().stopped() || s.conn != Conn::Open || !s.in_group || aborted
         });
-        let delay = lockstep_core::flow_control::throttle_delay(g.fc.level());
+        let delay = lockstep_core::flow_control::throttle_delay(g.flow.gate().level());
         if delay.is_zero() {
             return g;
         }

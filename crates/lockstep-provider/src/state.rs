@@ -8,13 +8,13 @@
 use crate::apply_queue::ApplyQueue;
 use crate::causal_reads::CausalReads;
 use crate::event::Event;
+use crate::flow_control::FlowControl;
 use crate::ist_replay::IstBuffer;
 use crate::log::info;
 use crate::server::View;
 use crate::trx::TrxRecord;
 use crate::writeset_cache::WritesetCache;
 use lockstep_core::certification::{CertOutcome, CertStats};
-use lockstep_core::flow_control;
 use lockstep_core::gates::{GateStats, OrderError, QueueStats, Watermark};
 use lockstep_core::group::Action;
 use lockstep_core::group::LocalState;
@@ -142,20 +142,11 @@ pub struct Counters {
 
 pub struct Inner {
     pub conn: Conn,
-    /// Flow control (`lockstep_core::flow_control`): every member's
-    /// announced level, in log order, with pause time and counters.
-    pub fc: flow_control::Gate,
-    /// What this node announced to the group (the rounds decide).
-    pub fc_req: flow_control::Requester,
-    /// An applier told the group that the queue fell below what this
-    /// node announced (`Input::FlowCheck`, which wakes the group thread);
-    /// cleared when a round looks, so one wake-up is in flight at most.
-    pub fc_check_sent: bool,
+    /// Flow control: the members' levels, this node's, the limits.
+    pub flow: FlowControl,
     /// The commit and apply levels when turn waiters were last woken
     /// (`turns_passed`).
     pub turns_told: (i64, i64),
-    /// `gcs.fc_limit`, `gcs.fc_factor`, `gcs.fc_single_primary`.
-    pub fc_limits: flow_control::Limits,
     /// The history UUID; nil until the first view.
     pub history: Uuid,
     /// This node's member id for the current session.
@@ -341,11 +332,8 @@ impl Inner {
     pub fn new(history: Uuid, last_committed: i64) -> Inner {
         Inner {
             conn: Conn::Closed,
-            fc: flow_control::Gate::default(),
-            fc_req: flow_control::Requester::default(),
-            fc_check_sent: false,
+            flow: FlowControl::default(),
             turns_told: (last_committed, last_committed),
-            fc_limits: flow_control::Limits::default(),
             history,
             member_id: Uuid::NIL,
             local: LocalState::default(),
@@ -587,17 +575,15 @@ impl Inner {
     /// less than what flow control counts (`Bypass::counted`), so it never
     /// wakes the group thread for a change that no round then makes.
     fn check_flow_control(&mut self) {
-        if self.fc_check_sent
-            || !self.fc_req.would_lower(
-                self.queue.len() as u64,
-                self.members.len(),
-                &self.fc_limits,
-            )
+        if !self
+            .flow
+            .wants_check(self.queue.len() as u64, self.members.len())
         {
             return;
         }
         if let Some(link) = &self.group {
-            self.fc_check_sent = link.tx.send(crate::group_input::Input::FlowCheck).is_ok();
+            let sent = link.tx.send(crate::group_input::Input::FlowCheck).is_ok();
+            self.flow.check_sent(sent);
         }
     }
 
@@ -858,7 +844,7 @@ mod tests {
         for _ in 0..18 {
             g.enqueue(Event::Synced);
         }
-        let stop = g.fc_req.update(18, 0, &g.fc_limits, false);
+        let stop = g.flow.update(18, 0, false).map(|(level, _)| level);
         assert_eq!(stop, Some(lockstep_core::flow_control::STOP));
         g.pop_event();
         assert_eq!(flow_checks(&rx), 0, "17 queued: still above the limit");
@@ -868,7 +854,7 @@ mod tests {
         assert_eq!(flow_checks(&rx), 0, "one wake-up in flight at most");
         // A round looked (`flow_control` clears the flag) but
         // had not withdrawn the stop yet: the next take asks again.
-        g.fc_check_sent = false;
+        g.flow.round_looked();
         g.pop_event();
         assert_eq!(flow_checks(&rx), 1);
     }

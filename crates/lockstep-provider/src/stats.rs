@@ -77,14 +77,29 @@ impl Provider {
             ("local_recv_queue_avg", Double(g.queue.stats().avg())),
             // The lowest seqno the group log can replay to a joiner (IST).
             ("local_cached_downto", Int(g.cached_downto())),
-            ("flow_control_paused_ns", Int(g.fc.paused_ns(now) as i64)),
-            ("flow_control_paused", Double(g.fc.paused_fraction(now))),
-            ("flow_control_sent", Int(g.fc_req.stops_sent as i64)),
-            ("flow_control_recv", Int(g.fc.stops_received as i64)),
-            ("flow_control_active", Str(g.fc.stopped().to_string())),
+            (
+                "flow_control_paused_ns",
+                Int(g.flow.gate().paused_ns(now) as i64),
+            ),
+            (
+                "flow_control_paused",
+                Double(g.flow.gate().paused_fraction(now)),
+            ),
+            (
+                "flow_control_sent",
+                Int(g.flow.requester().stops_sent as i64),
+            ),
+            (
+                "flow_control_recv",
+                Int(g.flow.gate().stops_received as i64),
+            ),
+            (
+                "flow_control_active",
+                Str(g.flow.gate().stopped().to_string()),
+            ),
             (
                 "flow_control_requested",
-                Str(g.fc_req.requested().to_string()),
+                Str(g.flow.requester().requested().to_string()),
             ),
             ("cert_deps_distance", Double(cert.avg_deps_distance())),
             ("apply_oooe", Double(g.apply_stats.oooe())),
@@ -175,7 +190,7 @@ impl Provider {
         // The stage histograms (ADR 0019) in their text form: SHOW STATUS
         // shows them, `lockstep check` serves them to Prometheus.
         v.extend(Stage::ALL.iter().map(|s| {
-            let h = g.stages.get(*s).unwrap_or(g.fc.pauses());
+            let h = g.stages.get(*s).unwrap_or(g.flow.gate().pauses());
             (s.name(), Str(h.encode()))
         }));
         // Round trips per member: `name=<histogram>;...` (names cleaned of
@@ -236,7 +251,7 @@ impl Provider {
         let mut g = self.lock();
         g.queue.reset_stats();
         g.send_queue_stats.reset();
-        g.fc.reset_stats(crate::state::mono_ns());
+        g.flow.reset_stats(crate::state::mono_ns());
         g.apply_stats.reset();
         g.commit_stats.reset();
         g.cert_stats_base = g.cert_stats;

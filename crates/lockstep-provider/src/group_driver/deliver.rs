@@ -139,7 +139,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
             }
         }
         Delivery::FlowControl { raft_id, level } if g.in_group => {
-            g.fc.announce(raft_id, level, crate::state::mono_ns());
+            g.flow.announce(raft_id, level, crate::state::mono_ns());
         }
         Delivery::Settled { origin, proposal } if origin == me => {
             g.abandoned.remove(&proposal);
@@ -184,7 +184,7 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
     g.members = v.members.clone();
     // A member that left takes its flow-control request with it.
     let ids: Vec<u64> = v.members.iter().map(|m| m.raft_id).collect();
-    g.fc.retain(&ids, crate::state::mono_ns());
+    g.flow.retain(&ids, crate::state::mono_ns());
     if !g.in_group {
         if !included {
             // Still replaying the log from before this node joined.

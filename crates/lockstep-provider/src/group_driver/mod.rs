@@ -344,8 +344,7 @@ impl Worker {
         // old group's requests do not apply. (Here, not in `start`: its
         // caller may hold the lock.)
         let mut g = self.shared.lock();
-        g.fc_req.reset();
-        g.fc.clear(crate::state::mono_ns());
+        g.flow.new_channel(crate::state::mono_ns());
         g.peers = Some(self.transport.sender());
         g.proposals_taken = 0;
         g.send_queue = 0;
@@ -1041,7 +1040,7 @@ impl Worker {
             return;
         }
         let mut g = self.shared.lock();
-        g.fc_check_sent = false;
+        g.flow.round_looked();
         if !g.in_group {
             return;
         }
@@ -1078,8 +1077,7 @@ impl Worker {
         // desynced node never holds the cluster back.
         use lockstep_core::group::MemberState::{Joined, Synced};
         let exempt = !matches!(g.local.state(), Synced | Joined);
-        let limits = g.fc_limits;
-        let Some(level) = g.fc_req.update(queue, members, &limits, exempt) else {
+        let Some((level, limits)) = g.flow.update(queue, members, exempt) else {
             return;
         };
         drop(g);
