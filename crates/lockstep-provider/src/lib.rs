@@ -27,6 +27,7 @@ mod group_input;
 mod identity;
 mod ist_replay;
 pub mod log;
+mod order_gates;
 mod os;
 mod peer_security;
 mod position_recovery;

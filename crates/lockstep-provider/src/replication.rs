@@ -292,7 +292,7 @@ impl Provider {
         meta.depends_on = ordered.depends_on;
         if ordered.passed {
             // Applied already (it ran here); it waits only for commit order.
-            g.enter_apply(ordered.seqno);
+            g.gates.enter_apply(ordered.seqno);
             // A large local commit holds commit order as long as a remote
             // one: the same bypass applies behind it.
             let size = trx.size();
@@ -344,18 +344,19 @@ impl Provider {
             let t0 = Instant::now();
             let (mut g, _) =
                 self.wait_on(Wake::Turn(seqno - 1), g, Until::Progress(IN_ORDER), |s| {
-                    (s.commit.level() >= seqno - 1 && s.may_commit(seqno)) || s.conn == Conn::Closed
+                    (s.gates.commit_level() >= seqno - 1 && s.may_commit(seqno))
+                        || s.conn == Conn::Closed
                 });
             if g.conn == Conn::Closed {
                 return status::CONN_FAIL;
             }
             g.stages.observe(Stage::CommitOrderWait, t0.elapsed());
-            g.enter_commit(seqno);
+            g.gates.enter_commit(seqno);
             return status::OK;
         }
         let depends_on = g.trxs.get(&trx_id).map_or(seqno - 1, |r| r.depends_on);
         let mut g = g;
-        if g.bypass.holds_back(seqno, g.commit.level()) {
+        if g.bypass.holds_back(seqno, g.gates.commit_level()) {
             // Its marker on disk before anything passes the large writeset.
             g.bypass.prepare(&crate::storage::Disk, seqno);
         }
@@ -366,7 +367,7 @@ impl Provider {
         // ordered before this one may be registered after this wait began
         // (by its own client thread), which then wakes every turn.
         let wake = |s: &Inner| {
-            if s.bypass.holds_back(seqno, s.commit.level()) {
+            if s.bypass.holds_back(seqno, s.gates.commit_level()) {
                 Wake::Changed
             } else {
                 Wake::Turn(seqno - 1)
@@ -377,12 +378,12 @@ impl Provider {
                 s.trxs.get(&trx_id).map(|r| r.state),
                 Some(TrxState::MustReplay)
             );
-            let level = s.commit.level();
-            let turn = level >= seqno - 1 || s.bypass.allows(seqno, depends_on, &s.commit);
+            let level = s.gates.commit_level();
+            let turn = level >= seqno - 1 || s.bypass.allows(seqno, depends_on, s.gates.commit());
             bf || (turn && s.may_commit(seqno)) || s.conn == Conn::Closed
         });
-        let in_order = g.commit.level() >= seqno - 1;
-        let turn = in_order || g.bypass.allows(seqno, depends_on, &g.commit);
+        let in_order = g.gates.commit_level() >= seqno - 1;
+        let turn = in_order || g.bypass.allows(seqno, depends_on, g.gates.commit());
         if g.conn == Conn::Closed && !(turn && g.may_commit(seqno)) {
             // The session ended (shutdown, a fatal error): the seqnos
             // before this one will not commit here.
@@ -409,7 +410,7 @@ impl Provider {
             g.bypass.opened(seqno);
         }
         g.stages.observe(Stage::CommitOrderWait, t0.elapsed());
-        g.enter_commit(seqno);
+        g.gates.enter_commit(seqno);
         status::OK
     }
 
@@ -466,10 +467,10 @@ impl Provider {
         if rec.seqno >= 0 {
             if !rec.commit_left {
                 let (ng, _) = self.wait_until(g, Until::Progress(IN_ORDER), |s| {
-                    s.commit.level() >= rec.seqno - 1 || s.conn == Conn::Closed
+                    s.gates.commit_level() >= rec.seqno - 1 || s.conn == Conn::Closed
                 });
                 g = ng;
-                if g.commit.level() < rec.seqno - 1 {
+                if g.gates.commit_level() < rec.seqno - 1 {
                     // The session ended: the gates no longer move.
                     return (status::OK, false);
                 }
@@ -690,15 +691,15 @@ impl Provider {
         // Total order isolation: everything before it has finished, and it
         // holds commit order until to_execute_end.
         let (mut g, _) = self.wait_until(g, Until::Progress(IN_ORDER), |s| {
-            (s.last_committed() >= seqno - 1 && s.commit.level() >= seqno - 1)
+            (s.last_committed() >= seqno - 1 && s.gates.commit_level() >= seqno - 1)
                 || s.conn == Conn::Closed
         });
-        if g.last_committed() < seqno - 1 || g.commit.level() < seqno - 1 {
+        if g.last_committed() < seqno - 1 || g.gates.commit_level() < seqno - 1 {
             // The session ended before the statement's turn came.
             return status::CONN_FAIL;
         }
-        g.enter_apply(seqno);
-        g.enter_commit(seqno);
+        g.gates.enter_apply(seqno);
+        g.gates.enter_commit(seqno);
         g.toi.insert(conn_id, seqno);
         if ordered.passed {
             status::OK
@@ -782,14 +783,14 @@ impl Provider {
             CertOutcome::Fail { .. } => (false, seqno - 1),
         };
         let mut g = self.lock();
-        g.arrive_apply(seqno);
+        g.gates.arrive_apply(seqno);
         let (mut g, _) = self.wait_on(Wake::Turn(depends_on), g, Until::Progress(IN_ORDER), |s| {
             (s.last_committed() >= depends_on && s.may_commit(seqno)) || s.conn == Conn::Closed
         });
         if g.conn == Conn::Closed {
             return Some(status::CONN_FAIL);
         }
-        g.enter_apply(seqno);
+        g.gates.enter_apply(seqno);
         // A TOI that failed certification is never delivered (contract
         // P16): its seqno just passes the gates.
         let deliver = passed || !toi;
@@ -855,15 +856,15 @@ impl Provider {
         if let Some(took) = applied_in {
             g.stages.observe(Stage::Apply, took);
         }
-        if !g.commit.has_passed(seqno) {
+        if !g.gates.commit().has_passed(seqno) {
             let (ng, _) = self.wait_on(Wake::Turn(seqno - 1), g, Until::Progress(IN_ORDER), |s| {
-                s.commit.level() >= seqno - 1 || s.conn == Conn::Closed
+                s.gates.commit_level() >= seqno - 1 || s.conn == Conn::Closed
             });
             g = ng;
-            if g.commit.level() < seqno - 1 {
+            if g.gates.commit_level() < seqno - 1 {
                 return Some(status::CONN_FAIL);
             }
-            g.enter_commit(seqno);
+            g.gates.enter_commit(seqno);
             if let Err(e) = g.leave_commit(seqno) {
                 return Some(self.inconsistent(g, &e.to_string()));
             }

@@ -143,8 +143,7 @@ impl Provider {
         }
         if let Some((history, last)) = founding {
             g.history = history;
-            g.finished.reset(last);
-            g.commit.reset(last);
+            g.gates.reset(last);
             g.last_ordered = last;
         }
         // Writesets the group ordered past what the storage engine kept
@@ -1024,8 +1023,8 @@ fn pass_view_gates(g: &mut crate::state::Inner, seqno: i64) -> Result<(), String
     if g.last_committed() >= seqno {
         return Ok(());
     }
-    g.enter_apply(seqno);
-    g.enter_commit(seqno);
+    g.gates.enter_apply(seqno);
+    g.gates.enter_commit(seqno);
     g.leave_commit(seqno)
         .and_then(|_| g.leave_apply(seqno))
         .map_err(|e| e.to_string())

@@ -11,11 +11,12 @@ use crate::event::Event;
 use crate::flow_control::FlowControl;
 use crate::ist_replay::IstBuffer;
 use crate::log::info;
+use crate::order_gates::OrderGates;
 use crate::server::View;
 use crate::trx::TrxRecord;
 use crate::writeset_cache::WritesetCache;
 use lockstep_core::certification::{CertOutcome, CertStats};
-use lockstep_core::gates::{GateStats, OrderError, QueueStats, Watermark};
+use lockstep_core::gates::{OrderError, QueueStats};
 use lockstep_core::group::Action;
 use lockstep_core::group::LocalState;
 use lockstep_core::saved_state::SavedState;
@@ -144,9 +145,6 @@ pub struct Inner {
     pub conn: Conn,
     /// Flow control: the members' levels, this node's, the limits.
     pub flow: FlowControl,
-    /// The commit and apply levels when turn waiters were last woken
-    /// (`turns_passed`).
-    pub turns_told: (i64, i64),
     /// The history UUID; nil until the first view.
     pub history: Uuid,
     /// This node's member id for the current session.
@@ -163,10 +161,8 @@ pub struct Inner {
     /// What the rounds have taken of the proposals sent on the
     /// current link (those not ordered yet: `send_queue`).
     pub proposals_taken: u64,
-    /// Seqnos fully finished: `last_committed` (contract §6.6).
-    pub finished: Watermark,
-    /// Seqnos that left commit order.
-    pub commit: Watermark,
+    /// The commit and apply gates: `last_committed` and commit order.
+    pub gates: OrderGates,
     /// The group's certification statistics and index size, copied in
     /// the rounds (the certifier itself lives in the sequencer).
     pub cert_stats: CertStats,
@@ -180,10 +176,6 @@ pub struct Inner {
     /// sampled each round.
     pub send_queue: usize,
     pub send_queue_stats: QueueStats,
-    /// `wsrep_apply_*` and `wsrep_commit_*`: how the apply gate (enter:
-    /// dependencies met; leave: `finished`) and the commit gate overlapped.
-    pub apply_stats: GateStats,
-    pub commit_stats: GateStats,
     /// Threads currently inside `recv()`.
     pub appliers: usize,
     /// Appliers inside `apply_cb` right now (the final view waits for them).
@@ -333,14 +325,12 @@ impl Inner {
         Inner {
             conn: Conn::Closed,
             flow: FlowControl::default(),
-            turns_told: (last_committed, last_committed),
             history,
             member_id: Uuid::NIL,
             local: LocalState::default(),
             view: None,
             last_ordered: last_committed,
-            finished: Watermark::new(last_committed),
-            commit: Watermark::new(last_committed),
+            gates: OrderGates::new(last_committed),
             cert_stats: CertStats::default(),
             cert_index_size: 0,
             cert_stats_base: CertStats::default(),
@@ -350,8 +340,6 @@ impl Inner {
             peers: None,
             proposals_taken: 0,
             send_queue_stats: QueueStats::default(),
-            apply_stats: GateStats::default(),
-            commit_stats: GateStats::default(),
             appliers: 0,
             applying: 0,
             final_delivered: false,
@@ -559,12 +547,10 @@ impl Inner {
         Some(event)
     }
 
-    /// The levels the commit and apply gates passed since the last call,
-    /// as `(from, to)`: whose turn waiters (`Wake::Turn`) to wake.
+    /// The levels the commit and apply gates passed since the last call
+    /// (`OrderGates::turns_passed`).
     pub fn turns_passed(&mut self) -> [(i64, i64); 2] {
-        let now = (self.commit.level(), self.finished.level());
-        let was = std::mem::replace(&mut self.turns_told, now);
-        [(was.0, now.0), (was.1, now.1)]
+        self.gates.turns_passed()
     }
 
     /// Wakes the group thread when the receive queue fell below what this
@@ -591,48 +577,31 @@ impl Inner {
     /// join): the gates stand there and queued events it covers go.
     pub fn start_at(&mut self, gtid: Gtid) {
         self.history = gtid.uuid;
-        self.finished.reset(gtid.seqno);
-        self.commit.reset(gtid.seqno);
+        self.gates.reset(gtid.seqno);
         self.last_ordered = self.last_ordered.max(gtid.seqno);
         self.queue
             .retain(|e| e.seqno().is_none_or(|s| s > gtid.seqno));
     }
 
-    /// An applier picked up `seqno`; it waits for its dependencies.
-    pub fn arrive_apply(&mut self, seqno: i64) {
-        self.apply_stats.arrived(seqno);
-    }
-
-    /// `seqno` starts applying: its dependencies have finished.
-    pub fn enter_apply(&mut self, seqno: i64) {
-        self.apply_stats.entered(seqno, self.finished.level());
-    }
-
-    /// `seqno` enters commit order: everything before it has committed.
-    pub fn enter_commit(&mut self, seqno: i64) {
-        self.commit_stats.entered(seqno, self.commit.level());
-    }
-
-    /// `seqno` leaves commit order.
+    /// `seqno` leaves commit order: the bypass behind a large writeset
+    /// forgets what the level passed.
     pub fn leave_commit(&mut self, seqno: i64) -> Result<(), OrderError> {
-        self.commit.mark(seqno)?;
+        let level = self.gates.leave_commit(seqno)?;
         self.bypass.large.remove(&seqno);
-        self.bypass.forget_upto(self.commit.level());
-        self.commit_stats.left(seqno, self.commit.level());
+        self.bypass.forget_upto(level);
         Ok(())
     }
 
     /// `seqno` is finished (applied or rolled back, and committed).
     pub fn leave_apply(&mut self, seqno: i64) -> Result<(), OrderError> {
-        self.finished.mark(seqno)?;
-        self.apply_stats.left(seqno, self.finished.level());
-        self.bypass.settle(self.finished.level());
+        let level = self.gates.leave_apply(seqno)?;
+        self.bypass.settle(level);
         Ok(())
     }
 
     /// `last_committed` as defined by the contract: everything finished.
     pub fn last_committed(&self) -> i64 {
-        self.finished.level()
+        self.gates.last_committed()
     }
 
     /// The grastate.dat record for this history at `seqno`: safe to

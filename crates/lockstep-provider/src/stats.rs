@@ -102,13 +102,13 @@ impl Provider {
                 Str(g.flow.requester().requested().to_string()),
             ),
             ("cert_deps_distance", Double(cert.avg_deps_distance())),
-            ("apply_oooe", Double(g.apply_stats.oooe())),
-            ("apply_oool", Double(g.apply_stats.oool())),
-            ("apply_window", Double(g.apply_stats.window())),
+            ("apply_oooe", Double(g.gates.apply_stats().oooe())),
+            ("apply_oool", Double(g.gates.apply_stats().oool())),
+            ("apply_window", Double(g.gates.apply_stats().window())),
             ("apply_waits", Int(0)),
-            ("commit_oooe", Double(g.commit_stats.oooe())),
-            ("commit_oool", Double(g.commit_stats.oool())),
-            ("commit_window", Double(g.commit_stats.window())),
+            ("commit_oooe", Double(g.gates.commit_stats().oooe())),
+            ("commit_oool", Double(g.gates.commit_stats().oool())),
+            ("commit_window", Double(g.gates.commit_stats().window())),
             ("local_state", Int(state.wsrep_value())),
             ("local_state_comment", Str(state.comment().into())),
             ("cert_index_size", Int(g.cert_index_size as i64)),
@@ -252,8 +252,7 @@ impl Provider {
         g.queue.reset_stats();
         g.send_queue_stats.reset();
         g.flow.reset_stats(crate::state::mono_ns());
-        g.apply_stats.reset();
-        g.commit_stats.reset();
+        g.gates.reset_stats();
         g.cert_stats_base = g.cert_stats;
     }
 }

@@ -241,8 +241,8 @@ mod tests {
             sent: 0,
         });
         g.vote_asked(1);
-        g.enter_apply(1);
-        g.enter_commit(1);
+        g.gates.enter_apply(1);
+        g.gates.enter_commit(1);
         let cast = g
             .vote_failure(1, b"Error_code: 1051;")
             .expect("a group to vote in");
@@ -271,8 +271,8 @@ mod tests {
             sent: 0,
         });
         late.vote_asked(1);
-        late.enter_apply(1);
-        late.enter_commit(1);
+        late.gates.enter_apply(1);
+        late.gates.enter_commit(1);
         late.leave_commit(1).unwrap();
         late.leave_apply(1).unwrap();
         late.answer_votes();

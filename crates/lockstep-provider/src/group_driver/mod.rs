@@ -1049,7 +1049,7 @@ impl Worker {
         // a bound (ADR 0011).
         let inner = &mut *g;
         let queue = inner.bypass.counted(
-            inner.commit.level(),
+            inner.gates.commit_level(),
             inner.queue.iter().map(|e| (e.seqno(), e.bytes())),
             Instant::now(),
         );
