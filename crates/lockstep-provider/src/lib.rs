@@ -13,6 +13,7 @@
 mod apply_queue;
 pub mod arbitrator;
 mod bypass;
+mod cache_feed;
 mod causal_reads;
 mod control;
 mod diverged;

@@ -130,7 +130,7 @@ impl Provider {
                 |(uuid, seqno)| Gtid { uuid, seqno },
             );
             // An arbitrator never donates: it keeps no writeset cache.
-            let missing = g.cache.is_none() && !self.arbitrator;
+            let missing = g.cache.get().is_none() && !self.arbitrator;
             drop(g);
             missing
                 .then(|| self.open_writeset_cache(position))
@@ -153,7 +153,7 @@ impl Provider {
         let position = g.join_position();
         let held = opened
             .as_ref()
-            .or(g.cache.as_ref())
+            .or(g.cache.get())
             .and_then(|c| c.held_past(position.uuid, position.seqno));
         if let Some(top) = held {
             info!(
@@ -206,9 +206,7 @@ impl Provider {
         g.isolating = false;
         g.want_sync = false;
         g.donations.clear();
-        if g.cache.is_none() {
-            g.cache = opened;
-        }
+        g.cache.open_if_none(opened);
         // After the cache is open: it supplies the fork check points.
         g.start_joining(ist_limit);
         g.donors = donors.to_string();

@@ -6,15 +6,14 @@
 //! this lock while calling into the server (contract P27).
 
 use crate::apply_queue::ApplyQueue;
+use crate::cache_feed::CacheFeed;
 use crate::causal_reads::CausalReads;
 use crate::event::Event;
 use crate::flow_control::FlowControl;
 use crate::ist_replay::IstBuffer;
-use crate::log::info;
 use crate::order_gates::OrderGates;
 use crate::server::View;
 use crate::trx::TrxRecord;
-use crate::writeset_cache::WritesetCache;
 use lockstep_core::certification::{CertOutcome, CertStats};
 use lockstep_core::gates::{OrderError, QueueStats};
 use lockstep_core::group::Action;
@@ -251,11 +250,8 @@ pub struct Inner {
     pub last_view_members: usize,
     /// Events replayed before this node's join view that it lacks (IST).
     pub ist: IstBuffer,
-    /// `wsrep_local_cached_downto - 1`, copied in the round.
-    pub cached_after: Option<i64>,
-    /// The writeset cache on disk (`writeset_cache`); `None` before the
-    /// first connect or after a write error.
-    pub cache: Option<WritesetCache>,
+    /// The writeset cache and what feeds it.
+    pub cache: CacheFeed,
     /// The primary component's total `pc.weight` (`wsrep_cluster_weight`),
     /// copied in the round.
     pub cluster_weight: i64,
@@ -276,8 +272,6 @@ pub struct Inner {
     pub diverged: bool,
     /// The group's history differs from this node's at the same UUID.
     pub fork: Option<Fork>,
-    /// Ordered events go to the writeset cache (`cache_catch_up`).
-    pub cache_live: bool,
     /// Rejoining after a removal: the server is already connected.
     pub rejoining: bool,
     /// Local proposals whose callers were failed when the node lost the
@@ -378,15 +372,13 @@ impl Inner {
                 },
                 0,
             ),
-            cached_after: None,
-            cache: None,
+            cache: CacheFeed::default(),
             cluster_weight: 0,
             group_history: [0; 16],
             fork_check: Vec::new(),
             fork_check_writeset: None,
             diverged: false,
             fork: None,
-            cache_live: false,
             rejoining: false,
             abandoned: HashSet::new(),
             detached: HashSet::new(),
@@ -395,46 +387,9 @@ impl Inner {
         }
     }
 
-    /// Keeps an ordered event in the writeset cache.
-    /// Whether a writeset of `bytes` goes into the writeset cache; if not
-    /// (larger than half of `gcache.size`), the cache starts over after
-    /// `seqno`, logged.
-    pub fn cache_takes(&mut self, seqno: i64, bytes: usize) -> bool {
-        if !self.cache_live {
-            return false;
-        }
-        let Some(cache) = self.cache.as_mut() else {
-            return false;
-        };
-        if (bytes as u64) < cache.max_record() {
-            return true;
-        }
-        info!(
-            "writeset {seqno} ({} MiB) is larger than half of gcache.size: not cached; \
-             IST from this node's cache starts after it",
-            bytes >> 20
-        );
-        if let Err(e) = cache.skip_oversized() {
-            crate::writeset_cache::disable(&mut self.cache, &e);
-        }
-        false
-    }
-
+    /// Keeps an ordered event of the group's in the writeset cache.
     pub fn cache_event(&mut self, seqno: i64, kind: CachedKind) {
-        if !self.cache_live {
-            return;
-        }
-        let Some(cache) = self.cache.as_mut() else {
-            return;
-        };
-        let ev = CachedEvent {
-            history: self.group_history,
-            seqno,
-            kind,
-        };
-        if let Err(e) = cache.append(&ev) {
-            crate::writeset_cache::disable(&mut self.cache, &e);
-        }
+        self.cache.append(self.group_history, seqno, kind);
     }
 
     /// This node's state is the group's (joined, or founded): from here
@@ -444,7 +399,7 @@ impl Inner {
     /// Before that, nothing is cached: a joiner that refuses to join (a
     /// fork, a node ahead) must not take the group's events for its own.
     pub fn cache_catch_up(&mut self, view: Option<&View>) {
-        self.cache_live = true;
+        self.cache.go_live();
         if let Some(v) = view {
             self.cache_event(v.state_id.seqno, view_kind(v));
         }
@@ -514,24 +469,6 @@ impl Inner {
                 ),
                 views_only,
             });
-        }
-    }
-
-    /// Hands the cache's buffered records to the OS.
-    pub fn flush_cache(&mut self) {
-        if let Some(Err(e)) = self.cache.as_mut().map(WritesetCache::flush) {
-            crate::writeset_cache::disable(&mut self.cache, &e);
-        }
-    }
-
-    /// `wsrep_local_cached_downto`: the lowest seqno this node can serve
-    /// by IST, from its group log or its writeset cache.
-    pub fn cached_downto(&self) -> i64 {
-        let log = self.cached_after.map(|s| s + 1);
-        let disk = self.cache.as_ref().and_then(WritesetCache::first);
-        match (log, disk) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => a.or(b).unwrap_or(-1),
         }
     }
 
@@ -650,15 +587,15 @@ impl Inner {
         // Set again by the first view this session replays or delivers.
         self.group_history = [0; 16];
         self.fork = None;
-        self.cache_live = false;
+        self.cache.wait_for_state();
         self.fork_check = self
             .cache
-            .as_ref()
+            .get()
             .map(|c| c.check_points(have.uuid, have.seqno))
             .unwrap_or_default();
         self.fork_check_writeset = self
             .cache
-            .as_ref()
+            .get()
             .and_then(|c| c.last_writeset_at(have.uuid, have.seqno));
     }
 

@@ -76,7 +76,7 @@ impl Provider {
             ),
             ("local_recv_queue_avg", Double(g.queue.stats().avg())),
             // The lowest seqno the group log can replay to a joiner (IST).
-            ("local_cached_downto", Int(g.cached_downto())),
+            ("local_cached_downto", Int(g.cache.cached_downto())),
             (
                 "flow_control_paused_ns",
                 Int(g.flow.gate().paused_ns(now) as i64),
@@ -144,7 +144,7 @@ impl Provider {
             // and writesets of the receive queue waiting on disk.
             (
                 "lockstep_group_log_from",
-                Int(g.cached_after.map_or(-1, |s| s + 1)),
+                Int(g.cache.log_from().unwrap_or(-1)),
             ),
             // The group protocol version the cluster runs at (rolling
             // upgrades, docs/formats.md).

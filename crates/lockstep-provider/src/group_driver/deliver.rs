@@ -51,7 +51,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                     ws.keys.len()
                 );
             }
-            if g.in_group && g.cache_takes(seqno, size) {
+            if g.in_group && g.cache.takes(seqno, size) {
                 g.cache_event(
                     seqno,
                     CachedKind::Writeset {
@@ -163,7 +163,7 @@ fn own_cache_replay(g: &mut Inner, have: Gtid, v: &GroupView) -> Result<Vec<Even
     buffer.start_history(history);
     let cache = g
         .cache
-        .as_mut()
+        .get_mut()
         .ok_or("this node keeps no writeset cache")?;
     for ev in cache.reader(history, have.seqno, v.seqno - 1)? {
         let ev = ev?;
@@ -209,7 +209,7 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
             let replay = (have.uuid.data == v.history && have.seqno + 1 < v.seqno)
                 .then(|| own_cache_replay(g, have, &v));
             // Its state is the group's: the cache continues from it.
-            g.cache_live = true;
+            g.cache.go_live();
             g.cache_event(v.seqno, view_kind(&mine));
             match replay {
                 None => {}

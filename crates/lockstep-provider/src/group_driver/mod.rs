@@ -1264,7 +1264,7 @@ impl Worker {
         let certifier = self.group.sequencer().certifier();
         g.cert_stats = certifier.stats();
         g.cert_index_size = certifier.index_size();
-        g.cached_after = self.group.cached_after();
+        g.cache.set_log_after(self.group.cached_after());
         g.cluster_weight = self
             .group
             .sequencer()
@@ -1272,11 +1272,8 @@ impl Worker {
             .iter()
             .map(|m| i64::from(m.weight))
             .sum();
-        g.flush_cache();
-        let doomed = g
-            .cache
-            .as_mut()
-            .and_then(crate::writeset_cache::WritesetCache::take_doomed);
+        g.cache.flush();
+        let doomed = g.cache.take_doomed();
         self.publish_proposals(&mut g);
         g.reads.set_applied_index(self.group.applied_index());
         let sent = g.send_queue;

@@ -89,7 +89,7 @@ impl Provider {
         let held = self
             .lock()
             .cache
-            .as_ref()
+            .get()
             .and_then(|c| c.held_past(local.uuid, local.seqno));
         if let Some(top) =
             held.filter(|top| local.uuid == group_pos.uuid && *top >= group_pos.seqno)
@@ -612,7 +612,7 @@ impl Provider {
             return;
         }
         let history = Uuid::from_bytes(g.group_history);
-        let reader = match g.cache.as_mut() {
+        let reader = match g.cache.get_mut() {
             Some(cache) => match cache.reader(history, first, seqno) {
                 Ok(r) => Ok((r, check)),
                 // The cache reaches back to the gap but not to the check
