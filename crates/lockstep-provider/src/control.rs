@@ -131,7 +131,7 @@ impl Provider {
         mut g: MutexGuard<'a, Inner>,
         deadline: Instant,
     ) -> (MutexGuard<'a, Inner>, Option<i64>) {
-        let (raft_id, next) = (g.raft_id(), g.next_proposal);
+        let (raft_id, next) = (g.raft_id(), g.proposals.peek_id());
         let id = g.propose(Action::Barrier { raft_id, id: next }, true);
         self.await_fence(g, id, deadline)
     }
@@ -147,9 +147,9 @@ impl Provider {
             return (g, None);
         };
         let (mut g, _) = self.wait_until(g, Until::Deadline(deadline), |s| {
-            s.waiting.get(&id) != Some(&Resolution::Pending)
+            !s.proposals.is_pending(id)
         });
-        match g.waiting.remove(&id) {
+        match g.proposals.take(id) {
             Some(Resolution::Fence { seqno }) => (g, Some(seqno)),
             _ => (g, None),
         }
@@ -168,9 +168,7 @@ impl Provider {
             Some(p) if leader != 0 && leader != g.raft_id() => p.clone(),
             _ => return (g, None),
         };
-        let id = g.next_proposal;
-        g.next_proposal += 1;
-        g.waiting.insert(id, Resolution::Pending);
+        let id = g.proposals.open(true);
         let now = Instant::now();
         if let Join::Send { n } = g.reads.join_ask(id, leader, now, ASK_WAIT) {
             drop(g);
@@ -184,7 +182,7 @@ impl Provider {
         // Woken by the answer's connection thread alone (`CausalReads::answered`);
         // a close or a lost answer leaves it to the deadline.
         let wait = deadline.min(now + ASK_WAIT);
-        while g.waiting.get(&id) == Some(&Resolution::Pending) {
+        while g.proposals.is_pending(id) {
             let now = Instant::now();
             if now >= wait {
                 break;
@@ -194,7 +192,7 @@ impl Provider {
             g = self.lock();
         }
         g.reads.leave_ask(id);
-        match g.waiting.remove(&id) {
+        match g.proposals.take(id) {
             Some(Resolution::ReadIndex { index }) => (g, Some(index)),
             _ => (g, None),
         }

@@ -32,6 +32,7 @@ mod order_gates;
 mod os;
 mod peer_security;
 mod position_recovery;
+mod proposals;
 mod provider;
 mod read_asks;
 mod recv_spool;

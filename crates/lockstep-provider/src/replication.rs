@@ -96,7 +96,7 @@ impl Provider {
         let Some(id) = proposed else {
             return (g, None);
         };
-        g.inflight_last_seen.insert(id, last_seen);
+        g.proposals.set_last_seen(id, last_seen);
         let t0 = Instant::now();
         // This thread takes its proposal into Raft itself (ADR 0023),
         // giving up the lock, which a round takes.
@@ -108,11 +108,10 @@ impl Provider {
         }
         let g = self.lock();
         let (mut g, _) = self.wait_on(Wake::Resolved, g, Until::Progress("the group resolves every proposal: ordered, settled as dropped, or abandoned when the node leaves the primary component or the session closes"), |s| {
-            s.waiting.get(&id) != Some(&Resolution::Pending)
+            !s.proposals.is_pending(id)
         });
         g.stages.observe(Stage::Replicate, t0.elapsed());
-        g.inflight_last_seen.remove(&id);
-        let ordered = match g.waiting.remove(&id) {
+        let ordered = match g.proposals.take(id) {
             Some(Resolution::Ordered {
                 seqno,
                 outcome,
@@ -528,7 +527,7 @@ impl Provider {
         let Some(id) = g.propose(Action::Writeset(ws), false) else {
             return status::CONN_FAIL;
         };
-        g.detached.insert(id);
+        g.proposals.detach(id);
         info!("streaming transaction {trx_id}: rollback sent");
         self.notify_gates(g);
         status::OK

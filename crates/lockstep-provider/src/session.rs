@@ -839,11 +839,7 @@ impl Provider {
         g.view = None;
         g.in_group = false;
         g.queue.clear();
-        for w in g.waiting.values_mut() {
-            if *w == crate::state::Resolution::Pending {
-                *w = crate::state::Resolution::Dropped;
-            }
-        }
+        g.proposals.drop_pending();
         drop(g);
         self.notify();
     }

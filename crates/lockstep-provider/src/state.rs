@@ -12,15 +12,17 @@ use crate::event::Event;
 use crate::flow_control::FlowControl;
 use crate::ist_replay::IstBuffer;
 use crate::order_gates::OrderGates;
+use crate::proposals::Proposals;
+pub use crate::proposals::Resolution;
 use crate::server::View;
 use crate::trx::TrxRecord;
-use lockstep_core::certification::{CertOutcome, CertStats};
-use lockstep_core::gates::{OrderError, QueueStats};
+use lockstep_core::certification::CertStats;
+use lockstep_core::gates::OrderError;
 use lockstep_core::group::Action;
 use lockstep_core::group::LocalState;
 use lockstep_core::saved_state::SavedState;
 use lockstep_core::writeset_cache::{event_digest, membership_digest, CachedEvent, CachedKind};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use wsrep_abi::Gtid;
 use wsrep_abi::Uuid;
@@ -43,31 +45,6 @@ pub struct Fork {
     /// which the group has too: no commit of this node would be lost by
     /// a full state transfer.
     pub views_only: bool,
-}
-
-/// What a local proposal turned into.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Resolution {
-    Pending,
-    Ordered {
-        seqno: i64,
-        outcome: CertOutcome,
-        /// What it depends on (`Certifier::last_related`).
-        related: Option<Vec<i64>>,
-    },
-    /// A causal-read fence passed after `seqno` was ordered.
-    Fence {
-        seqno: i64,
-    },
-    /// A causal read asked the leader directly (`PeerMsg::ReadAsk`): its
-    /// commit index, which this node must apply before reading.
-    ReadIndex {
-        index: u64,
-    },
-    /// The leader asked holds no lease: ask through Raft instead.
-    NoLease,
-    /// Not ordered (the node left the group first).
-    Dropped,
 }
 
 /// The cache record kind of a wsrep view (`membership_digest`), with its
@@ -157,9 +134,6 @@ pub struct Inner {
     /// asks of a follower.
     pub reads: CausalReads,
     pub peers: Option<lockstep_net::transport::PeerSender>,
-    /// What the rounds have taken of the proposals sent on the
-    /// current link (those not ordered yet: `send_queue`).
-    pub proposals_taken: u64,
     /// The commit and apply gates: `last_committed` and commit order.
     pub gates: OrderGates,
     /// The group's certification statistics and index size, copied in
@@ -170,11 +144,8 @@ pub struct Inner {
     pub cert_stats_base: CertStats,
     /// What the appliers run, in order, with its spool and statistics.
     pub queue: ApplyQueue,
-    /// `wsrep_local_send_queue*`: this node's proposals not yet ordered
-    /// (Galera's send queue: actions waiting to enter the total order),
-    /// sampled each round.
-    pub send_queue: usize,
-    pub send_queue_stats: QueueStats,
+    /// This node's proposals: ids, resolutions, the send queue.
+    pub proposals: Proposals,
     /// Threads currently inside `recv()`.
     pub appliers: usize,
     /// Appliers inside `apply_cb` right now (the final view waits for them).
@@ -218,12 +189,6 @@ pub struct Inner {
     pub group: Option<GroupLink>,
     /// An isolating event is running: no other applier may start one.
     pub isolating: bool,
-    /// Local proposals waiting for their place in the total order.
-    pub waiting: HashMap<u64, Resolution>,
-    /// Last seen seqno of this node's writesets not yet ordered: the
-    /// commit report must not exceed it (`Certifier::purge_upto`).
-    pub inflight_last_seen: HashMap<u64, i64>,
-    pub next_proposal: u64,
     pub sst: SstProgress,
     /// `wsrep_sst_donor` from `connect`.
     pub donors: String,
@@ -274,16 +239,6 @@ pub struct Inner {
     pub fork: Option<Fork>,
     /// Rejoining after a removal: the server is already connected.
     pub rejoining: bool,
-    /// Local proposals whose callers were failed when the node lost the
-    /// primary component. If one is ordered after all, the node applies
-    /// it like a remote writeset, as every other node does. Bound: the
-    /// operations in flight at that moment (one per client thread).
-    pub abandoned: HashSet<u64>,
-    /// Local proposals nobody waits for (streaming rollbacks, contract
-    /// §2.17): once ordered they are applied like remote writesets, this
-    /// node included. Bound: one per streaming transaction this node rolls
-    /// back; an entry leaves when its proposal is ordered or settled.
-    pub detached: HashSet<u64>,
     /// Local commits ahead of a large writeset (`bypass.rs`, ADR 0011).
     pub bypass: crate::bypass::Bypass,
     /// Consistency votes (`vote.rs`): this node's own outcomes, seqnos it
@@ -329,11 +284,8 @@ impl Inner {
             cert_index_size: 0,
             cert_stats_base: CertStats::default(),
             queue: ApplyQueue::default(),
-            send_queue: 0,
             reads: CausalReads::default(),
             peers: None,
-            proposals_taken: 0,
-            send_queue_stats: QueueStats::default(),
             appliers: 0,
             applying: 0,
             final_delivered: false,
@@ -352,9 +304,7 @@ impl Inner {
             wan_bytes_sent: 0,
             group: None,
             isolating: false,
-            waiting: HashMap::new(),
-            inflight_last_seen: HashMap::new(),
-            next_proposal: 1 << 63,
+            proposals: Proposals::default(),
             sst: SstProgress::default(),
             donors: String::new(),
             want_sync: false,
@@ -380,8 +330,6 @@ impl Inner {
             diverged: false,
             fork: None,
             rejoining: false,
-            abandoned: HashSet::new(),
-            detached: HashSet::new(),
             bypass: crate::bypass::Bypass::default(),
             votes: Default::default(),
         }
@@ -604,15 +552,7 @@ impl Inner {
     /// an error to those clients rather than let them hang). Returns how
     /// many there were.
     pub fn abandon_pending(&mut self) -> usize {
-        let mut n = 0;
-        for (id, w) in self.waiting.iter_mut() {
-            if *w == Resolution::Pending {
-                *w = Resolution::Dropped;
-                self.abandoned.insert(*id);
-                n += 1;
-            }
-        }
-        n
+        self.proposals.abandon_pending()
     }
 
     /// Proposes an action to the group; returns its proposal id (with a
@@ -649,11 +589,9 @@ impl Inner {
     /// streaming transaction's rollback fragment, say), acknowledged or
     /// not.
     pub fn own_proposals_ordered(&self) -> bool {
-        self.send_queue == 0
-            && self
-                .group
-                .as_ref()
-                .is_some_and(|l| l.sent == self.proposals_taken)
+        self.group
+            .as_ref()
+            .is_some_and(|l| self.proposals.all_ordered(l.sent))
     }
 
     /// [`Inner::propose_to_drive`] of an action already cut into fragment
@@ -684,18 +622,14 @@ impl Inner {
         input: impl FnOnce(u64) -> crate::group_input::Input,
     ) -> Option<u64> {
         let link = self.group.as_ref()?;
-        let id = self.next_proposal;
-        self.next_proposal += 1;
-        if wait {
-            self.waiting.insert(id, Resolution::Pending);
-        }
+        let id = self.proposals.open(wait);
         let sent = if wake {
             link.tx.send(input(id))
         } else {
             link.tx.queue(input(id))
         };
         if sent.is_err() {
-            self.waiting.insert(id, Resolution::Dropped);
+            self.proposals.resolve(id, Resolution::Dropped);
         }
         Some(id)
     }
@@ -704,7 +638,7 @@ impl Inner {
     /// `last_committed`, but never above the last seen seqno of one of its
     /// writesets still waiting to be ordered.
     pub fn purgeable_upto(&self) -> i64 {
-        let inflight = self.inflight_last_seen.values().min().copied();
+        let inflight = self.proposals.min_last_seen();
         inflight.map_or(self.last_committed(), |ls| ls.min(self.last_committed()))
     }
 

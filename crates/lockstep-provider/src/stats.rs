@@ -55,16 +55,19 @@ impl Provider {
             ("local_commits", Int(c.local_commits)),
             ("local_cert_failures", Int(c.local_cert_failures)),
             ("local_replays", Int(c.local_replays)),
-            ("local_send_queue", Int(g.send_queue as i64)),
+            ("local_send_queue", Int(g.proposals.send_queue() as i64)),
             (
                 "local_send_queue_max",
-                Int(g.send_queue_stats.max(g.send_queue) as i64),
+                Int(g.proposals.send_queue_stats().max(g.proposals.send_queue()) as i64),
             ),
             (
                 "local_send_queue_min",
-                Int(g.send_queue_stats.min(g.send_queue) as i64),
+                Int(g.proposals.send_queue_stats().min(g.proposals.send_queue()) as i64),
             ),
-            ("local_send_queue_avg", Double(g.send_queue_stats.avg())),
+            (
+                "local_send_queue_avg",
+                Double(g.proposals.send_queue_stats().avg()),
+            ),
             ("local_recv_queue", Int(queued as i64)),
             (
                 "local_recv_queue_max",
@@ -250,7 +253,7 @@ impl Provider {
     pub fn stats_reset(&self) {
         let mut g = self.lock();
         g.queue.reset_stats();
-        g.send_queue_stats.reset();
+        g.proposals.reset_stats();
         g.flow.reset_stats(crate::state::mono_ns());
         g.gates.reset_stats();
         g.cert_stats_base = g.cert_stats;

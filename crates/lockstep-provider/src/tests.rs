@@ -757,7 +757,7 @@ fn rollback_sends_a_rollback_writeset_that_comes_back_to_this_node() {
     );
     n.wait_for(|n| n.events().contains(&want));
     n.wait_for(|n| n.p.last_committed_id().seqno == m.gtid.seqno + 1);
-    assert!(n.p.lock().detached.is_empty());
+    assert!(!n.p.lock().proposals.any_detached());
     n.stop();
 }
 

@@ -7,6 +7,7 @@ use crate::event::Event;
 use crate::identity::CAPABILITIES;
 use crate::ist_replay::IstBuffer;
 use crate::log::info;
+use crate::proposals::Mine;
 use crate::remote_ws::RemoteWs;
 use crate::server::{view_members, View};
 use crate::state::{view_kind, Conn, Inner, Resolution};
@@ -60,18 +61,18 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                     },
                 );
             }
-            let abandoned = origin == me && g.abandoned.remove(&proposal);
-            let detached = origin == me && g.detached.remove(&proposal);
-            if origin == me && !abandoned && !detached {
-                if let Some(w) = g.waiting.get_mut(&proposal) {
-                    *w = Resolution::Ordered {
+            let mine = (origin == me).then(|| g.proposals.ordered_mine(proposal));
+            if mine == Some(Mine::Waited) {
+                g.proposals.resolve(
+                    proposal,
+                    Resolution::Ordered {
                         seqno,
                         outcome,
                         related,
-                    };
-                }
+                    },
+                );
             } else if g.in_group {
-                if abandoned {
+                if mine == Some(Mine::Abandoned) {
                     info!(
                         "seqno {seqno}: a local writeset whose client got an error when this \
                          node lost the primary component was ordered after all; applying it"
@@ -134,21 +135,13 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
             g.found_inconsistent(seqno)
         }
         Delivery::Barrier { origin, id, seqno } if origin == me => {
-            if let Some(w) = g.waiting.get_mut(&id) {
-                *w = Resolution::Fence { seqno };
-            }
+            g.proposals.resolve(id, Resolution::Fence { seqno });
         }
         Delivery::FlowControl { raft_id, level } if g.in_group => {
             g.flow.announce(raft_id, level, crate::state::mono_ns());
         }
         Delivery::Settled { origin, proposal } if origin == me => {
-            g.abandoned.remove(&proposal);
-            g.detached.remove(&proposal);
-            if let Some(w) = g.waiting.get_mut(&proposal) {
-                if *w == Resolution::Pending {
-                    *w = Resolution::Dropped;
-                }
-            }
+            g.proposals.settled(proposal);
         }
         _ => {}
     }

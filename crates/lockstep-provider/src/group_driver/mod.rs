@@ -292,7 +292,7 @@ struct Worker {
     lease_published: (Option<crate::causal_reads::ReadLease>, u64),
     /// When `ping_peers` last probed.
     last_ping: Instant,
-    /// Proposals taken from the input (`Inner::proposals_taken`).
+    /// Proposals taken from the input (`Proposals::publish`).
     taken: u64,
     /// Bytes sent to members of other segments (`Inner::wan_bytes_sent`).
     wan_bytes: u64,
@@ -346,8 +346,7 @@ impl Worker {
         let mut g = self.shared.lock();
         g.flow.new_channel(crate::state::mono_ns());
         g.peers = Some(self.transport.sender());
-        g.proposals_taken = 0;
-        g.send_queue = 0;
+        g.proposals.publish(0, 0);
         g.reads.forget_leader();
     }
 }
@@ -493,10 +492,9 @@ impl Worker {
     /// how many are not ordered yet (`Inner::own_proposals_ordered`, the
     /// send queue).
     fn publish_proposals(&self, g: &mut crate::state::Inner) {
-        g.proposals_taken = self.taken;
+        g.proposals.publish(self.taken, self.group.in_flight());
         g.wan = self.group.wan_counters();
         g.wan_bytes_sent = self.wan_bytes;
-        g.send_queue = self.group.in_flight();
         let version = self.group.sequencer().cluster_version();
         if version != g.cluster_version {
             info!("the cluster now runs group protocol version {version}");
@@ -1226,9 +1224,7 @@ impl Worker {
             let mut g = self.shared.lock();
             for (reads, seqno) in fences {
                 for id in reads {
-                    if let Some(w) = g.waiting.get_mut(&id) {
-                        *w = Resolution::Fence { seqno };
-                    }
+                    g.proposals.resolve(id, Resolution::Fence { seqno });
                 }
             }
             drop(g);
@@ -1276,8 +1272,7 @@ impl Worker {
         let doomed = g.cache.take_doomed();
         self.publish_proposals(&mut g);
         g.reads.set_applied_index(self.group.applied_index());
-        let sent = g.send_queue;
-        g.send_queue_stats.sample(sent);
+        g.proposals.sample_send_queue();
         drop(g);
         if views {
             self.shared.notify();

@@ -27,20 +27,16 @@ pub fn quick(shared: Arc<Shared>) -> Quick {
         PeerMsg::ReadAnswer { n, index } => {
             let mut g = shared.lock();
             // Only the leader that was asked answers (`ReadAsks`).
-            let next_n = g.next_proposal;
+            let next_n = g.proposals.peek_id();
             let (reads, next) = g.reads.answered(n, from, next_n, Instant::now());
             if next.is_some() {
-                g.next_proposal += 1;
+                g.proposals.open(false);
             }
             let resolution =
                 index.map_or(Resolution::NoLease, |index| Resolution::ReadIndex { index });
             let mut wake = Vec::with_capacity(reads.len());
             for (id, waiter) in reads {
-                if let Some(w) = g.waiting.get_mut(&id) {
-                    if *w == Resolution::Pending {
-                        *w = resolution.clone();
-                    }
-                }
+                g.proposals.resolve_pending(id, resolution.clone());
                 wake.extend(waiter);
             }
             drop(g);
