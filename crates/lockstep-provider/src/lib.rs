@@ -40,6 +40,7 @@ mod remote_ws;
 mod replication;
 mod server;
 mod session;
+mod settings;
 mod shared;
 mod state;
 mod state_transfer;

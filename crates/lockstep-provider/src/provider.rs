@@ -8,6 +8,7 @@ use crate::group_input::Input;
 use crate::identity::PROVIDER_VERSION;
 use crate::log::{error, info, warn};
 use crate::server::Server;
+use crate::settings::{Applied, Settings};
 use crate::shared::{Shared, Wake, TURN_RECHECK};
 use crate::state::{Conn, Inner};
 use lockstep_core::flow_control::Limits;
@@ -16,7 +17,7 @@ use lockstep_core::options::{self, Options, OptionsError};
 use lockstep_core::saved_state::SavedState;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use wsrep_abi::{status, Gtid, Status};
 
@@ -41,11 +42,9 @@ pub struct Provider {
     pub data_dir: PathBuf,
     pub proto_ver: i32,
     pub server: Server,
-    pub options: Mutex<Options>,
-    tunables: RwLock<Tunables>,
-    /// Whether the server writes a binary log (`None`: unknown), which
-    /// decides the default of `lockstep.commit_bypass`.
-    server_binlog: Option<bool>,
+    /// The options and their typed values; never locked together with
+    /// the state (`settings`).
+    pub settings: Settings,
     pub store: Mutex<Box<dyn StateStore>>,
     pub shared: Arc<Shared>,
     /// The group channel while connected to a multi-node cluster.
@@ -191,9 +190,7 @@ impl Provider {
             data_dir: cfg.data_dir,
             proto_ver: cfg.proto_ver,
             server: cfg.server,
-            tunables: RwLock::new(tunables),
-            server_binlog,
-            options: Mutex::new(options),
+            settings: Settings::new(options, server_binlog),
             store: Mutex::new(store),
             shared: Arc::new(Shared {
                 inner: Mutex::new(inner),
@@ -322,10 +319,7 @@ impl Provider {
     }
 
     pub fn options_get(&self) -> String {
-        self.options
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .to_galera_string()
+        self.settings.galera_string()
     }
 
     pub fn options_set(&self, conf: &str) -> Status {
@@ -337,26 +331,19 @@ impl Provider {
             }
             return status::OK;
         }
-        let mut options = self.options.lock().unwrap_or_else(|p| p.into_inner());
-        let result = options.apply_runtime(conf);
-        let tunables = result.is_ok().then(|| {
-            (
-                Tunables::from_options(&options, self.server_binlog),
-                Limits::from_options(&options),
-            )
-        });
-        // The provider lock only after the options lock is released: the
-        // two are never held together.
-        drop(options);
-        if let Some((t, fc_limits)) = tunables {
-            *self.tunables.write().unwrap_or_else(|p| p.into_inner()) = t;
-            let mut g = self.lock();
-            g.flow.set_limits(fc_limits);
-            g.queue.set_hard_limit(t.recv_q_hard_limit);
-            g.bypass.threshold = t.commit_bypass;
-        }
+        let result = self.settings.apply_runtime(conf);
         match result {
-            Ok(changed) => {
+            Ok(Applied {
+                changed,
+                tunables,
+                limits,
+            }) => {
+                {
+                    let mut g = self.lock();
+                    g.flow.set_limits(limits);
+                    g.queue.set_hard_limit(tunables.recv_q_hard_limit);
+                    g.bypass.threshold = tunables.commit_bypass;
+                }
                 for (k, v) in changed {
                     // Every changed key is in the table: apply_runtime
                     // refused unknown ones.
@@ -401,9 +388,8 @@ impl Provider {
             "pc.bootstrap" => match options::parse_bool(value) {
                 Ok(true) => Input::Bootstrap {
                     force: self
-                        .options
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
+                        .settings
+                        .options()
                         .bool("lockstep.force_bootstrap")
                         .unwrap_or(false),
                 },
@@ -467,7 +453,7 @@ impl Provider {
     /// `pc.ignore_quorum` and `pc.ignore_sb`: keep serving without the
     /// majority (split brain is the operator's choice).
     pub fn ignores_quorum(&self) -> crate::group_input::QuorumOverrides {
-        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let o = self.settings.options();
         crate::group_input::QuorumOverrides {
             ignore_quorum: o.bool("pc.ignore_quorum").unwrap_or(false),
             ignore_sb: o.bool("pc.ignore_sb").unwrap_or(false),
@@ -481,7 +467,7 @@ impl Provider {
     /// leader here removes it at the first, so the second only matters
     /// when it is the shorter one.
     pub fn failure_timeout(&self) -> Option<Duration> {
-        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let o = self.settings.options();
         let suspect = o.duration("evs.suspect_timeout").ok();
         let inactive = o.duration("evs.inactive_timeout").ok();
         match (suspect, inactive) {
@@ -503,7 +489,7 @@ impl Provider {
 
     /// An integer option in `T`'s range, or `default`.
     fn small_int<T: TryFrom<i64>>(&self, key: &str, default: T) -> T {
-        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let o = self.settings.options();
         o.int(key)
             .ok()
             .and_then(|v| T::try_from(v).ok())
@@ -512,7 +498,7 @@ impl Provider {
 
     /// The option values hot paths read, without parsing text.
     pub fn tunables(&self) -> Tunables {
-        *self.tunables.read().unwrap_or_else(|p| p.into_inner())
+        self.settings.tunables()
     }
 }
 
@@ -573,7 +559,7 @@ impl Tunables {
     /// that does not parse (the option table validates values on set).
     /// `server_binlog`: whether the server writes a binary log (`None`:
     /// unknown), for the default of `lockstep.commit_bypass`.
-    fn from_options(options: &Options, server_binlog: Option<bool>) -> Tunables {
+    pub(crate) fn from_options(options: &Options, server_binlog: Option<bool>) -> Tunables {
         Tunables {
             max_ws_size: options
                 .size("repl.max_ws_size")

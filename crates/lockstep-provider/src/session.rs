@@ -260,7 +260,7 @@ impl Provider {
 
     /// `pc.recovery` (default on).
     pub(crate) fn pc_recovery(&self) -> bool {
-        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let o = self.settings.options();
         o.bool("pc.recovery").unwrap_or(true)
     }
 
@@ -460,7 +460,7 @@ impl Provider {
     /// (listen address, address advertised to peers) from
     /// `gmcast.listen_addr`, `base_host` and `base_port`.
     pub(crate) fn group_addresses(&self) -> (String, String) {
-        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let o = self.settings.options();
         let port = o.int("base_port").unwrap_or(4567);
         // Galera takes `gmcast.listen_addr=127.0.0.2` without a port, as
         // MariaDB's galera_allowlist test sets it: the port is base_port.
@@ -484,7 +484,7 @@ impl Provider {
     /// it cannot be (the node runs on; joiners then need SST).
     fn open_writeset_cache(&self, position: Gtid) -> Option<WritesetCache> {
         let max_payload = self.max_payload();
-        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let o = self.settings.options();
         let dir = std::path::PathBuf::from(o.get("gcache.dir").unwrap_or("."));
         let dir = if dir.is_relative() {
             self.data_dir.join(dir)
@@ -527,7 +527,7 @@ impl Provider {
         if let Some(d) = self.failure_timeout() {
             c.suspect_timeout_ms = group_driver::suspect_timeout_ms(d);
         }
-        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let o = self.settings.options();
         if let Ok(tick) = o.duration("lockstep.raft_tick") {
             c.tick_ms = (tick.as_millis() as u64).clamp(10, 1000);
         }
@@ -542,12 +542,12 @@ impl Provider {
     }
 
     fn initially_isolated(&self) -> bool {
-        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let o = self.settings.options();
         o.int("gmcast.isolate").is_ok_and(|v| v != 0)
     }
 
     fn join_timeout(&self) -> Duration {
-        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let o = self.settings.options();
         o.duration("pc.wait_prim_timeout")
             .unwrap_or(Duration::from_secs(30))
     }
@@ -945,7 +945,7 @@ impl Provider {
     /// (`galera_export`, ADR 0028).
     fn leave_galera_cache(&self, position: Gtid) {
         let (on, size) = {
-            let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+            let o = self.settings.options();
             (
                 o.bool("lockstep.leave_galera_cache").unwrap_or(false),
                 o.size("gcache.size").unwrap_or(128 << 20),

@@ -731,7 +731,7 @@ impl Provider {
     /// host with `base_port + 1` (Galera's defaults).
     fn ist_addresses(&self) -> (String, String) {
         let (_, group) = self.group_addresses();
-        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let o = self.settings.options();
         let port = o.int("base_port").unwrap_or(4567) + 1;
         let host = group.rsplit_once(':').map_or(group.as_str(), |(h, _)| h);
         let advertise = match o.get("ist.recv_addr") {
@@ -748,7 +748,7 @@ impl Provider {
     /// The largest record payload read back from a cache or an IST
     /// stream: `repl.max_ws_size` plus room for keys and headers.
     pub(crate) fn max_payload(&self) -> usize {
-        let o = self.options.lock().unwrap_or_else(|p| p.into_inner());
+        let o = self.settings.options();
         let max_ws = o.size("repl.max_ws_size").unwrap_or(i32::MAX as u64);
         usize::try_from(max_ws.saturating_add(1 << 20)).unwrap_or(usize::MAX)
     }
