@@ -45,13 +45,16 @@ pub struct Provider {
     /// The options and their typed values; never locked together with
     /// the state (`settings`).
     pub settings: Settings,
-    pub store: Mutex<Box<dyn StateStore>>,
+    /// grastate.dat. Like `channel` and `joined_via`, a leaf lock:
+    /// private, taken only inside the accessors below, which call nothing
+    /// that locks, so no lock order can involve it.
+    store: Mutex<Box<dyn StateStore>>,
     pub shared: Arc<Shared>,
     /// The group channel while connected to a multi-node cluster.
-    pub channel: Mutex<Option<crate::group_driver::GroupChannel>>,
+    channel: Mutex<Option<crate::group_driver::GroupChannel>>,
     /// What `connect` was given (cluster name, peers to dial), for an
     /// automatic rejoin after this node was removed.
-    pub joined_via: Mutex<Option<(String, Vec<String>)>>,
+    joined_via: Mutex<Option<(String, Vec<String>)>>,
     /// TLS or plain for every peer connection (group channel, IST).
     pub security: Arc<lockstep_net::secure::PeerSecurity>,
     /// [`InitConfig::arbitrator`].
@@ -312,10 +315,45 @@ impl Provider {
     /// Writes grastate.dat; a failure is logged, since the caller cannot do
     /// better than carry on (the data's durability is the server's).
     pub fn save_state(&self, state: SavedState) {
-        let mut store = self.store.lock().unwrap_or_else(|p| p.into_inner());
-        if let Err(e) = store.store(&state) {
+        let stored = self
+            .store
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .store(&state);
+        if let Err(e) = stored {
             error!("failed to write grastate.dat: {e}");
         }
+    }
+
+    /// Reads grastate.dat.
+    pub fn load_state(&self) -> Result<SavedState, crate::grastate::StoreError> {
+        self.store.lock().unwrap_or_else(|p| p.into_inner()).load()
+    }
+
+    /// The group channel of a new session.
+    pub(crate) fn set_channel(&self, chan: crate::group_driver::GroupChannel) {
+        *self.channel.lock().unwrap_or_else(|p| p.into_inner()) = Some(chan);
+    }
+
+    /// The session's group channel, to stop (outside the lock).
+    pub(crate) fn take_channel(&self) -> Option<crate::group_driver::GroupChannel> {
+        self.channel
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    }
+
+    /// What `connect` was given, for a rejoin.
+    pub(crate) fn remember_join(&self, cluster: &str, seeds: Vec<String>) {
+        *self.joined_via.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((cluster.to_string(), seeds));
+    }
+
+    pub(crate) fn joined_via(&self) -> Option<(String, Vec<String>)> {
+        self.joined_via
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub fn options_get(&self) -> String {

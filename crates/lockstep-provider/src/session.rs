@@ -114,8 +114,7 @@ impl Provider {
             addrs.dedup();
             (vote, addrs)
         });
-        *self.joined_via.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((cluster_name.to_string(), seeds));
+        self.remember_join(cluster_name, seeds);
         // The joiner's IST buffer holds at most what the log may hold.
         let ist_limit = usize::try_from(setup.config.compact_bytes).unwrap_or(usize::MAX);
         // Reading the cache back can take a while (up to gcache.size):
@@ -218,7 +217,7 @@ impl Provider {
         });
         let running = g.running_state();
         drop(g);
-        *self.channel.lock().unwrap_or_else(|p| p.into_inner()) = Some(chan);
+        self.set_channel(chan);
         self.save_state(running);
         status::OK
     }
@@ -347,12 +346,7 @@ impl Provider {
     /// log brings what the node missed (IST into the running server,
     /// contract §4.13 "re-merge"); while it rejoins it stays non-primary.
     pub(crate) fn rejoin(&self, ctx: ThreadCtx) -> Option<Status> {
-        let Some((cluster, mut seeds)) = self
-            .joined_via
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-        else {
+        let Some((cluster, mut seeds)) = self.joined_via() else {
             return Some(
                 self.fail_session(ctx, "removed from the cluster, and no address to rejoin"),
             );
@@ -409,21 +403,18 @@ impl Provider {
             sent: 0,
         });
         drop(g);
-        *self.channel.lock().unwrap_or_else(|p| p.into_inner()) = Some(chan);
+        self.set_channel(chan);
         None
     }
 
     /// Where a founding node continues: its saved history, or a new one at
     /// seqno 0. Refuses when grastate.dat says another node is ahead.
     fn founding_position(&self, cluster_name: &str) -> Option<(Uuid, i64)> {
-        let saved = {
-            let mut store = self.store.lock().unwrap_or_else(|p| p.into_inner());
-            match store.load() {
-                Ok(s) => s,
-                Err(e) => {
-                    error!("{e}");
-                    return None;
-                }
+        let saved = match self.load_state() {
+            Ok(s) => s,
+            Err(e) => {
+                error!("{e}");
+                return None;
             }
         };
         if !saved.safe_to_bootstrap {
@@ -976,12 +967,7 @@ impl Provider {
     }
 
     fn stop_channel(&self) {
-        let chan = self
-            .channel
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(c) = chan {
+        if let Some(c) = self.take_channel() {
             c.stop();
         }
     }
