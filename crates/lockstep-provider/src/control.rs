@@ -5,10 +5,10 @@ use crate::event::Event;
 use crate::log::{info, warn};
 use crate::provider::{Provider, Until, IN_ORDER};
 use crate::read_asks::Join;
-use crate::state::{Conn, Inner, Resolution};
+use crate::shared::StateGuard;
+use crate::state::{Conn, Resolution};
 use lockstep_core::group::peer::PeerMsg;
 use lockstep_core::group::Action;
-use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 use wsrep_abi::{status, Gtid, Status};
 
@@ -86,9 +86,9 @@ impl Provider {
     ///   log behind it (`barrier_fence`).
     fn causal_fence<'a>(
         &'a self,
-        mut g: MutexGuard<'a, Inner>,
+        mut g: StateGuard<'a>,
         deadline: Instant,
-    ) -> (MutexGuard<'a, Inner>, Option<i64>) {
+    ) -> (StateGuard<'a>, Option<i64>) {
         // Keeps this node's lease renewed (the leader's, or a follower's
         // grants: ADR 0022) while causal reads come.
         g.reads.mark_asked();
@@ -128,9 +128,9 @@ impl Provider {
     /// every proposal this node sent before it.
     fn barrier_fence<'a>(
         &'a self,
-        mut g: MutexGuard<'a, Inner>,
+        mut g: StateGuard<'a>,
         deadline: Instant,
-    ) -> (MutexGuard<'a, Inner>, Option<i64>) {
+    ) -> (StateGuard<'a>, Option<i64>) {
         let (raft_id, next) = (g.raft_id(), g.proposals.peek_id());
         let id = g.propose(Action::Barrier { raft_id, id: next }, true);
         self.await_fence(g, id, deadline)
@@ -139,10 +139,10 @@ impl Provider {
     /// Waits for the fence of proposal (or read) `id`, if it was sent.
     fn await_fence<'a>(
         &'a self,
-        g: MutexGuard<'a, Inner>,
+        g: StateGuard<'a>,
         id: Option<u64>,
         deadline: Instant,
-    ) -> (MutexGuard<'a, Inner>, Option<i64>) {
+    ) -> (StateGuard<'a>, Option<i64>) {
         let Some(id) = id else {
             return (g, None);
         };
@@ -160,9 +160,9 @@ impl Provider {
     /// or no answer came within `ASK_WAIT`.
     fn ask_leader<'a>(
         &'a self,
-        mut g: MutexGuard<'a, Inner>,
+        mut g: StateGuard<'a>,
         deadline: Instant,
-    ) -> (MutexGuard<'a, Inner>, Option<u64>) {
+    ) -> (StateGuard<'a>, Option<u64>) {
         let leader = g.reads.leader();
         let peers = match &g.peers {
             Some(p) if leader != 0 && leader != g.raft_id() => p.clone(),

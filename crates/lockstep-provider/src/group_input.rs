@@ -13,7 +13,7 @@ use lockstep_core::group::peer::PeerMsg;
 use lockstep_core::group::Action;
 use std::sync::atomic::{fence, AtomicIsize, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::thread::Thread;
 use std::time::Duration;
 
@@ -92,13 +92,14 @@ impl InputTx {
     /// runs now (the one running takes what is queued otherwise); before
     /// the group thread's first round, wakes it instead. `false` once the
     /// group has stopped.
-    pub(crate) fn drive<T: TakenByRounds>(&self, held: MutexGuard<'_, T>) -> bool {
+    pub(crate) fn drive<T: TakenByRounds>(&self, held: crate::state_lock::Guard<'_, T>) -> bool {
         drop(held);
         self.run_rounds()
     }
 
     /// [`InputTx::drive`] for a thread that holds no provider lock.
     fn run_rounds(&self) -> bool {
+        crate::state_lock::expect_unlocked("a group round");
         match self.0.driver.get().and_then(Weak::upgrade) {
             Some(driver) => driver.drain_if_free(),
             None => {

@@ -8,8 +8,8 @@ use crate::group_input::Input;
 use crate::identity::PROVIDER_VERSION;
 use crate::log::{error, info, warn};
 use crate::server::Server;
-use crate::settings::{Applied, Settings};
-use crate::shared::{Shared, Wake, TURN_RECHECK};
+use crate::settings::{log_commit_bypass, Applied, Settings, Tunables};
+use crate::shared::{Shared, StateGuard, Wake, TURN_RECHECK};
 use crate::state::{Conn, Inner};
 use lockstep_core::flow_control::Limits;
 use lockstep_core::options::table::Effect;
@@ -17,7 +17,7 @@ use lockstep_core::options::{self, Options, OptionsError};
 use lockstep_core::saved_state::SavedState;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use wsrep_abi::{status, Gtid, Status};
 
@@ -212,7 +212,7 @@ impl Provider {
         })
     }
 
-    pub fn lock(&self) -> MutexGuard<'_, Inner> {
+    pub fn lock(&self) -> StateGuard<'_> {
         self.shared.lock()
     }
 
@@ -221,10 +221,10 @@ impl Provider {
     /// deadline.
     pub fn wait_until<'a>(
         &'a self,
-        guard: MutexGuard<'a, Inner>,
+        guard: StateGuard<'a>,
         until: Until,
         ready: impl FnMut(&mut Inner) -> bool,
-    ) -> (MutexGuard<'a, Inner>, bool) {
+    ) -> (StateGuard<'a>, bool) {
         self.wait_on(Wake::Changed, guard, until, ready)
     }
 
@@ -233,10 +233,10 @@ impl Provider {
     pub fn wait_on<'a>(
         &'a self,
         wake: Wake,
-        guard: MutexGuard<'a, Inner>,
+        guard: StateGuard<'a>,
         until: Until,
         ready: impl FnMut(&mut Inner) -> bool,
-    ) -> (MutexGuard<'a, Inner>, bool) {
+    ) -> (StateGuard<'a>, bool) {
         self.wait_picking(|_| wake, guard, until, ready)
     }
 
@@ -245,10 +245,10 @@ impl Provider {
     pub fn wait_picking<'a>(
         &'a self,
         wake: impl Fn(&Inner) -> Wake,
-        mut guard: MutexGuard<'a, Inner>,
+        mut guard: StateGuard<'a>,
         until: Until,
         mut ready: impl FnMut(&mut Inner) -> bool,
-    ) -> (MutexGuard<'a, Inner>, bool) {
+    ) -> (StateGuard<'a>, bool) {
         let deadline = match until {
             Until::Deadline(d) => Some(d),
             Until::Progress(_) | Until::Idle => None,
@@ -285,14 +285,7 @@ impl Provider {
             if let Some(s) = sleepers {
                 s.fetch_add(1, Ordering::AcqRel);
             }
-            guard = match until {
-                None => cv.wait(guard).unwrap_or_else(|p| p.into_inner()),
-                Some(u) => {
-                    cv.wait_timeout(guard, u.saturating_duration_since(now))
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0
-                }
-            };
+            guard.wait(cv, until.map(|u| u.saturating_duration_since(now)));
             if let Some(s) = sleepers {
                 s.fetch_sub(1, Ordering::AcqRel);
             }
@@ -306,7 +299,7 @@ impl Provider {
     /// Releases the lock, then wakes the waiters on ordering gates and
     /// transaction states, turn waiters only for the levels passed since
     /// the last call ([`Shared::notify_gates`]).
-    pub fn notify_gates(&self, mut g: MutexGuard<'_, Inner>) {
+    pub fn notify_gates(&self, mut g: StateGuard<'_>) {
         let passed = g.turns_passed();
         drop(g);
         self.shared.notify_gates(passed);
@@ -571,104 +564,6 @@ fn warn_no_effect(name: &str) {
         "provider option '{name}' is accepted for compatibility with Galera but has no effect \
          in Lockstep (see the option table in README.md)"
     );
-}
-
-/// `repl.max_ws_size` default (Galera): 2 GiB - 1.
-const DEFAULT_MAX_WS_SIZE: u64 = 2_147_483_647;
-const DEFAULT_CAUSAL_READ_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Option values read per key or per statement, parsed once whenever the
-/// options change instead of on every `append_key` or causal read.
-#[derive(Debug, Clone, Copy)]
-pub struct Tunables {
-    pub max_ws_size: u64,
-    pub causal_read_timeout: Duration,
-    /// `gcs.recv_q_hard_limit`, bytes; `None` at Galera's default
-    /// (`LLONG_MAX`), which means no limit.
-    pub recv_q_hard_limit: Option<u64>,
-    /// `lockstep.commit_bypass`, bytes (0: never): local transactions
-    /// that do not depend on a remote writeset at least this big may
-    /// commit before it (ADR 0011).
-    pub commit_bypass: u64,
-}
-
-impl Tunables {
-    /// The typed values of `options`; the defaults stand in for a value
-    /// that does not parse (the option table validates values on set).
-    /// `server_binlog`: whether the server writes a binary log (`None`:
-    /// unknown), for the default of `lockstep.commit_bypass`.
-    pub(crate) fn from_options(options: &Options, server_binlog: Option<bool>) -> Tunables {
-        Tunables {
-            max_ws_size: options
-                .size("repl.max_ws_size")
-                .unwrap_or(DEFAULT_MAX_WS_SIZE),
-            causal_read_timeout: options
-                .duration("repl.causal_read_timeout")
-                .unwrap_or(DEFAULT_CAUSAL_READ_TIMEOUT),
-            recv_q_hard_limit: options
-                .size("gcs.recv_q_hard_limit")
-                .ok()
-                .filter(|v| *v < i64::MAX as u64),
-            commit_bypass: commit_bypass(options, server_binlog),
-        }
-    }
-}
-
-/// Whether `repl.commit_order` lets local transactions commit out of
-/// order. Galera's values: 3 (the default) no out-of-order commit, 2 local
-/// transactions only, 1 any, 0 no commit order at all. Lockstep's bypass
-/// is the local kind; 0 and 1 allow it too, and nothing looser.
-fn commit_order_allows_bypass(options: &Options) -> bool {
-    options.int("repl.commit_order").unwrap_or(3) < 3
-}
-
-/// `lockstep.commit_bypass` in effect (ADR 0011). Off in strict commit
-/// order (`repl.commit_order=3`, the default): a whole-cluster crash
-/// inside a bypass window could cost an acknowledged commit (issue 34).
-/// Otherwise, set explicitly, it is what it says; by default it is on
-/// (64M) only where the server is known to write no binary log: a binlog
-/// records commits in commit order, and with `wsrep_gtid_mode` its GTIDs
-/// must name the same transactions on every node, which a local
-/// transaction committing ahead would break.
-fn commit_bypass(options: &Options, server_binlog: Option<bool>) -> u64 {
-    if !commit_order_allows_bypass(options) {
-        return 0;
-    }
-    let value = options.size("lockstep.commit_bypass").unwrap_or(0);
-    if options.is_explicit("lockstep.commit_bypass") || server_binlog == Some(false) {
-        value
-    } else {
-        0
-    }
-}
-
-fn log_commit_bypass(options: &Options, server_binlog: Option<bool>, bytes: u64) {
-    if !commit_order_allows_bypass(options) {
-        if options.is_explicit("lockstep.commit_bypass") {
-            info!(
-                "commit bypass off: repl.commit_order=3 (strict commit order, the default) \
-                 overrides lockstep.commit_bypass; set repl.commit_order=2 to let local \
-                 transactions commit ahead of large writesets"
-            );
-        }
-        return;
-    }
-    if options.is_explicit("lockstep.commit_bypass") {
-        return;
-    }
-    match (server_binlog, bytes) {
-        (Some(false), b) if b > 0 => info!(
-            "commit bypass on for writesets of {} MiB or more (lockstep.commit_bypass): \
-             local transactions that do not depend on such a writeset commit before its apply \
-             ends; set lockstep.commit_bypass=0 for strict commit order",
-            b >> 20
-        ),
-        (Some(true), _) => info!(
-            "commit bypass off: this server writes a binary log, which must follow the commit \
-             order (set lockstep.commit_bypass to override)"
-        ),
-        _ => {}
-    }
 }
 
 /// The position to start from: [`initial_position`], unless the node

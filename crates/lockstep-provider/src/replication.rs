@@ -9,6 +9,7 @@ use crate::log::{error, info};
 use crate::provider::{Provider, Until, IN_ORDER};
 use crate::remote_ws::{RemoteWs, LARGE_WRITESET};
 use crate::server::ThreadCtx;
+use crate::shared::StateGuard;
 use crate::shared::Wake;
 use crate::state::{Conn, Inner, Resolution};
 use crate::trx::{is_open_fragment, is_streaming, Handle, LocalTrx, TrxRecord, TrxState};
@@ -18,7 +19,6 @@ use lockstep_core::group::payload::Payload;
 use lockstep_core::group::{Action, EncodedBody, Writeset};
 use lockstep_core::metrics::Stage;
 use std::borrow::Cow;
-use std::sync::MutexGuard;
 use std::time::Instant;
 
 fn mib(bytes: usize) -> f64 {
@@ -84,10 +84,10 @@ impl Provider {
     /// `None`: it was not ordered (the node left the group).
     fn order<'a>(
         &'a self,
-        mut g: MutexGuard<'a, Inner>,
+        mut g: StateGuard<'a>,
         ws: Writeset,
         body: Option<EncodedBody>,
-    ) -> (MutexGuard<'a, Inner>, Option<Ordered>) {
+    ) -> (StateGuard<'a>, Option<Ordered>) {
         let last_seen = ws.last_seen;
         let proposed = match body {
             Some(body) => g.propose_fragments_to_drive(body.with_head(&ws)),
@@ -146,11 +146,7 @@ impl Provider {
     /// `trx`: the local transaction that waits. It holds row locks, so a
     /// BF abort (a writeset ordered before it needs them) ends its wait:
     /// it is then never replicated.
-    fn flow_control_wait<'a>(
-        &'a self,
-        g: MutexGuard<'a, Inner>,
-        trx: Option<u64>,
-    ) -> MutexGuard<'a, Inner> {
+    fn flow_control_wait<'a>(&'a self, g: StateGuard<'a>, trx: Option<u64>) -> StateGuard<'a> {
         let why = "flow control lifts when the slow member catches up or leaves the view; a \
                    BF abort, a lost primary component or the session's close end it too";
         let (g, _) = self.wait_until(g, Until::Progress(why), |s| {
@@ -171,7 +167,7 @@ impl Provider {
     }
 
     /// Waits while the provider is paused (FTWRL, SST donation).
-    fn wait_unpaused<'a>(&'a self, g: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
+    fn wait_unpaused<'a>(&'a self, g: StateGuard<'a>) -> StateGuard<'a> {
         self.wait_until(
             g,
             Until::Progress("resume() follows every pause() (FTWRL, a donation)"),
@@ -746,7 +742,7 @@ impl Provider {
 
     /// The node lost track of its own order: stop serving loudly rather
     /// than risk diverging.
-    pub fn inconsistent(&self, mut g: MutexGuard<'_, Inner>, why: &str) -> Status {
+    pub fn inconsistent(&self, mut g: StateGuard<'_>, why: &str) -> Status {
         error!("node consistency compromised: {why}; refusing further writes, restart required");
         g.local.inconsistent();
         g.set_diverged(&self.data_dir);

@@ -145,6 +145,7 @@ impl Server {
     }
 
     pub fn connected(&self, view: &View) -> bool {
+        crate::state_lock::expect_unlocked("connected_cb");
         let Some(cb) = self.connected_cb else {
             return self.discard;
         };
@@ -155,6 +156,7 @@ impl Server {
     }
 
     pub fn view(&self, recv_ctx: ThreadCtx, view: &View) -> bool {
+        crate::state_lock::expect_unlocked("view_cb");
         let Some(cb) = self.view_cb else {
             return self.discard;
         };
@@ -173,6 +175,7 @@ impl Server {
     }
 
     pub fn synced(&self) -> bool {
+        crate::state_lock::expect_unlocked("synced_cb");
         let Some(cb) = self.synced_cb else {
             return self.discard;
         };
@@ -184,6 +187,7 @@ impl Server {
     /// Returns the request bytes (including the final NUL), empty when
     /// only IST is possible, or `None` if the server failed.
     pub fn sst_request(&self) -> Option<Vec<u8>> {
+        crate::state_lock::expect_unlocked("sst_request_cb");
         let cb = self.sst_request_cb?;
         let mut ptr: *mut c_void = std::ptr::null_mut();
         let mut len: usize = 0;
@@ -213,6 +217,7 @@ impl Server {
         state_id: &Gtid,
         bypass: bool,
     ) -> bool {
+        crate::state_lock::expect_unlocked("sst_donate_cb");
         let Some(cb) = self.sst_donate_cb else {
             return false;
         };
@@ -244,6 +249,7 @@ impl Server {
         data: &[u8],
         meta: &TrxMeta,
     ) -> (bool, bool) {
+        crate::state_lock::expect_unlocked("apply_cb");
         let Some(cb) = self.apply_cb else {
             return (self.discard, false);
         };

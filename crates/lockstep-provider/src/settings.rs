@@ -9,10 +9,11 @@
 //! an `Arc` snapshot, `Tunables` by copy), and this module has no path to
 //! the provider's state.
 
-use crate::provider::Tunables;
+use crate::log::info;
 use lockstep_core::flow_control::Limits;
 use lockstep_core::options::{Options, OptionsError};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 pub struct Settings {
     current: RwLock<Arc<Options>>,
@@ -73,6 +74,104 @@ impl Settings {
             tunables,
             limits,
         })
+    }
+}
+
+/// `repl.max_ws_size` default (Galera): 2 GiB - 1.
+const DEFAULT_MAX_WS_SIZE: u64 = 2_147_483_647;
+const DEFAULT_CAUSAL_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Option values read per key or per statement, parsed once whenever the
+/// options change instead of on every `append_key` or causal read.
+#[derive(Debug, Clone, Copy)]
+pub struct Tunables {
+    pub max_ws_size: u64,
+    pub causal_read_timeout: Duration,
+    /// `gcs.recv_q_hard_limit`, bytes; `None` at Galera's default
+    /// (`LLONG_MAX`), which means no limit.
+    pub recv_q_hard_limit: Option<u64>,
+    /// `lockstep.commit_bypass`, bytes (0: never): local transactions
+    /// that do not depend on a remote writeset at least this big may
+    /// commit before it (ADR 0011).
+    pub commit_bypass: u64,
+}
+
+impl Tunables {
+    /// The typed values of `options`; the defaults stand in for a value
+    /// that does not parse (the option table validates values on set).
+    /// `server_binlog`: whether the server writes a binary log (`None`:
+    /// unknown), for the default of `lockstep.commit_bypass`.
+    pub(crate) fn from_options(options: &Options, server_binlog: Option<bool>) -> Tunables {
+        Tunables {
+            max_ws_size: options
+                .size("repl.max_ws_size")
+                .unwrap_or(DEFAULT_MAX_WS_SIZE),
+            causal_read_timeout: options
+                .duration("repl.causal_read_timeout")
+                .unwrap_or(DEFAULT_CAUSAL_READ_TIMEOUT),
+            recv_q_hard_limit: options
+                .size("gcs.recv_q_hard_limit")
+                .ok()
+                .filter(|v| *v < i64::MAX as u64),
+            commit_bypass: commit_bypass(options, server_binlog),
+        }
+    }
+}
+
+/// Whether `repl.commit_order` lets local transactions commit out of
+/// order. Galera's values: 3 (the default) no out-of-order commit, 2 local
+/// transactions only, 1 any, 0 no commit order at all. Lockstep's bypass
+/// is the local kind; 0 and 1 allow it too, and nothing looser.
+fn commit_order_allows_bypass(options: &Options) -> bool {
+    options.int("repl.commit_order").unwrap_or(3) < 3
+}
+
+/// `lockstep.commit_bypass` in effect (ADR 0011). Off in strict commit
+/// order (`repl.commit_order=3`, the default): a whole-cluster crash
+/// inside a bypass window could cost an acknowledged commit (issue 34).
+/// Otherwise, set explicitly, it is what it says; by default it is on
+/// (64M) only where the server is known to write no binary log: a binlog
+/// records commits in commit order, and with `wsrep_gtid_mode` its GTIDs
+/// must name the same transactions on every node, which a local
+/// transaction committing ahead would break.
+fn commit_bypass(options: &Options, server_binlog: Option<bool>) -> u64 {
+    if !commit_order_allows_bypass(options) {
+        return 0;
+    }
+    let value = options.size("lockstep.commit_bypass").unwrap_or(0);
+    if options.is_explicit("lockstep.commit_bypass") || server_binlog == Some(false) {
+        value
+    } else {
+        0
+    }
+}
+
+pub(crate) fn log_commit_bypass(options: &Options, server_binlog: Option<bool>, bytes: u64) {
+    if !commit_order_allows_bypass(options) {
+        if options.is_explicit("lockstep.commit_bypass") {
+            info!(
+                "commit bypass off: repl.commit_order=3 (strict commit order, the default) \
+                 overrides lockstep.commit_bypass; set repl.commit_order=2 to let local \
+                 transactions commit ahead of large writesets"
+            );
+        }
+        return;
+    }
+    if options.is_explicit("lockstep.commit_bypass") {
+        return;
+    }
+    match (server_binlog, bytes) {
+        (Some(false), b) if b > 0 => info!(
+            "commit bypass on for writesets of {} MiB or more (lockstep.commit_bypass): \
+             local transactions that do not depend on such a writeset commit before its apply \
+             ends; set lockstep.commit_bypass=0 for strict commit order",
+            b >> 20
+        ),
+        (Some(true), _) => info!(
+            "commit bypass off: this server writes a binary log, which must follow the commit \
+             order (set lockstep.commit_bypass to override)"
+        ),
+        _ => {}
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::state::Inner;
 use lockstep_net::threads::Threads;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 /// Condition variables for threads waiting for their turn at an ordering
@@ -70,9 +70,12 @@ fn turn_slot(level: i64) -> usize {
     level.rem_euclid(TURN_SLOTS as i64) as usize
 }
 
+/// The provider's state lock, held (`state_lock`).
+pub type StateGuard<'a> = crate::state_lock::Guard<'a, Inner>;
+
 impl Shared {
-    pub fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    pub fn lock(&self) -> StateGuard<'_> {
+        crate::state_lock::Guard::new(self.inner.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Wakes every waiter: the safe choice for any change.

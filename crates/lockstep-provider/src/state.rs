@@ -243,7 +243,7 @@ pub struct Inner {
     pub bypass: crate::bypass::Bypass,
     /// Consistency votes (`vote.rs`): this node's own outcomes, seqnos it
     /// was asked to report on, and the group's outcomes. Bounded there.
-    pub votes: crate::vote::Votes,
+    pub votes: crate::votes::Votes,
 }
 
 /// How the server's threads reach the group (its input).
