@@ -10,6 +10,7 @@
 //! the saved position on disk; `storage` is the file-system seam its
 //! small state files go through (power-loss tests cut it at every step).
 
+mod appliers;
 mod apply_queue;
 pub mod arbitrator;
 mod bypass;
@@ -38,6 +39,7 @@ mod read_asks;
 mod recv_spool;
 mod remote_ws;
 mod replication;
+mod round_status;
 mod server;
 mod session;
 mod settings;

@@ -754,8 +754,7 @@ impl Provider {
     /// An applier left `apply_cb`; wakes a final view waiting for it.
     fn done_applying(&self) {
         let mut g = self.lock();
-        g.applying = g.applying.saturating_sub(1);
-        let ending = g.ending;
+        let ending = g.appliers.end_apply();
         drop(g);
         if ending {
             self.notify();
@@ -790,7 +789,7 @@ impl Provider {
         // P16): its seqno just passes the gates.
         let deliver = passed || !toi;
         if deliver {
-            g.applying += 1;
+            g.appliers.start_apply();
         }
         let meta = TrxMeta {
             gtid: Gtid {
@@ -875,7 +874,7 @@ impl Provider {
                 t0.elapsed().as_secs_f64()
             );
         }
-        let last_applier = g.appliers <= 1;
+        let last_applier = g.appliers.is_last();
         self.notify_gates(g);
         (exit_loop && !last_applier).then_some(status::OK)
     }

@@ -198,11 +198,9 @@ impl Provider {
             }
         };
         g.queue.set_spool(spool);
-        g.final_delivered = false;
-        g.ending = false;
+        g.appliers.new_session();
         g.paused_at = None;
         g.in_group = false;
-        g.isolating = false;
         g.want_sync = false;
         g.donations.clear();
         g.cache.open_if_none(opened);
@@ -550,10 +548,10 @@ impl Provider {
             if g.conn == Conn::Closed {
                 return status::FATAL;
             }
-            g.appliers += 1;
+            g.appliers.enter_recv();
         }
         let rc = self.recv_loop(ctx);
-        self.lock().appliers -= 1;
+        self.lock().appliers.leave_recv();
         self.notify();
         rc
     }
@@ -562,18 +560,18 @@ impl Provider {
         loop {
             let g = self.lock();
             let (mut g, _) = self.wait_on(Wake::Work, g, Until::Idle, |s| {
-                (!s.queue.is_empty() && !s.isolating) || s.conn == Conn::Closed
+                (!s.queue.is_empty() && s.appliers.may_start()) || s.conn == Conn::Closed
             });
             let Some(event) = g.pop_event() else {
                 return status::CONN_FAIL;
             };
             let isolating = event.isolating();
-            g.isolating |= isolating;
+            g.appliers.start_event(isolating);
             drop(g);
             let outcome = self.run_event(ctx, event);
             let mut g = self.lock();
             if isolating {
-                g.isolating = false;
+                g.appliers.end_isolation();
             }
             if g.want_sync && g.queue.is_empty() {
                 g.want_sync = false;
@@ -812,21 +810,20 @@ impl Provider {
             // must not both deliver a final view (the server crashes on
             // the second).
             let mut g = self.lock();
-            if g.final_delivered || g.ending {
+            if !g.appliers.begin_ending() {
                 return;
             }
-            g.ending = true;
             // Appliers still inside apply_cb finish first: a final view
             // under them makes the server fail their apply and log it as
             // an error (Galera delivers it after them too).
             let deadline = Instant::now() + FINAL_VIEW_WAIT;
-            let _ = self.wait_until(g, Until::Deadline(deadline), |s| s.applying == 0);
+            let _ = self.wait_until(g, Until::Deadline(deadline), |s| !s.appliers.any_applying());
         }
         self.server
             .view(ctx, &View::final_view(CAPABILITIES, self.proto_ver));
         let mut g = self.lock();
         g.conn = Conn::Closed;
-        g.final_delivered = true;
+        g.appliers.ended();
         g.view = None;
         g.in_group = false;
         g.queue.clear();
@@ -866,7 +863,7 @@ impl Provider {
         let mut forced = false;
         loop {
             let deadline = Until::Deadline(Instant::now() + Duration::from_secs(1));
-            let (ng, done) = self.wait_until(g, deadline, |s| s.final_delivered);
+            let (ng, done) = self.wait_until(g, deadline, |s| s.appliers.final_delivered());
             g = ng;
             if done {
                 break;
@@ -874,11 +871,11 @@ impl Provider {
             if !forced && started.elapsed() > LEAVE_TIMEOUT {
                 info!("graceful leave did not complete in {LEAVE_TIMEOUT:?}; closing anyway");
                 g.enqueue(Event::Final);
-                g.isolating = false;
+                g.appliers.end_isolation();
                 forced = true;
                 self.notify();
             }
-            if !warned && g.appliers == 0 && started.elapsed() > FINAL_VIEW_PATIENCE {
+            if !warned && g.appliers.in_recv() == 0 && started.elapsed() > FINAL_VIEW_PATIENCE {
                 warn!("disconnect: no applier thread is running to take the final view; still waiting");
                 warned = true;
             }

@@ -5,6 +5,7 @@
 //! every change that could release a waiter notifies all. Nothing holds
 //! this lock while calling into the server (contract P27).
 
+use crate::appliers::Appliers;
 use crate::apply_queue::ApplyQueue;
 use crate::cache_feed::CacheFeed;
 use crate::causal_reads::CausalReads;
@@ -14,9 +15,9 @@ use crate::ist_replay::IstBuffer;
 use crate::order_gates::OrderGates;
 use crate::proposals::Proposals;
 pub use crate::proposals::Resolution;
+use crate::round_status::RoundStatus;
 use crate::server::View;
 use crate::trx::TrxRecord;
-use lockstep_core::certification::CertStats;
 use lockstep_core::gates::OrderError;
 use lockstep_core::group::Action;
 use lockstep_core::group::LocalState;
@@ -136,23 +137,15 @@ pub struct Inner {
     pub peers: Option<lockstep_net::transport::PeerSender>,
     /// The commit and apply gates: `last_committed` and commit order.
     pub gates: OrderGates,
-    /// The group's certification statistics and index size, copied in
-    /// the rounds (the certifier itself lives in the sequencer).
-    pub cert_stats: CertStats,
-    pub cert_index_size: usize,
-    /// `cert_stats` at the last `FLUSH STATUS`: the averages start there.
-    pub cert_stats_base: CertStats,
+    /// What the rounds publish for `SHOW STATUS` alone.
+    pub status: RoundStatus,
     /// What the appliers run, in order, with its spool and statistics.
     pub queue: ApplyQueue,
     /// This node's proposals: ids, resolutions, the send queue.
     pub proposals: Proposals,
-    /// Threads currently inside `recv()`.
-    pub appliers: usize,
-    /// Appliers inside `apply_cb` right now (the final view waits for them).
-    pub applying: usize,
-    pub final_delivered: bool,
-    /// The final view is being delivered (by one applier only).
-    pub ending: bool,
+    /// The applier threads: in `recv()`, in `apply_cb`, isolation, the
+    /// final view.
+    pub appliers: Appliers,
     /// Local transactions known to the provider, by trx id.
     pub trxs: HashMap<u64, TrxRecord>,
     /// Local TOI in progress, by connection id.
@@ -162,12 +155,6 @@ pub struct Inner {
     pub stages: lockstep_core::metrics::StageHistograms,
     /// Round-trip times to peers (`PeerMsg::Ping`), by Raft id.
     pub peer_rtt: lockstep_core::metrics::PeerRtts,
-    /// The group protocol version the cluster runs at (the sequencer's,
-    /// published by the round).
-    pub cluster_version: u32,
-    /// Members bound to their certificates (ADR 0014), published by the
-    /// round.
-    pub bound_members: usize,
     /// This node's `pc.weight` as the group recorded it, once the voters
     /// it asks for are in force on every member
     /// (`Group::weights_in_force`); `None` meanwhile. Published by the
@@ -181,14 +168,8 @@ pub struct Inner {
     /// `group_driver::Worker::component`), for its non-primary views.
     /// Bounded by the members.
     pub non_primary_component: Vec<u64>,
-    /// What crossed to other segments (`gmcast.segment`, ADR 0020), and
-    /// the bytes of it, published by the round.
-    pub wan: lockstep_core::group::node::WanCounters,
-    pub wan_bytes_sent: u64,
     /// Multi-node session: the group's input, this node's Raft id.
     pub group: Option<GroupLink>,
-    /// An isolating event is running: no other applier may start one.
-    pub isolating: bool,
     pub sst: SstProgress,
     /// `wsrep_sst_donor` from `connect`.
     pub donors: String,
@@ -217,9 +198,6 @@ pub struct Inner {
     pub ist: IstBuffer,
     /// The writeset cache and what feeds it.
     pub cache: CacheFeed,
-    /// The primary component's total `pc.weight` (`wsrep_cluster_weight`),
-    /// copied in the round.
-    pub cluster_weight: i64,
     /// The history of the group's views (`history` is this node's own
     /// state's, which differs until a joiner has installed its state).
     pub group_history: [u8; 16],
@@ -280,30 +258,20 @@ impl Inner {
             view: None,
             last_ordered: last_committed,
             gates: OrderGates::new(last_committed),
-            cert_stats: CertStats::default(),
-            cert_index_size: 0,
-            cert_stats_base: CertStats::default(),
+            status: RoundStatus::default(),
             queue: ApplyQueue::default(),
             reads: CausalReads::default(),
             peers: None,
-            appliers: 0,
-            applying: 0,
-            final_delivered: false,
-            ending: false,
+            appliers: Appliers::default(),
             trxs: HashMap::new(),
             toi: HashMap::new(),
             counters: Counters::default(),
             stages: Default::default(),
             peer_rtt: Default::default(),
-            cluster_version: lockstep_core::group::peer::MIN_PROTOCOL_VERSION,
-            bound_members: 0,
             weight_in_force: None,
             weight_waiters: 0,
             non_primary_component: Vec::new(),
-            wan: Default::default(),
-            wan_bytes_sent: 0,
             group: None,
-            isolating: false,
             proposals: Proposals::default(),
             sst: SstProgress::default(),
             donors: String::new(),
@@ -323,7 +291,6 @@ impl Inner {
                 0,
             ),
             cache: CacheFeed::default(),
-            cluster_weight: 0,
             group_history: [0; 16],
             fork_check: Vec::new(),
             fork_check_writeset: None,

@@ -32,7 +32,7 @@ impl Provider {
                     .join(",")
             })
             .unwrap_or_default();
-        let cert = g.cert_stats.since(&g.cert_stats_base);
+        let cert = g.status.cert_stats.since(&g.status.cert_stats_base);
         let queued = g.queue.len();
         let now = crate::state::mono_ns();
         let member_id = if g.conn == Conn::Closed {
@@ -114,7 +114,7 @@ impl Provider {
             ("commit_window", Double(g.gates.commit_stats().window())),
             ("local_state", Int(state.wsrep_value())),
             ("local_state_comment", Str(state.comment().into())),
-            ("cert_index_size", Int(g.cert_index_size as i64)),
+            ("cert_index_size", Int(g.status.cert_index_size as i64)),
             ("causal_reads", Int(c.causal_reads)),
             ("cert_interval", Double(cert.avg_cert_interval())),
             ("open_transactions", Int(g.trxs.len() as i64)),
@@ -122,7 +122,7 @@ impl Provider {
             ("incoming_addresses", Str(incoming)),
             (
                 "cluster_weight",
-                Str(if primary { g.cluster_weight } else { 0 }.to_string()),
+                Str(if primary { g.status.cluster_weight } else { 0 }.to_string()),
             ),
             ("desync_count", Str(g.local.desync_count().to_string())),
             ("evs_delayed", Str(String::new())),
@@ -162,11 +162,11 @@ impl Provider {
             ),
             (
                 "lockstep_protocol_version",
-                Int(i64::from(g.cluster_version)),
+                Int(i64::from(g.status.cluster_version)),
             ),
             // Members bound to the certificate they joined with (ADR
             // 0014): with TLS, every member once the cluster runs at 11.
-            ("lockstep_bound_members", Int(g.bound_members as i64)),
+            ("lockstep_bound_members", Int(g.status.bound_members as i64)),
             // What crossed to other segments (ADR 0020): entries a remote
             // segment got once each when the relay works, their bytes,
             // bundles sent as leader, messages passed on as a relay.
@@ -175,19 +175,31 @@ impl Provider {
                 "lockstep_applied_index",
                 Int(g.reads.applied_index() as i64),
             ),
-            ("lockstep_wan_entries_sent", Int(g.wan.entries_sent as i64)),
-            ("lockstep_wan_bytes_sent", Int(g.wan_bytes_sent as i64)),
-            ("lockstep_wan_bundles_sent", Int(g.wan.bundles_sent as i64)),
-            ("lockstep_relayed", Int(g.wan.forwarded as i64)),
+            (
+                "lockstep_wan_entries_sent",
+                Int(g.status.wan.entries_sent as i64),
+            ),
+            (
+                "lockstep_wan_bytes_sent",
+                Int(g.status.wan_bytes_sent as i64),
+            ),
+            (
+                "lockstep_wan_bundles_sent",
+                Int(g.status.wan.bundles_sent as i64),
+            ),
+            ("lockstep_relayed", Int(g.status.wan.forwarded as i64)),
             // Relays replaced at once because their connections closed.
-            ("lockstep_relays_lost", Int(g.wan.relays_lost as i64)),
+            ("lockstep_relays_lost", Int(g.status.wan.relays_lost as i64)),
             // Causal reads answered from this node's lease, no message
             // (of `wsrep_causal_reads`; ADR 0016 and 0022).
             ("lockstep_causal_lease_reads", Int(c.causal_lease_reads)),
             // A follower's own entries sent back to it as stubs (as leader:
             // the bytes left out), and stubs it could not fill (a retry).
-            ("lockstep_echo_elided_bytes", Int(g.wan.elided_bytes as i64)),
-            ("lockstep_echo_unfilled", Int(g.wan.unfilled as i64)),
+            (
+                "lockstep_echo_elided_bytes",
+                Int(g.status.wan.elided_bytes as i64),
+            ),
+            ("lockstep_echo_unfilled", Int(g.status.wan.unfilled as i64)),
             ("lockstep_recv_spilled", Int(g.queue.spooled() as i64)),
         ];
         // The stage histograms (ADR 0019) in their text form: SHOW STATUS
@@ -256,6 +268,6 @@ impl Provider {
         g.proposals.reset_stats();
         g.flow.reset_stats(crate::state::mono_ns());
         g.gates.reset_stats();
-        g.cert_stats_base = g.cert_stats;
+        g.status.cert_stats_base = g.status.cert_stats;
     }
 }

@@ -573,7 +573,7 @@ fn the_certification_index_is_purged_below_the_commit_cut() {
     // the index is purged when that report is ordered.
     n.wait_for(|n| {
         let g = n.p.lock();
-        g.cert_stats.certified >= 300 && g.cert_index_size < 200
+        g.status.cert_stats.certified >= 300 && g.status.cert_index_size < 200
     });
     n.stop();
 }

@@ -294,7 +294,7 @@ struct Worker {
     last_ping: Instant,
     /// Proposals taken from the input (`Proposals::publish`).
     taken: u64,
-    /// Bytes sent to members of other segments (`Inner::wan_bytes_sent`).
+    /// Bytes sent to members of other segments (`RoundStatus::wan_bytes_sent`).
     wan_bytes: u64,
     /// The group's input; a round takes all of it (`InputTx` counts it).
     rx: Receiver<Input>,
@@ -380,7 +380,7 @@ impl Rounds for Worker {
         self.report_weight();
         self.publish_local();
         if let Some(bound) = self.identities.round(&mut self.group, &self.transport) {
-            self.shared.lock().bound_members = bound;
+            self.shared.lock().status.bound_members = bound;
         }
         self.flow_control();
         // Each round, not only on deliveries: an applier may finish an
@@ -493,12 +493,12 @@ impl Worker {
     /// send queue).
     fn publish_proposals(&self, g: &mut crate::state::Inner) {
         g.proposals.publish(self.taken, self.group.in_flight());
-        g.wan = self.group.wan_counters();
-        g.wan_bytes_sent = self.wan_bytes;
+        g.status.wan = self.group.wan_counters();
+        g.status.wan_bytes_sent = self.wan_bytes;
         let version = self.group.sequencer().cluster_version();
-        if version != g.cluster_version {
+        if version != g.status.cluster_version {
             info!("the cluster now runs group protocol version {version}");
-            g.cluster_version = version;
+            g.status.cluster_version = version;
         }
     }
 
@@ -650,7 +650,7 @@ impl Worker {
         let mut g = self.shared.lock();
         if g.in_group && g.conn == crate::state::Conn::Closing {
             g.enqueue(crate::event::Event::Removed);
-            g.isolating = false;
+            g.appliers.end_isolation();
         }
         drop(g);
         self.shared.notify();
@@ -1258,10 +1258,10 @@ impl Worker {
         }
         let added = g.queue.len().saturating_sub(queued);
         let certifier = self.group.sequencer().certifier();
-        g.cert_stats = certifier.stats();
-        g.cert_index_size = certifier.index_size();
+        g.status.cert_stats = certifier.stats();
+        g.status.cert_index_size = certifier.index_size();
         g.cache.set_log_after(self.group.cached_after());
-        g.cluster_weight = self
+        g.status.cluster_weight = self
             .group
             .sequencer()
             .members()
