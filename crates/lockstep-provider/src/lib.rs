@@ -21,6 +21,7 @@ mod diverged;
 mod event;
 pub mod ffi;
 mod flow_control;
+mod fork_check;
 mod galera_export;
 mod galera_import;
 mod grastate;

@@ -11,6 +11,7 @@ use crate::cache_feed::CacheFeed;
 use crate::causal_reads::CausalReads;
 use crate::event::Event;
 use crate::flow_control::FlowControl;
+use crate::fork_check::ForkCheck;
 use crate::ist_replay::IstBuffer;
 use crate::order_gates::OrderGates;
 use crate::proposals::Proposals;
@@ -22,7 +23,7 @@ use lockstep_core::gates::OrderError;
 use lockstep_core::group::Action;
 use lockstep_core::group::LocalState;
 use lockstep_core::saved_state::SavedState;
-use lockstep_core::writeset_cache::{event_digest, membership_digest, CachedEvent, CachedKind};
+use lockstep_core::writeset_cache::{membership_digest, CachedKind};
 use std::collections::HashMap;
 use std::sync::Arc;
 use wsrep_abi::Gtid;
@@ -36,16 +37,6 @@ pub enum Conn {
     Open,
     /// `disconnect` was called; the final view is on its way.
     Closing,
-}
-
-/// This node's history and the group's differ at the same UUID.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fork {
-    pub detail: String,
-    /// The difference is only in views after this node's last writeset,
-    /// which the group has too: no commit of this node would be lost by
-    /// a full state transfer.
-    pub views_only: bool,
 }
 
 /// The cache record kind of a wsrep view (`membership_digest`), with its
@@ -201,20 +192,14 @@ pub struct Inner {
     /// The history of the group's views (`history` is this node's own
     /// state's, which differs until a joiner has installed its state).
     pub group_history: [u8; 16],
-    /// The newest writeset at or before this node's position in its
-    /// writeset cache (seqno, `event_digest`), taken when a session
-    /// starts: the group's event at that seqno must be the same one.
-    pub fork_check: Vec<(i64, u32)>,
-    /// The seqno of the writeset among `fork_check`, if there is one.
-    pub fork_check_writeset: Option<i64>,
+    /// This node's own events the group's must match (a fork check).
+    pub fork_check: ForkCheck,
     /// This node left the cluster inconsistent (a consistency vote it
     /// lost, an apply that failed here alone, a failed group thread): its
     /// data is not the group's state at any seqno. Until a full state
     /// transfer installs one, it joins as a node without a position and
     /// saves none (`join_position`).
     pub diverged: bool,
-    /// The group's history differs from this node's at the same UUID.
-    pub fork: Option<Fork>,
     /// Rejoining after a removal: the server is already connected.
     pub rejoining: bool,
     /// Local commits ahead of a large writeset (`bypass.rs`, ADR 0011).
@@ -292,10 +277,8 @@ impl Inner {
             ),
             cache: CacheFeed::default(),
             group_history: [0; 16],
-            fork_check: Vec::new(),
-            fork_check_writeset: None,
+            fork_check: ForkCheck::default(),
             diverged: false,
-            fork: None,
             rejoining: false,
             bypass: crate::bypass::Bypass::default(),
             votes: Default::default(),
@@ -353,37 +336,11 @@ impl Inner {
         }
     }
 
-    /// Compares a replayed writeset with this node's own event at the same
-    /// seqno (`fork_check`).
+    /// Compares a replayed event with this node's own at the same seqno
+    /// (`ForkCheck`), when both are of one history.
     pub fn check_fork(&mut self, seqno: i64, kind: &CachedKind) {
-        let Some(i) = self.fork_check.iter().position(|(at, _)| *at == seqno) else {
-            return;
-        };
-        if self.group_history != *self.history.as_bytes() {
-            return;
-        }
-        let (_, own) = self.fork_check.remove(i);
-        let theirs = event_digest(&CachedEvent {
-            history: self.group_history,
-            seqno,
-            kind: kind.clone(),
-        });
-        if theirs != own {
-            // Only views of its own after its last writeset, which the
-            // group's matched (it was checked first: the log replays in
-            // order): a primary component this node formed alone
-            // (`pc.ignore_quorum`, a bootstrap of one side). Its data is the
-            // group's at that writeset; only its seqnos went another way.
-            let views_only = Some(seqno) != self.fork_check_writeset
-                && self.fork_check.iter().all(|(at, _)| *at > seqno);
-            self.fork = Some(Fork {
-                detail: format!(
-                    "the group's event at seqno {seqno} of history {} is not the one this node \
-                     committed there (digests {theirs:#010x} and {own:#010x})",
-                    self.history
-                ),
-                views_only,
-            });
+        if self.group_history == *self.history.as_bytes() {
+            self.fork_check.check(self.group_history, seqno, kind);
         }
     }
 
@@ -501,17 +458,8 @@ impl Inner {
         self.ist = IstBuffer::new(have, ist_limit);
         // Set again by the first view this session replays or delivers.
         self.group_history = [0; 16];
-        self.fork = None;
         self.cache.wait_for_state();
-        self.fork_check = self
-            .cache
-            .get()
-            .map(|c| c.check_points(have.uuid, have.seqno))
-            .unwrap_or_default();
-        self.fork_check_writeset = self
-            .cache
-            .get()
-            .and_then(|c| c.last_writeset_at(have.uuid, have.seqno));
+        self.fork_check = ForkCheck::from_cache(self.cache.get(), have);
     }
 
     /// Fails every local operation still waiting for its place in the

@@ -88,7 +88,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                     size,
                 }));
             } else {
-                if !g.fork_check.is_empty() {
+                if !g.fork_check.is_done() {
                     let kind = CachedKind::Writeset {
                         ws: ws.clone(),
                         outcome: outcome.clone(),

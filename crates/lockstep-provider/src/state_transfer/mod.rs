@@ -51,7 +51,7 @@ impl Provider {
                 local,
             )
         };
-        let fork = self.lock().fork.take();
+        let fork = self.lock().fork_check.take_fork();
         // Set when only a full state transfer will do.
         let mut full_sst = None;
         if let Some(fork) = fork {
@@ -132,7 +132,7 @@ impl Provider {
                     // Check points the replay did not reach: the log cannot
                     // show this node's history is a prefix of the group's; a
                     // donor's cache can (it sends its records for them).
-                    match g.fork_check.first() {
+                    match g.fork_check.points().first() {
                         None => Ok(()),
                         Some((seqno, _)) => Err(format!(
                             "the group log starts after seqno {seqno}, where this node checks \
@@ -178,7 +178,7 @@ impl Provider {
                 Ok(r) => r,
                 Err(why) => {
                     // (A `let`: the guard must be gone before refusing.)
-                    let fork = self.lock().fork.take();
+                    let fork = self.lock().fork_check.take_fork();
                     if let Some(fork) = fork {
                         return Some(self.refuse_forked(ctx, local, group_pos, &fork.detail));
                     }
@@ -251,7 +251,7 @@ impl Provider {
                 join_seqno,
                 limit: g.ist.limit(),
                 max_payload: self.max_payload(),
-                check: g.fork_check.clone(),
+                check: g.fork_check.points().to_vec(),
                 proto_ver: self.proto_ver,
             }
         };
@@ -270,7 +270,7 @@ impl Provider {
                 }
                 Err(failure) => {
                     if failure.fork {
-                        g.fork = Some(crate::state::Fork {
+                        g.fork_check.found(crate::fork_check::Fork {
                             detail: failure.why.clone(),
                             views_only: false,
                         });
