@@ -6,7 +6,6 @@ use crate::secure::Writer;
 use lockstep_core::group::peer::PeerMsg;
 use lockstep_core::wire::lanes::{Lane, Next, Outbox, Outgoing};
 use log::{info, warn};
-use protobuf::Message as _;
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use std::io::Write;
 use std::net::TcpStream;
@@ -26,7 +25,7 @@ impl Outgoing for Out {
     fn frame_len(&self) -> usize {
         match self {
             Out::Frame(f) => f.len(),
-            Out::Raft(m) => m.compute_size() as usize + 16,
+            Out::Raft(m) => lockstep_core::group::peer::raft_len(m) + 16,
         }
     }
 
@@ -36,12 +35,7 @@ impl Outgoing for Out {
             Out::Raft(m) => {
                 let t0 = Instant::now();
                 let big = m.entries.iter().map(|e| e.data.len()).sum::<usize>() >= LOG_BIG;
-                let bytes = m
-                    .write_to_bytes()
-                    .map_err(|e| warn!("cannot encode a Raft message: {e}"))
-                    .ok()?;
-                let frame = PeerMsg::Raft(bytes)
-                    .into_frame()
+                let frame = lockstep_core::group::peer::raft_frame(&m)
                     .map_err(|e| warn!("Raft message not sent: {e}"))
                     .ok()?;
                 if big {

@@ -31,7 +31,6 @@ use lockstep_core::metrics::Stage;
 use lockstep_core::wire::lanes::{Lane, Outgoing as _};
 pub use lockstep_net::transport::Identity;
 use lockstep_net::transport::{self, Inbound, Out, Transport};
-use protobuf::Message as _;
 use raft::eraftpb::MessageType;
 use std::collections::HashMap;
 use std::sync::mpsc::{channel, Receiver, TryRecvError};
@@ -511,9 +510,7 @@ impl Worker {
             // from the wire to the log and the sequencer without a copy
             // on this thread; copying them was a quarter of its time while
             // one streamed, most of it page faults).
-            PeerMsg::Raft(bytes) => match raft::eraftpb::Message::parse_from_carllerche_bytes(
-                &bytes::Bytes::from(bytes),
-            ) {
+            PeerMsg::Raft(bytes) => match lockstep_core::group::peer::decode_raft(bytes) {
                 Ok(m) if m.from == from => self.group.step(m),
                 Ok(m) => warn!(
                     "peer {from} sent a Raft message claiming to be from {}; dropped",
@@ -526,9 +523,7 @@ impl Worker {
                 Err(e) => warn!("peer {from} sent an undecodable relay bundle: {e}"),
             },
             // A leader's message passed on by a member of this segment.
-            PeerMsg::Relayed(bytes) => match raft::eraftpb::Message::parse_from_carllerche_bytes(
-                &bytes::Bytes::from(bytes),
-            ) {
+            PeerMsg::Relayed(bytes) => match lockstep_core::group::peer::decode_raft(bytes) {
                 Ok(m) => self.group.step(m),
                 Err(e) => warn!("peer {from} relayed an undecodable Raft message: {e}"),
             },
@@ -1118,11 +1113,7 @@ impl Worker {
 
     /// As a relay, passes a leader's message on inside this segment.
     fn forward(&mut self, to: u64, msg: raft::eraftpb::Message) {
-        let frame = msg
-            .write_to_bytes()
-            .map_err(|e| e.to_string())
-            .and_then(|b| PeerMsg::Relayed(b).into_frame().map_err(|e| e.to_string()));
-        match frame {
+        match lockstep_core::group::peer::relayed_frame(&msg) {
             Ok(frame) => {
                 let addr = self.address_of(to);
                 self.transport
