@@ -29,6 +29,7 @@ mod group_driver;
 mod group_input;
 mod identity;
 mod ist_replay;
+mod local_trxs;
 pub mod log;
 mod order_gates;
 mod os;

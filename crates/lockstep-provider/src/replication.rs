@@ -12,7 +12,8 @@ use crate::server::ThreadCtx;
 use crate::shared::StateGuard;
 use crate::shared::Wake;
 use crate::state::{Conn, Inner, Resolution};
-use crate::trx::{is_open_fragment, is_streaming, Handle, LocalTrx, TrxRecord, TrxState};
+use crate::local_trxs::{Certified, NoCommit, NoReplay};
+use crate::trx::{is_open_fragment, is_streaming, Handle, LocalTrx, TrxState};
 use lockstep_core::certification::{CertOutcome, Key, KeyType};
 use lockstep_core::group::node::FRAGMENT_BYTES;
 use lockstep_core::group::payload::Payload;
@@ -37,7 +38,7 @@ struct Ordered {
 impl Provider {
     /// A new local transaction object: registered so BF aborts can find it.
     pub fn begin_trx(&self, trx_id: u64) {
-        self.lock().trxs.insert(trx_id, TrxRecord::new());
+        self.lock().trxs.begin(trx_id);
     }
 
     pub fn append_key(&self, trx: &mut LocalTrx, parts: Vec<Vec<u8>>, kind: KeyType) -> Status {
@@ -150,11 +151,7 @@ impl Provider {
         let why = "flow control lifts when the slow member catches up or leaves the view; a \
                    BF abort, a lost primary component or the session's close end it too";
         let (g, _) = self.wait_until(g, Until::Progress(why), |s| {
-            let aborted = trx.is_some_and(|id| {
-                s.trxs
-                    .get(&id)
-                    .is_none_or(|r| r.state != TrxState::Executing)
-            });
+            let aborted = trx.is_some_and(|id| s.trxs.aborted_before_replicating(id));
             !s.flow.gate().stopped() || s.conn != Conn::Open || !s.in_group || aborted
         });
         let delay = lockstep_core::flow_control::throttle_delay(g.flow.gate().level());
@@ -222,13 +219,9 @@ impl Provider {
             return status::CONN_FAIL;
         }
         let open_fragment = is_open_fragment(wsflags);
-        match g.trxs.get_mut(&trx_id) {
-            Some(rec) if rec.state == TrxState::Executing => {
-                rec.state = TrxState::Replicating;
-                rec.open_fragment = open_fragment;
-            }
+        if !g.trxs.start_replicating(trx_id, open_fragment) {
             // BF-aborted before it was ordered: never replicate it.
-            _ => return status::CONN_FAIL,
+            return status::CONN_FAIL;
         }
         let large = (trx.size() >= LARGE_WRITESET).then(Instant::now);
         if large.is_some() {
@@ -270,9 +263,7 @@ impl Provider {
             );
         }
         let Some(ordered) = ordered else {
-            if let Some(rec) = g.trxs.get_mut(&trx_id) {
-                rec.state = TrxState::MustAbort;
-            }
+            g.trxs.not_ordered(trx_id);
             return status::CONN_FAIL;
         };
         g.counters.replicated += 1;
@@ -299,27 +290,25 @@ impl Provider {
             g.bypass
                 .note_related(ordered.seqno, ordered.related.clone());
         }
-        let rec = g.trxs.get_mut(&trx_id).expect("registered above");
-        rec.seqno = ordered.seqno;
-        rec.depends_on = ordered.depends_on;
-        let bf_aborted = rec.state == TrxState::MustAbort;
-        if !ordered.passed {
-            rec.state = TrxState::CertFailed;
-            g.counters.local_cert_failures += 1;
-            status::TRX_FAIL
-        } else if bf_aborted && open_fragment {
+        let certified = g.trxs.ordered(
+            trx_id,
+            ordered.seqno,
+            ordered.depends_on,
+            ordered.passed,
+        );
+        match certified.expect("registered above") {
+            Certified::Failed => {
+                g.counters.local_cert_failures += 1;
+                status::TRX_FAIL
+            }
             // A fragment cannot replay: the other nodes apply it, and the
             // server rolls the streaming transaction back everywhere
             // (`rollback`). Its seqno passes the gates at `release`.
-            status::TRX_FAIL
-        } else if bf_aborted {
+            Certified::AbortedFragment => status::TRX_FAIL,
             // Aborted by a writeset ordered before it while in flight: it
             // keeps its seqno and replays (contract §2.11, BF_ABORT).
-            rec.state = TrxState::MustReplay;
-            status::BF_ABORT
-        } else {
-            rec.state = TrxState::Certified;
-            status::OK
+            Certified::MustReplay => status::BF_ABORT,
+            Certified::Passed => status::OK,
         }
     }
 
@@ -349,7 +338,7 @@ impl Provider {
             g.gates.enter_commit(seqno);
             return status::OK;
         }
-        let depends_on = g.trxs.get(&trx_id).map_or(seqno - 1, |r| r.depends_on);
+        let depends_on = g.trxs.depends_on(trx_id).unwrap_or(seqno - 1);
         let mut g = g;
         if g.bypass.holds_back(seqno, g.gates.commit_level()) {
             // Its marker on disk before anything passes the large writeset.
@@ -369,10 +358,7 @@ impl Provider {
             }
         };
         let (mut g, _) = self.wait_picking(wake, g, Until::Progress(IN_ORDER), |s| {
-            let bf = matches!(
-                s.trxs.get(&trx_id).map(|r| r.state),
-                Some(TrxState::MustReplay)
-            );
+            let bf = s.trxs.must_replay(trx_id);
             let level = s.gates.commit_level();
             let turn = level >= seqno - 1 || s.bypass.allows(seqno, depends_on, s.gates.commit());
             bf || (turn && s.may_commit(seqno)) || s.conn == Conn::Closed
@@ -384,21 +370,13 @@ impl Provider {
             // before this one will not commit here.
             return status::CONN_FAIL;
         }
-        let Some(rec) = g.trxs.get_mut(&trx_id) else {
-            return status::TRX_MISSING;
-        };
         // A BF abort means replay for a final writeset; an open streaming
         // fragment fails instead (contract §2.12, as Galera does).
-        if rec.state == TrxState::MustReplay {
-            return if rec.open_fragment {
-                rec.state = TrxState::MustAbort;
-                status::TRX_FAIL
-            } else {
-                status::BF_ABORT
-            };
-        }
-        if rec.state == TrxState::Certified {
-            rec.state = TrxState::Committing;
+        match g.trxs.enter_commit(trx_id) {
+            Ok(()) => {}
+            Err(NoCommit::Missing) => return status::TRX_MISSING,
+            Err(NoCommit::Replay) => return status::BF_ABORT,
+            Err(NoCommit::Fail) => return status::TRX_FAIL,
         }
         if !in_order {
             // Ahead of a large writeset still being applied (ADR 0011).
@@ -434,9 +412,7 @@ impl Provider {
             return self.inconsistent(g, &e.to_string());
         }
         if let Handle::Local(_) = h {
-            if let Some(rec) = g.trxs.get_mut(&trx_id) {
-                rec.commit_left = true;
-            }
+            g.trxs.left_commit(trx_id);
         }
         self.notify_gates(g);
         match vote {
@@ -455,7 +431,7 @@ impl Provider {
     /// order is reported now, with `BF_ABORT` (Galera's deferred abort).
     pub fn release(&self, trx_id: u64) -> (Status, bool) {
         let mut g = self.lock();
-        let Some(rec) = g.trxs.remove(&trx_id) else {
+        let Some(rec) = g.trxs.release(trx_id) else {
             return (status::OK, false);
         };
         let fragment_done = rec.open_fragment && rec.commit_left && rec.seqno >= 0;
@@ -488,7 +464,7 @@ impl Provider {
         } else if rec.state == TrxState::MustAbort {
             (status::BF_ABORT, false)
         } else {
-            g.trxs.insert(trx_id, TrxRecord::new());
+            g.trxs.next_fragment(trx_id);
             (status::OK, true)
         };
         self.notify_gates(g);
@@ -501,11 +477,7 @@ impl Provider {
     /// server's streaming applier removes the fragments.
     pub fn rollback(&self, trx_id: u64) -> Status {
         let mut g = self.lock();
-        if let Some(rec) = g.trxs.get_mut(&trx_id) {
-            if matches!(rec.state, TrxState::Executing | TrxState::Replicating) {
-                rec.state = TrxState::MustAbort;
-            }
-        }
+        g.trxs.rolled_back(trx_id);
         if !g.accepts_writes() {
             // The server keeps the id and sends it again at the next
             // certification or sync.
@@ -537,31 +509,12 @@ impl Provider {
         victim_seqno: &mut i64,
     ) -> Status {
         let mut g = self.lock();
-        let Some(rec) = g.trxs.get_mut(&victim) else {
-            *victim_seqno = -1;
-            return status::OK;
-        };
-        *victim_seqno = rec.seqno;
-        let rc = match rec.state {
-            TrxState::Executing | TrxState::Replicating => {
-                rec.state = TrxState::MustAbort;
-                status::OK
-            }
-            // An open streaming fragment never commits the transaction, so
-            // it holds nothing the aborter must wait for: it fails wherever
-            // it is (contract §2.16, "not TRX_END"). Inside commit order the
-            // abort is deferred to `release`.
-            TrxState::Certified if rec.open_fragment || rec.seqno > bf_seqno => {
-                rec.state = TrxState::MustReplay;
-                status::OK
-            }
-            TrxState::Committing if rec.open_fragment => {
-                rec.state = TrxState::MustAbort;
-                status::OK
-            }
-            // Ahead of the aborter in total order, already aborting, or
-            // inside commit order: it will finish first.
-            _ => status::NOT_ALLOWED,
+        let abort = g.trxs.bf_abort(victim, bf_seqno);
+        *victim_seqno = abort.seqno;
+        let rc = if abort.allowed {
+            status::OK
+        } else {
+            status::NOT_ALLOWED
         };
         self.notify_gates(g);
         // The victim may wait for its commit turn: it must see the abort.
@@ -574,13 +527,10 @@ impl Provider {
     pub fn replay_trx(&self, handle: &WsHandle, trx: &LocalTrx, ctx: ThreadCtx) -> Status {
         let trx_id = handle.trx_id;
         let mut g = self.lock();
-        let (seqno, depends_on) = match g.trxs.get_mut(&trx_id) {
-            Some(rec) if rec.state == TrxState::MustReplay => {
-                rec.state = TrxState::Replaying;
-                (rec.seqno, rec.depends_on)
-            }
-            Some(rec) if rec.state == TrxState::CertFailed => return status::TRX_FAIL,
-            _ => {
+        let (seqno, depends_on) = match g.trxs.start_replay(trx_id) {
+            Ok(at) => at,
+            Err(NoReplay::CertFailed) => return status::TRX_FAIL,
+            Err(NoReplay::NotWaiting) => {
                 error!("replay_trx for trx {trx_id}, which is not waiting for a replay");
                 return status::TRX_FAIL;
             }
@@ -695,7 +645,7 @@ impl Provider {
         }
         g.gates.enter_apply(seqno);
         g.gates.enter_commit(seqno);
-        g.toi.insert(conn_id, seqno);
+        g.trxs.start_toi(conn_id, seqno);
         if ordered.passed {
             status::OK
         } else {
@@ -705,7 +655,7 @@ impl Provider {
 
     pub fn to_execute_end(&self, conn_id: u64, err: &[u8]) -> Status {
         let mut g = self.lock();
-        let Some(seqno) = g.toi.remove(&conn_id) else {
+        let Some(seqno) = g.trxs.end_toi(conn_id) else {
             return status::CONN_FAIL;
         };
         if !err.is_empty() {

@@ -886,15 +886,10 @@ impl Provider {
         // include it, or a restart re-applies or re-numbers that seqno
         // (Galera drains its apply monitor on leave for the same reason).
         let deadline = Until::Deadline(Instant::now() + RELEASE_WAIT);
-        let (ng, released) = self.wait_until(g, deadline, |s| s.trxs.values().all(|r| r.seqno < 0));
+        let (ng, released) = self.wait_until(g, deadline, |s| s.trxs.unreleased_seqnos().is_empty());
         g = ng;
         if !released {
-            let left: Vec<i64> = g
-                .trxs
-                .values()
-                .map(|r| r.seqno)
-                .filter(|&s| s >= 0)
-                .collect();
+            let left = g.trxs.unreleased_seqnos();
             warn!(
                 "disconnect: local transactions at seqnos {left:?} were not released within \
                  {RELEASE_WAIT:?}; saving the position without them"
@@ -905,7 +900,6 @@ impl Provider {
         let seqno = if g.diverged { -1 } else { g.last_committed() };
         let position = g.saved_state(seqno);
         g.trxs.clear();
-        g.toi.clear();
         g.group = None;
         g.queue.remove_spool();
         drop(g);

@@ -10,6 +10,7 @@ use crate::apply_queue::ApplyQueue;
 use crate::cache_feed::CacheFeed;
 use crate::causal_reads::CausalReads;
 use crate::event::Event;
+use crate::local_trxs::LocalTrxs;
 use crate::flow_control::FlowControl;
 use crate::fork_check::ForkCheck;
 use crate::ist_replay::IstBuffer;
@@ -18,7 +19,6 @@ use crate::proposals::Proposals;
 pub use crate::proposals::Resolution;
 use crate::round_status::RoundStatus;
 use crate::server::View;
-use crate::trx::TrxRecord;
 use lockstep_core::gates::OrderError;
 use lockstep_core::group::Action;
 use lockstep_core::group::LocalState;
@@ -137,10 +137,8 @@ pub struct Inner {
     /// The applier threads: in `recv()`, in `apply_cb`, isolation, the
     /// final view.
     pub appliers: Appliers,
-    /// Local transactions known to the provider, by trx id.
-    pub trxs: HashMap<u64, TrxRecord>,
-    /// Local TOI in progress, by connection id.
-    pub toi: HashMap<u64, i64>,
+    /// Local transactions and TOI statements, by trx and connection id.
+    pub trxs: LocalTrxs,
     pub counters: Counters,
     /// Latency histograms of the replication stages (ADR 0019).
     pub stages: lockstep_core::metrics::StageHistograms,
@@ -248,8 +246,7 @@ impl Inner {
             reads: CausalReads::default(),
             peers: None,
             appliers: Appliers::default(),
-            trxs: HashMap::new(),
-            toi: HashMap::new(),
+            trxs: LocalTrxs::default(),
             counters: Counters::default(),
             stages: Default::default(),
             peer_rtt: Default::default(),

@@ -117,8 +117,8 @@ impl Provider {
             ("cert_index_size", Int(g.status.cert_index_size as i64)),
             ("causal_reads", Int(c.causal_reads)),
             ("cert_interval", Double(cert.avg_cert_interval())),
-            ("open_transactions", Int(g.trxs.len() as i64)),
-            ("open_connections", Int(g.toi.len() as i64)),
+            ("open_transactions", Int(g.trxs.open() as i64)),
+            ("open_connections", Int(g.trxs.open_tois() as i64)),
             ("incoming_addresses", Str(incoming)),
             (
                 "cluster_weight",
