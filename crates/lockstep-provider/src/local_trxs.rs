@@ -286,7 +286,13 @@ mod tests {
         t.begin(1);
         assert!(t.start_replicating(1, false));
         let abort = t.bf_abort(1, 5);
-        assert_eq!(abort, BfAbort { seqno: -1, allowed: true });
+        assert_eq!(
+            abort,
+            BfAbort {
+                seqno: -1,
+                allowed: true
+            }
+        );
         assert_eq!(t.ordered(1, 7, 6, true), Some(Certified::MustReplay));
         assert!(t.must_replay(1));
         assert_eq!(t.enter_commit(1), Err(NoCommit::Replay));
@@ -317,7 +323,13 @@ mod tests {
         t.start_replicating(2, false);
         t.ordered(2, 5, 4, true);
         assert_eq!(t.enter_commit(2), Ok(()));
-        assert_eq!(t.bf_abort(2, 1), BfAbort { seqno: 5, allowed: false });
+        assert_eq!(
+            t.bf_abort(2, 1),
+            BfAbort {
+                seqno: 5,
+                allowed: false
+            }
+        );
         t.left_commit(2);
         let rec = t.release(2).unwrap();
         assert!(rec.commit_left && rec.state == TrxState::Committing);

@@ -5,6 +5,7 @@
 //! transaction proposes its writeset and waits for its seqno; remote
 //! writesets arrive as `Event::Apply` and run through `apply_cb`.
 
+use crate::local_trxs::{Certified, NoCommit, NoReplay};
 use crate::log::{error, info};
 use crate::provider::{Provider, Until, IN_ORDER};
 use crate::remote_ws::{RemoteWs, LARGE_WRITESET};
@@ -12,7 +13,6 @@ use crate::server::ThreadCtx;
 use crate::shared::StateGuard;
 use crate::shared::Wake;
 use crate::state::{Conn, Inner, Resolution};
-use crate::local_trxs::{Certified, NoCommit, NoReplay};
 use crate::trx::{is_open_fragment, is_streaming, Handle, LocalTrx, TrxState};
 use lockstep_core::certification::{CertOutcome, Key, KeyType};
 use lockstep_core::group::node::FRAGMENT_BYTES;
@@ -290,12 +290,9 @@ impl Provider {
             g.bypass
                 .note_related(ordered.seqno, ordered.related.clone());
         }
-        let certified = g.trxs.ordered(
-            trx_id,
-            ordered.seqno,
-            ordered.depends_on,
-            ordered.passed,
-        );
+        let certified = g
+            .trxs
+            .ordered(trx_id, ordered.seqno, ordered.depends_on, ordered.passed);
         match certified.expect("registered above") {
             Certified::Failed => {
                 g.counters.local_cert_failures += 1;

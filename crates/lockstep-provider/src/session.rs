@@ -886,7 +886,8 @@ impl Provider {
         // include it, or a restart re-applies or re-numbers that seqno
         // (Galera drains its apply monitor on leave for the same reason).
         let deadline = Until::Deadline(Instant::now() + RELEASE_WAIT);
-        let (ng, released) = self.wait_until(g, deadline, |s| s.trxs.unreleased_seqnos().is_empty());
+        let (ng, released) =
+            self.wait_until(g, deadline, |s| s.trxs.unreleased_seqnos().is_empty());
         g = ng;
         if !released {
             let left = g.trxs.unreleased_seqnos();

@@ -679,10 +679,7 @@ fn a_streaming_transaction_keeps_its_object_from_fragment_to_fragment() {
     assert_eq!(rc, status::OK);
     assert_eq!(store_fragment(&n.p, 5, &mut h, &m3), (status::OK, false));
     assert_eq!(n.p.last_committed_id().seqno, m3.gtid.seqno);
-    assert!(
-        !n.p.lock().trxs.contains(5),
-        "the final release drops it"
-    );
+    assert!(!n.p.lock().trxs.contains(5), "the final release drops it");
     assert_eq!(n.p.lock().counters.local_commits, 1, "one transaction");
     n.stop();
 }

@@ -438,12 +438,11 @@ mod tests {
         m.term = 3;
         m.set_entries(
             (0..3u64)
-                .map(|i| {
-                    let mut e = Entry::default();
-                    e.index = 10 + i;
-                    e.term = 3;
-                    e.data = vec![i as u8; 1000 * i as usize].into();
-                    e
+                .map(|i| Entry {
+                    index: 10 + i,
+                    term: 3,
+                    data: vec![i as u8; 1000 * i as usize].into(),
+                    ..Default::default()
                 })
                 .collect(),
         );

@@ -3,7 +3,6 @@
 
 use super::REFUSAL_LOG_EVERY;
 use crate::secure::Writer;
-use lockstep_core::group::peer::PeerMsg;
 use lockstep_core::wire::lanes::{Lane, Next, Outbox, Outgoing};
 use log::{info, warn};
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
