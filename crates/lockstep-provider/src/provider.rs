@@ -368,12 +368,17 @@ impl Provider {
                 changed,
                 tunables,
                 limits,
+                generation,
             }) => {
                 {
                     let mut g = self.lock();
-                    g.flow.set_limits(limits);
-                    g.queue.set_hard_limit(tunables.recv_q_hard_limit);
-                    g.bypass.threshold = tunables.commit_bypass;
+                    // A later change that got here first wins.
+                    if generation > g.settings_taken {
+                        g.settings_taken = generation;
+                        g.flow.set_limits(limits);
+                        g.queue.set_hard_limit(tunables.recv_q_hard_limit);
+                        g.bypass.threshold = tunables.commit_bypass;
+                    }
                 }
                 for (k, v) in changed {
                     // Every changed key is in the table: apply_runtime

@@ -18,8 +18,9 @@ use std::time::Duration;
 pub struct Settings {
     current: RwLock<Arc<Options>>,
     tunables: RwLock<Tunables>,
-    /// Serialises runtime changes: each starts from the one before.
-    writer: Mutex<()>,
+    /// Serialises runtime changes (each starts from the one before) and
+    /// numbers them.
+    writer: Mutex<u64>,
     /// Whether the server writes a binary log (`None`: unknown), which
     /// decides the default of `lockstep.commit_bypass`.
     server_binlog: Option<bool>,
@@ -31,6 +32,10 @@ pub struct Applied {
     pub changed: Vec<(String, String)>,
     pub tunables: Tunables,
     pub limits: Limits,
+    /// Its number among runtime changes: the state takes the values of a
+    /// change only if it has not taken a later one (two `options_set`
+    /// calls may reach the state lock in either order).
+    pub generation: u64,
 }
 
 impl Settings {
@@ -39,7 +44,7 @@ impl Settings {
         Settings {
             current: RwLock::new(Arc::new(options)),
             tunables: RwLock::new(tunables),
-            writer: Mutex::new(()),
+            writer: Mutex::new(0),
             server_binlog,
         }
     }
@@ -62,17 +67,19 @@ impl Settings {
 
     /// Applies `options_set`'s `conf`: all of it or, on an error, none.
     pub fn apply_runtime(&self, conf: &str) -> Result<Applied, OptionsError> {
-        let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let mut generation = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let mut next = Options::clone(&self.options());
         let changed = next.apply_runtime(conf)?;
         let tunables = Tunables::from_options(&next, self.server_binlog);
         let limits = Limits::from_options(&next);
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
         *self.tunables.write().unwrap_or_else(|p| p.into_inner()) = tunables;
+        *generation += 1;
         Ok(Applied {
             changed,
             tunables,
             limits,
+            generation: *generation,
         })
     }
 }
@@ -189,6 +196,8 @@ mod tests {
         let before = s.options();
         let applied = s.apply_runtime("repl.max_ws_size=100").unwrap();
         assert_eq!(applied.tunables.max_ws_size, 100);
+        let next = s.apply_runtime("repl.max_ws_size=100").unwrap();
+        assert!(next.generation > applied.generation);
         assert_eq!(s.tunables().max_ws_size, 100);
         assert_ne!(before.size("repl.max_ws_size").unwrap(), 100, "a snapshot");
         assert_eq!(s.options().size("repl.max_ws_size").unwrap(), 100);

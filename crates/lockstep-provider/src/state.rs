@@ -199,6 +199,9 @@ pub struct Inner {
     pub diverged: bool,
     /// Rejoining after a removal: the server is already connected.
     pub rejoining: bool,
+    /// The runtime options change (`Applied::generation`) whose values
+    /// the state holds (0: those `init` was given).
+    pub settings_taken: u64,
     /// Local commits ahead of a large writeset (`bypass.rs`, ADR 0011).
     pub bypass: crate::bypass::Bypass,
     /// Consistency votes (`vote.rs`): this node's own outcomes, seqnos it
@@ -276,6 +279,7 @@ impl Inner {
             fork_check: ForkCheck::default(),
             diverged: false,
             rejoining: false,
+            settings_taken: 0,
             bypass: crate::bypass::Bypass::default(),
             votes: Default::default(),
         }
