@@ -138,19 +138,25 @@ pub fn provider_options(data: &[u8]) {
 /// one encoding to the next) and remembers an empty sub-message that was
 /// sent; its text form shows the known fields only.
 pub fn raft_message(data: &[u8]) {
+    use crate::group::peer::{decode_raft, raft_frame, PeerMsg, MAX_PEER_MESSAGE};
     use protobuf::Message as _;
-    // The group's round parses from shared bytes (entry data sliced, not
-    // copied): it must take and refuse exactly what a copying parse does.
-    let shared =
-        raft::eraftpb::Message::parse_from_carllerche_bytes(&bytes::Bytes::copy_from_slice(data));
+    // The group's round decodes from shared bytes (entry data sliced, not
+    // copied, `decode_raft`): it must take and refuse exactly what a
+    // copying parse does.
+    let shared = decode_raft(data.to_vec());
     let copied = raft::eraftpb::Message::parse_from_bytes(data);
     assert_eq!(
         shared.as_ref().map(|m| format!("{m:?}")).ok(),
         copied.as_ref().map(|m| format!("{m:?}")).ok()
     );
     if let Ok(m) = copied {
-        let again = m.write_to_bytes().expect("a parsed message encodes");
-        let back = raft::eraftpb::Message::parse_from_bytes(&again).expect("and parses again");
+        // Encoded as the writer threads encode it: in place, in its frame.
+        let frame = raft_frame(&m).expect("a parsed message frames");
+        let f = crate::wire::frame::decode_one(frame, MAX_PEER_MESSAGE).expect("one frame");
+        let Ok(PeerMsg::Raft(bytes)) = PeerMsg::from_frame(f) else {
+            panic!("a Raft frame decodes as a Raft message");
+        };
+        let back = decode_raft(bytes).expect("and parses again");
         assert_eq!(format!("{back:?}"), format!("{m:?}"));
     }
 }

@@ -81,3 +81,31 @@ impl FlowControl {
         self.check_sent = sent;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockstep_core::flow_control::STOP;
+
+    #[test]
+    fn one_wake_up_is_in_flight_until_a_round_looks() {
+        let mut fc = FlowControl::default();
+        fc.set_limits(Limits {
+            limit: 10,
+            factor: 0.5,
+            single_primary: true,
+        });
+        let (level, limits) = fc.update(12, 3, false).expect("a stop");
+        assert_eq!((level, limits.limit), (STOP, 10));
+        assert!(!fc.wants_check(11, 3), "still above the resume level");
+        assert!(fc.wants_check(4, 3));
+        fc.check_sent(true);
+        assert!(!fc.wants_check(4, 3), "one in flight");
+        fc.round_looked();
+        assert!(fc.wants_check(4, 3));
+        assert_ne!(fc.update(4, 3, false).map(|(l, _)| l), Some(STOP));
+        assert!(!fc.wants_check(4, 3), "nothing left to lower");
+        fc.new_channel(0);
+        assert!(!fc.requester().requested() && !fc.gate().stopped());
+    }
+}
