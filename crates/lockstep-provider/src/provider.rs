@@ -179,21 +179,21 @@ impl Provider {
             );
         }
         let server_binlog = crate::os::server_writes_binlog();
-        let tunables = Tunables::from_options(&options, server_binlog);
-        log_commit_bypass(&options, server_binlog, tunables.commit_bypass);
+        let limits = Limits::from_options(&options);
+        let settings = Settings::new(options, server_binlog);
+        let tunables = settings.tunables();
+        log_commit_bypass(&settings.options(), server_binlog, tunables.commit_bypass);
         let mut inner = Inner::new(saved.uuid, position);
         inner.bypass.marker_dir = Some(cfg.data_dir.clone());
         inner.diverged = diverged;
-        inner.flow.set_limits(Limits::from_options(&options));
-        inner.queue.set_hard_limit(tunables.recv_q_hard_limit);
-        inner.bypass.threshold = tunables.commit_bypass;
+        inner.take_settings(tunables, limits);
         Ok(Provider {
             node_name: cfg.node_name,
             node_incoming: cfg.node_incoming,
             data_dir: cfg.data_dir,
             proto_ver: cfg.proto_ver,
             server: cfg.server,
-            settings: Settings::new(options, server_binlog),
+            settings,
             store: Mutex::new(store),
             shared: Arc::new(Shared {
                 inner: Mutex::new(inner),
@@ -375,9 +375,7 @@ impl Provider {
                     // A later change that got here first wins.
                     if generation > g.settings_taken {
                         g.settings_taken = generation;
-                        g.flow.set_limits(limits);
-                        g.queue.set_hard_limit(tunables.recv_q_hard_limit);
-                        g.bypass.threshold = tunables.commit_bypass;
+                        g.take_settings(tunables, limits);
                     }
                 }
                 for (k, v) in changed {

@@ -344,6 +344,32 @@ impl Inner {
         }
     }
 
+    /// A state at seqno 0 linked to a group as Raft id 1, and what it
+    /// sends the group.
+    #[cfg(test)]
+    pub(crate) fn linked() -> (Inner, std::sync::mpsc::Receiver<crate::group_input::Input>) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut g = Inner::new(wsrep_abi::Uuid::NIL, 0);
+        g.group = Some(GroupLink {
+            raft_id: 1,
+            tx: crate::group_input::InputTx::new(tx),
+            sent: 0,
+        });
+        (g, rx)
+    }
+
+    /// The option values the state acts on, at `init` and after each
+    /// runtime change (`settings`).
+    pub fn take_settings(
+        &mut self,
+        tunables: crate::settings::Tunables,
+        limits: lockstep_core::flow_control::Limits,
+    ) {
+        self.flow.set_limits(limits);
+        self.queue.set_hard_limit(tunables.recv_q_hard_limit);
+        self.bypass.threshold = tunables.commit_bypass;
+    }
+
     /// Queues an ordered event for the appliers.
     pub fn enqueue(&mut self, event: Event) {
         self.queue.push(event, self.group_history);
@@ -576,7 +602,7 @@ impl Inner {
 
 #[cfg(test)]
 mod tests {
-    use super::{GroupLink, Inner};
+    use super::Inner;
     use crate::event::Event;
     use crate::group_input::Input;
 
@@ -588,13 +614,7 @@ mod tests {
 
     #[test]
     fn an_applier_wakes_the_group_thread_once_the_queue_allows_a_resume() {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let mut g = Inner::new(wsrep_abi::Uuid::NIL, 0);
-        g.group = Some(GroupLink {
-            raft_id: 1,
-            tx: crate::group_input::InputTx::new(tx),
-            sent: 0,
-        });
+        let (mut g, rx) = Inner::linked();
         // One member: the limit is gcs.fc_limit itself (16), resume at 16.
         for _ in 0..18 {
             g.enqueue(Event::Synced);

@@ -163,13 +163,7 @@ mod tests {
     #[test]
     fn a_failed_seqno_never_gets_a_success_vote_from_a_round() {
         use crate::group_input::Input;
-        let (tx, rx) = std::sync::mpsc::channel();
-        let mut g = Inner::new(wsrep_abi::Uuid::NIL, 0);
-        g.group = Some(crate::state::GroupLink {
-            raft_id: 1,
-            tx: crate::group_input::InputTx::new(tx),
-            sent: 0,
-        });
+        let (mut g, rx) = Inner::linked();
         g.vote_asked(1);
         g.gates.enter_apply(1);
         g.gates.enter_commit(1);
@@ -193,13 +187,7 @@ mod tests {
         assert_eq!(votes, [(1, cast.digest)], "one vote, the failure's");
         // Had the round run before the vote was cast, it would have
         // reported success: the case the order above rules out.
-        let mut late = Inner::new(wsrep_abi::Uuid::NIL, 0);
-        let (tx, rx) = std::sync::mpsc::channel();
-        late.group = Some(crate::state::GroupLink {
-            raft_id: 1,
-            tx: crate::group_input::InputTx::new(tx),
-            sent: 0,
-        });
+        let (mut late, rx) = Inner::linked();
         late.vote_asked(1);
         late.gates.enter_apply(1);
         late.gates.enter_commit(1);
