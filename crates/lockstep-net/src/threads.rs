@@ -1,8 +1,8 @@
 //! Detached threads, counted so that their owner can wait for them at
 //! shutdown: the provider library may be unloaded after `free`, and no
-//! thread may still run its code then. The transport counts its dialers,
-//! connections and writers; the provider its IST senders and the threads
-//! that free big writesets.
+//! thread may still run its code then. The transport counts its event
+//! loop, dialers, opening connections and big-message encoders; the
+//! provider its IST senders and the threads that free big writesets.
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -36,6 +36,23 @@ impl Threads {
             })
             .is_ok()
         // (On failure the closure, and `running` with it, is dropped.)
+    }
+
+    /// Starts `f` on a counted thread, or runs it on this one if no
+    /// thread could start (the work is done either way).
+    pub fn spawn_or_run(&self, name: &str, f: impl FnOnce() + Send + 'static) {
+        let cell = Arc::new(Mutex::new(Some(f)));
+        let theirs = cell.clone();
+        let take = |c: &Mutex<Option<_>>| c.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if !self.spawn(name, move || {
+            if let Some(f) = take(&theirs) {
+                f()
+            }
+        }) {
+            if let Some(f) = take(&cell) {
+                f()
+            }
+        }
     }
 
     /// Waits up to `deadline` for every counted thread to end; how many
@@ -76,5 +93,15 @@ mod tests {
         assert_eq!(t.wait_all(Duration::from_secs(5)), 0);
         assert!(t.spawn("panics", || panic!("counted out anyway")));
         assert_eq!(t.wait_all(Duration::from_secs(5)), 0);
+    }
+
+    #[test]
+    fn spawn_or_run_does_the_work_once() {
+        let t = Threads::default();
+        let (tx, rx) = std::sync::mpsc::channel();
+        t.spawn_or_run("work", move || tx.send(7).unwrap());
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(7));
+        assert_eq!(t.wait_all(Duration::from_secs(5)), 0);
+        assert!(rx.recv().is_err(), "done twice");
     }
 }

@@ -60,8 +60,9 @@ pub struct LaneFull {
 }
 
 /// A message waiting in an [`Outbox`]: its framed size, and its frame.
-/// Encoding happens when the message is sent, on the connection's writer
-/// thread: a 300 MB Raft message is not copied in the caller's round.
+/// Encoding happens when the message is sent, by the transport's event
+/// loop (or a helper thread for a big one): a 300 MB Raft message is not
+/// copied in the caller's round.
 pub trait Outgoing {
     /// Bytes of the frame `encode` returns (an estimate is fine for
     /// bounds, but it decides chunking only after encoding).
@@ -188,6 +189,15 @@ impl<M: Outgoing> Outbox<M> {
             self.big_bytes -= len;
         }
         Some(Next::Bulk(m))
+    }
+
+    /// The next control message only, for a caller that still encodes the
+    /// bulk message `take_next` gave it (on another thread): control
+    /// messages may pass it, the next bulk message may not.
+    pub fn take_control(&mut self) -> Option<M> {
+        let (len, m) = self.control.pop_front()?;
+        self.control_bytes -= len;
+        Some(m)
     }
 
     /// The encoded frame of a message [`Outbox::take_next`] gave as
@@ -478,6 +488,23 @@ mod tests {
         out.push(Lane::Control, framed(4, 10, 2)).unwrap();
         let next = out.next_write().unwrap();
         assert_eq!(next[5], 4, "the control frame goes next");
+    }
+
+    #[test]
+    fn while_a_bulk_message_is_encoded_only_control_messages_are_taken() {
+        let mut out = Outbox::default();
+        out.push(Lane::Bulk, framed(3, 10, 1)).unwrap();
+        out.push(Lane::Bulk, framed(3, 10, 2)).unwrap();
+        let Some(Next::Bulk(first)) = out.take_next() else {
+            panic!("the first bulk message comes out unencoded");
+        };
+        assert_eq!(out.take_control(), None, "the second bulk message waits");
+        out.push(Lane::Control, framed(4, 10, 3)).unwrap();
+        assert_eq!(out.take_control(), Some(framed(4, 10, 3)));
+        assert_eq!(out.queued_bytes(), framed(3, 10, 2).len());
+        assert_eq!(out.start_bulk(first), framed(3, 10, 1));
+        assert_eq!(out.next_write(), Some(framed(3, 10, 2)));
+        assert!(out.is_empty());
     }
 
     #[test]

@@ -1,11 +1,14 @@
-//! A TLS connection used by two threads at once, as the transport uses a
-//! plain `TcpStream`: one thread reads, the other writes.
+//! A TLS connection used by two parties at once, as the transport uses a
+//! plain `TcpStream`: one reads, the other writes (a state transfer's two
+//! threads; or the event loop reading and any sender writing).
 //!
 //! rustls keeps one state machine per connection, so both halves share it
 //! behind a mutex, held only to hand bytes in or out, never across a
 //! socket read or write. Only the writer puts TLS records on the socket,
 //! so records never interleave; records the reader's side makes (alerts,
-//! key-update answers) leave with the writer's next message.
+//! key-update answers) leave with the writer's next message. On a
+//! non-blocking socket the reader's `read` returns `WouldBlock` until a
+//! whole record has come.
 
 use crate::Refused;
 use rustls::Connection;
@@ -190,6 +193,26 @@ impl TlsWriter {
     /// The socket, for timeouts and shutdown.
     pub fn tcp(&self) -> &TcpStream {
         &self.tcp
+    }
+
+    /// Encrypts `data` and appends its records (and any the reading side
+    /// left, such as alerts) to `out`, writing nothing: the caller puts
+    /// them on a non-blocking socket as it has room (the event loop).
+    pub fn seal(&mut self, data: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+        let mut conn = self.shared.lock();
+        let mut rest = data;
+        loop {
+            while conn.wants_write() {
+                conn.write_tls(out)?;
+            }
+            if rest.is_empty() {
+                return Ok(());
+            }
+            match conn.writer().write(rest)? {
+                0 => return Err(io::ErrorKind::WriteZero.into()),
+                n => rest = &rest[n..],
+            }
+        }
     }
 
     /// Sends close_notify (best effort) and shuts the socket down.

@@ -1,43 +1,38 @@
 //! How much of what peers sent may wait for the owner's round.
 
 use lockstep_core::group::peer::PeerMsg;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::thread;
-use std::time::Duration;
 
 /// Bytes of peer messages handed to the owner and not handled yet, at
-/// most (one message may always go, whatever its size): a reader waits
-/// above it, and TCP then holds the peer back, so rounds slowed by a big
-/// writeset do not make the readers queue without bound.
+/// most (one message may always go, whatever its size): above it the event
+/// loop stops reading the connection, and TCP then holds the peer back,
+/// so rounds slowed by a big writeset do not make the input queue grow
+/// without bound.
 pub const INPUT_BUDGET: usize = 256 << 20;
 
-/// The bytes counted against [`INPUT_BUDGET`], shared by the readers and
+/// The bytes counted against [`INPUT_BUDGET`], shared by the event loop and
 /// the owner's rounds.
 #[derive(Clone, Default)]
 pub struct InputBudget(Arc<AtomicUsize>);
 
 impl InputBudget {
-    /// Waits until `bytes` fit (they always do when nothing is in flight);
-    /// `false` if `stop` was set meanwhile.
-    pub(super) fn take(&self, bytes: usize, stop: &AtomicBool) -> bool {
+    /// Counts `bytes` in if they fit (they always do when nothing is in
+    /// flight); `false` otherwise, and the event loop then stops reading
+    /// that connection and tries again shortly.
+    pub(super) fn try_take(&self, bytes: usize) -> bool {
+        let mut used = self.0.load(Ordering::SeqCst);
         loop {
-            let used = self.0.load(Ordering::SeqCst);
-            if used == 0 || used + bytes <= INPUT_BUDGET {
-                let next = used + bytes;
-                if self
-                    .0
-                    .compare_exchange(used, next, Ordering::SeqCst, Ordering::SeqCst)
-                    .is_ok()
-                {
-                    return true;
-                }
-                continue;
-            }
-            if stop.load(Ordering::SeqCst) {
+            if used != 0 && used + bytes > INPUT_BUDGET {
                 return false;
             }
-            thread::sleep(Duration::from_millis(1));
+            match self
+                .0
+                .compare_exchange(used, used + bytes, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return true,
+                Err(now) => used = now,
+            }
         }
     }
 

@@ -1,20 +1,21 @@
-//! One connection's life: dial or accept, admission, TLS, hello, then a
-//! reader (this thread) and a writer thread until it ends.
+//! One connection's opening, on a thread of its own: dial or accept,
+//! admission, TLS, hello; then it goes to the event loop (`event_loop`),
+//! and this thread ends.
 
-use super::budget::input_bytes;
-use super::queue::{Queue, LOG_BIG};
+use super::event_loop::Handoff;
+use super::queue::{Queue, Wire};
+use super::receive::next_message;
 use super::table::{
     Conn, OpeningSlot, MAX_ACCEPTS_PER_HOST_PER_SEC, MAX_OPENING, MAX_OPENING_PER_HOST,
 };
-use super::{Ctx, Handled, Inbound, Out, Side, CONNECT_TIMEOUT, HELLO_MAX_FRAME, HELLO_TIMEOUT};
+use super::{Ctx, Inbound, Side, CONNECT_TIMEOUT, HELLO_MAX_FRAME, HELLO_TIMEOUT};
 use crate::identity::{describe, short};
 use crate::secure::Reader;
 use lockstep_core::group::peer::{
     check_hello, versions_overlap, PeerMsg, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
 };
 use lockstep_core::wire::frame::FrameDecoder;
-use lockstep_core::wire::lanes::Lane;
-use lockstep_core::wire::lanes::{Inbox, MAX_WIRE_FRAME};
+use lockstep_core::wire::lanes::MAX_WIRE_FRAME;
 use log::{info, warn};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -124,66 +125,17 @@ pub(super) fn accept_loop(listener: TcpListener, ctx: Ctx) {
     }
 }
 
-/// Reads one message (blocking), or `None` on EOF/error (logged).
-/// Without an `inbox` (before the hello) chunked messages are refused,
+/// Reads one message (blocking; the hello and what answers it), or
+/// `None` on EOF/error (logged). No inbox: chunked messages are refused,
 /// so a stranger gets at most one frame's worth of memory.
-fn read_msg(
-    stream: &mut Reader,
-    dec: &mut FrameDecoder,
-    mut inbox: Option<&mut Inbox>,
-    peer: &str,
-) -> Option<PeerMsg> {
-    let mut buf = [0u8; 64 * 1024];
+fn read_msg(stream: &mut Reader, dec: &mut FrameDecoder, peer: &str) -> Option<PeerMsg> {
     // Before the hello, read no more than the hello may be.
-    let chunk = if inbox.is_some() {
-        buf.len()
-    } else {
-        HELLO_MAX_FRAME
-    };
-    let mut started: Option<Instant> = None;
+    let mut buf = [0u8; HELLO_MAX_FRAME];
     loop {
-        match dec.next_frame() {
-            Ok(Some(f)) => {
-                let whole = match inbox.as_deref_mut() {
-                    Some(inbox) => match inbox.accept(f) {
-                        Ok(Some(f)) => {
-                            if let Some(t0) = started.take() {
-                                if f.payload.len() >= LOG_BIG {
-                                    info!(
-                                        "received a message of {} MiB from {peer} in {} ms",
-                                        f.payload.len() >> 20,
-                                        t0.elapsed().as_millis()
-                                    );
-                                }
-                            }
-                            f
-                        }
-                        Ok(None) => {
-                            started.get_or_insert_with(Instant::now);
-                            continue;
-                        }
-                        Err(e) => {
-                            warn!("dropping connection to {peer}: {e}");
-                            return None;
-                        }
-                    },
-                    None => f,
-                };
-                return match PeerMsg::from_frame(whole) {
-                    Ok(m) => Some(m),
-                    Err(e) => {
-                        warn!("dropping connection to {peer}: bad message: {e}");
-                        None
-                    }
-                };
-            }
-            Ok(None) => {}
-            Err(e) => {
-                warn!("dropping connection to {peer}: {e}");
-                return None;
-            }
+        if let Some(m) = next_message(dec, None, &mut None, peer).ok()? {
+            return Some(m);
         }
-        match stream.read(&mut buf[..chunk]) {
+        match stream.read(&mut buf) {
             Ok(0) => return None,
             Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
                 // A TLS error: a bad record, or an alert the peer sent.
@@ -211,10 +163,18 @@ pub(super) fn run_connection(
         }
         t.open.insert(conn_id, s);
     }
-    let peer = serve_connection(stream, &ctx, conn_id, side, slot, dialed);
+    // An open connection goes on in the event loop, which ends it.
+    if !serve_connection(stream, &ctx, conn_id, side, slot, dialed) {
+        connection_ended(&ctx, conn_id, None);
+    }
+}
+
+/// Takes an ended connection out of the table; tells the owner when it
+/// was the last one to its peer (`raft_id`: known once the hello is done).
+pub(super) fn connection_ended(ctx: &Ctx, conn_id: u64, raft_id: Option<u64>) {
     let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
     t.open.remove(&conn_id);
-    let Some(raft_id) = peer else {
+    let Some(raft_id) = raft_id else {
         return;
     };
     let Some(conns) = t.by_peer.get_mut(&raft_id) else {
@@ -228,8 +188,8 @@ pub(super) fn run_connection(
     }
 }
 
-/// Handshake, then frames until the connection ends. Returns the peer's
-/// Raft id if the handshake succeeded.
+/// Admission, TLS and the hello; then the connection goes to the event
+/// loop. `false` if it did not open.
 fn serve_connection(
     stream: TcpStream,
     ctx: &Ctx,
@@ -237,7 +197,7 @@ fn serve_connection(
     side: Side,
     slot: Option<OpeningSlot>,
     dialed: Option<String>,
-) -> Option<u64> {
+) -> bool {
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
@@ -254,7 +214,7 @@ fn serve_connection(
                      address is not in the allowlist (wsrep_allowlist, mysql.wsrep_allowlist)"
                 );
             }
-            return None;
+            return false;
         }
     }
     // TLS first (or the check that both ends agree on plain text); a
@@ -274,14 +234,14 @@ fn serve_connection(
                     Side::Accepted => warn!("refusing group connection from {peer}: {why}"),
                 }
             }
-            return None;
+            return false;
         }
         Err(why) => {
             // A peer restarting, a port scan: a note, not a warning.
             if ctx.log_refusal_now(&peer) {
                 info!("group connection with {peer} ended before it opened: {why}");
             }
-            return None;
+            return false;
         }
     };
     let hello = PeerMsg::Hello {
@@ -291,17 +251,19 @@ fn serve_connection(
         peer_addr: ctx.me.peer_addr.clone(),
         min_version: MIN_PROTOCOL_VERSION,
     };
-    let hello = hello.to_frame().ok()?;
+    let Ok(hello) = hello.to_frame() else {
+        return false;
+    };
     // The dialer speaks first; the acceptor answers only a hello that
     // passes, so a stranger does not even learn the cluster name.
-    if side == Side::Dialed {
-        writer.write_all(&hello).ok()?;
+    if side == Side::Dialed && writer.write_all(&hello).is_err() {
+        return false;
     }
     let _ = stream.tcp().set_read_timeout(Some(HELLO_TIMEOUT));
     // Bounds what a peer can make us buffer before its hello, and any
     // single frame after it (larger messages come in chunks).
     let mut dec = FrameDecoder::new(HELLO_MAX_FRAME);
-    let Some(first) = read_msg(&mut stream, &mut dec, None, &peer) else {
+    let Some(first) = read_msg(&mut stream, &mut dec, &peer) else {
         // Also what a restarting peer looks like: a note, not a warning.
         if side == Side::Dialed && ctx.log_refusal_now(&peer) {
             info!(
@@ -310,7 +272,7 @@ fn serve_connection(
                 ctx.security.describe()
             );
         }
-        return None;
+        return false;
     };
     let (raft_id, peer_addr) = match first {
         PeerMsg::Hello {
@@ -337,18 +299,18 @@ fn serve_connection(
                 if let Ok(b) = (PeerMsg::Refuse { reason: told }).to_frame() {
                     let _ = writer.write_all(&b);
                 }
-                return None;
+                return false;
             }
         },
         PeerMsg::Refuse { reason } => {
             if ctx.log_refusal_now(&peer) {
                 warn!("peer {peer} refused the group connection: {reason}");
             }
-            return None;
+            return false;
         }
         _ => {
             warn!("dropping connection to {peer}: it did not start with a hello");
-            return None;
+            return false;
         }
     };
     if raft_id == ctx.me.raft_id {
@@ -357,7 +319,7 @@ fn serve_connection(
         if side == Side::Accepted {
             let _ = writer.write_all(&hello);
         }
-        return None;
+        return false;
     }
     // A member's Raft id goes with the certificate the cluster bound it
     // to (ADR 0014): another peer of the same CA cannot take it over. A
@@ -386,22 +348,28 @@ fn serve_connection(
         {
             let _ = writer.write_all(&b);
         }
-        return None;
+        return false;
     }
-    if side == Side::Accepted {
-        writer.write_all(&hello).ok()?;
+    if side == Side::Accepted && writer.write_all(&hello).is_err() {
+        return false;
     }
     let _ = stream.tcp().set_read_timeout(None);
     if let Err(e) = arm_liveness(stream.tcp()) {
         warn!("group connection with {peer}: cannot set TCP keepalive and user timeout: {e}");
     }
+    // The event loop and the senders never block on it (the reading and
+    // writing halves share the socket, and so this mode).
+    if let Err(e) = stream.tcp().set_nonblocking(true) {
+        warn!("dropping connection to {peer}: {e}");
+        return false;
+    }
     dec.set_max_payload(MAX_WIRE_FRAME);
     drop(slot); // known now: no longer counted as opening
-    let out = Arc::new(Queue::default());
+    let out = Arc::new(Queue::new(conn_id, Wire::new(writer), ctx.lp.clone()));
     {
         let mut t = ctx.table.lock().unwrap_or_else(|p| p.into_inner());
         if ctx.stop.load(Ordering::Relaxed) || ctx.isolated.load(Ordering::SeqCst) {
-            return None;
+            return false;
         }
         t.by_peer.entry(raft_id).or_default().push(Conn {
             id: conn_id,
@@ -416,42 +384,13 @@ fn serve_connection(
         peer_addr,
         cert,
     });
-    out.attach(writer);
-    let writer_out = out.clone();
-    ctx.threads.spawn("lockstep-peer-tx", move || {
-        while let Some(bytes) = writer_out.next() {
-            if !writer_out.write(&bytes) {
-                return;
-            }
-        }
+    ctx.lp.hand_over(Handoff {
+        conn_id,
+        raft_id,
+        peer,
+        reader: stream,
+        dec,
+        out,
     });
-    let mut inbox = Inbox::default();
-    while let Some(msg) = read_msg(&mut stream, &mut dec, Some(&mut inbox), &peer) {
-        if let PeerMsg::Refuse { reason } = &msg {
-            warn!("peer {peer} refused the group connection: {reason}");
-            break;
-        }
-        let msg = match ctx.quick.get() {
-            Some(quick) => match quick(raft_id, msg) {
-                Handled::Pass(msg) => msg,
-                Handled::Done(reply) => {
-                    if let Some(frame) = reply {
-                        out.push(Lane::Control, Out::Frame(frame));
-                    }
-                    continue;
-                }
-            },
-            None => msg,
-        };
-        if !ctx.budget.take(input_bytes(&msg), &ctx.stop) {
-            break;
-        }
-        if !(ctx.sink)(Inbound::Peer { from: raft_id, msg }) {
-            break;
-        }
-    }
-    let _ = stream.tcp().shutdown(Shutdown::Both);
-    // The writer ends now, or on its first failed write.
-    out.close();
-    Some(raft_id)
+    true
 }

@@ -1,5 +1,7 @@
-//! TCP between group members: one listener, one reader thread and one
-//! writer thread per connection. Every connection starts with admission
+//! TCP between group members: one listener thread, a short-lived thread
+//! per connection while it opens, and one event loop that reads and
+//! writes every open connection (`event_loop`, ADR 0031). Every
+//! connection starts with admission
 //! (the allowlist), TLS or the check that both ends agree on plain text,
 //! and a hello (protocol version, cluster name, Raft id): the dialer
 //! speaks first, so a stranger learns nothing. After that each message is
@@ -15,7 +17,9 @@
 
 mod budget;
 mod connection;
+mod event_loop;
 mod queue;
+mod receive;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -89,15 +93,14 @@ pub type Sink = Arc<dyn Fn(Inbound) -> bool + Send + Sync>;
 
 /// What a [`Quick`] handler did with a message.
 pub enum Handled {
-    /// Done on the reading thread; the optional frame goes back to the
+    /// Done on the event loop; the optional frame goes back to the
     /// sender on the control lane.
     Done(Option<Vec<u8>>),
     /// Not for it: on to the [`Sink`].
     Pass(PeerMsg),
 }
 
-/// A handler that runs on the connection's reading thread before the
-/// sink, for small messages that must not wait for the owner's round
+/// A handler that runs on the event loop before the sink, for small messages that must not wait for the owner's round
 /// (causal-read asks and answers, ADR 0016). It must not block.
 pub type Quick = Arc<dyn Fn(u64, PeerMsg) -> Handled + Send + Sync>;
 
@@ -158,6 +161,7 @@ impl Transport {
             .set_nonblocking(true)
             .map_err(|e| format!("listener on {listen}: {e}"))?;
         let local = listener.local_addr().ok();
+        let (poll, lp) = event_loop::new()?;
         info!(
             "group channel listening on {}, advertised as {}",
             local.map_or(listen.to_string(), |a| a.to_string()),
@@ -179,9 +183,18 @@ impl Transport {
                 threads: Threads::default(),
                 bindings: Arc::default(),
                 bindings_unchecked: Arc::default(),
+                lp,
             },
             listener: None,
         };
+        let ctx = t.context();
+        if !t
+            .ctx
+            .threads
+            .spawn("lockstep-net", move || event_loop::run(poll, ctx))
+        {
+            return Err("cannot start the group connections' event loop thread".into());
+        }
         let ctx = t.context();
         t.listener = Some(
             thread::Builder::new()
@@ -207,7 +220,7 @@ impl Transport {
         self.ctx.clone()
     }
 
-    /// Installs the reading threads' [`Quick`] handler (once; later calls
+    /// Installs the event loop's [`Quick`] handler (once; later calls
     /// are ignored).
     pub fn set_quick(&self, quick: Quick) {
         let _ = self.ctx.quick.set(quick);
@@ -412,6 +425,7 @@ impl Transport {
     /// Closes every connection and the listener.
     pub fn shutdown(&mut self) {
         self.ctx.stop.store(true, Ordering::Relaxed);
+        self.ctx.lp.wake();
         self.close_all();
         self.ctx
             .table
@@ -422,8 +436,9 @@ impl Transport {
         if let Some(h) = self.listener.take() {
             let _ = h.join();
         }
-        // Every socket is shut: readers fail, writers find their queue
-        // closed, a dialer stops after its connect attempt.
+        // Every socket is shut and the event loop woken: it ends every
+        // connection; an opening one fails its next step, a dialer stops
+        // after its connect attempt.
         let left = self.ctx.threads.wait_all(SHUTDOWN_WAIT);
         if left > 0 {
             warn!("{left} group connection threads still run after {SHUTDOWN_WAIT:?}");
@@ -457,6 +472,8 @@ struct Ctx {
     bindings: Arc<std::sync::RwLock<HashMap<u64, CertFingerprint>>>,
     /// Set once this node (without TLS) has said it cannot check them.
     bindings_unchecked: Arc<AtomicBool>,
+    /// The event loop that serves open connections.
+    lp: event_loop::LoopHandle,
 }
 
 /// Which end of a connection this node is: the dialer speaks first.

@@ -1,20 +1,22 @@
-//! What a connection sends: the owner's round queues messages on a
-//! connection's two lanes, its writer thread encodes and writes them.
+//! What a connection sends: senders write a message themselves when
+//! nothing waits before it, or queue it on the connection's two lanes;
+//! the event loop encodes and writes what is queued as the socket takes it.
 
+use super::event_loop::LoopHandle;
 use super::REFUSAL_LOG_EVERY;
 use crate::secure::Writer;
-use lockstep_core::wire::lanes::{Lane, Next, Outbox, Outgoing};
+use crate::threads::Threads;
+use lockstep_core::wire::lanes::{Lane, Next, Outbox, Outgoing, BIG_MESSAGE, MAX_WIRE_FRAME};
 use log::{info, warn};
-use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use std::io::Write;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, TryLockError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::time::Instant;
 
 /// What the owner's round hands a connection: a framed message, or a Raft
-/// message the writer thread encodes (a 300 MB append is copied there,
-/// not in the round).
+/// message encoded when it is written (a 300 MB append is copied on a
+/// helper thread, not in the round).
 pub enum Out {
     Frame(Vec<u8>),
     Raft(raft::eraftpb::Message),
@@ -50,39 +52,111 @@ impl Outgoing for Out {
     }
 }
 
-/// One connection's outbox, shared by the owner's rounds (which queue)
-/// and the connection's writer thread (which sends).
-#[derive(Default)]
+/// One connection's outbox and socket-writing half, shared by whoever
+/// sends (the owner's rounds, `PeerSender`, the quick handler) and the
+/// event loop, which writes what is queued when the socket has room.
 pub(super) struct Queue {
-    outbox: Mutex<Outbox<Out>>,
-    ready: Condvar,
+    lanes: Mutex<Lanes>,
     closed: AtomicBool,
-    /// The writer thread holds a message it took from the outbox and has
-    /// not finished writing (set under the outbox lock).
+    /// The event loop took a message from the outbox and has not handed
+    /// it to the wire yet (set under the lanes' lock).
     in_hand: AtomicBool,
-    /// The socket's writing half once the hello is done. The writer thread
-    /// writes each frame under this lock, and so does a thread that finds
-    /// nothing queued or in hand (`Queue::write_now`).
-    wire: Mutex<Option<Writer>>,
+    /// The socket's writing half, and what it has not taken yet. Every
+    /// frame goes onto it under this lock, so frames never interleave.
+    wire: Mutex<Option<Wire>>,
+    /// Wakes the event loop for this connection.
+    kick: LoopHandle,
+    id: u64,
+    /// In the loop's list of connections to write already (at most once).
+    kicked: AtomicBool,
+}
+
+struct Lanes {
+    outbox: Outbox<Out>,
+    /// A big bulk message is being encoded on a helper thread: only
+    /// control messages go meanwhile (`Outbox::take_control`).
+    encoding: bool,
+    /// Its first chunk, once encoded: the next bytes of the bulk lane.
+    encoded: Option<Vec<u8>>,
+}
+
+/// The writing half of a connection's socket (non-blocking once open)
+/// and the bytes it did not take yet: at most two frames' wire bytes
+/// (`MAX_WIRE_FRAME` plus TLS's overhead each). A sender writes only on
+/// an idle wire, and the event loop adds a frame only after flushing, so
+/// at most one sender's leftover and one frame of the loop's are there.
+pub(super) struct Wire {
+    writer: Writer,
+    pending: Vec<u8>,
+    at: usize,
+}
+
+impl Wire {
+    pub(super) fn new(writer: Writer) -> Wire {
+        Wire {
+            writer,
+            pending: Vec::new(),
+            at: 0,
+        }
+    }
+
+    fn idle(&self) -> bool {
+        self.at == self.pending.len()
+    }
+
+    /// Puts `frame` on the socket, after what is left of the one before;
+    /// what the socket does not take now waits in `pending`.
+    fn send(&mut self, frame: &[u8]) -> std::io::Result<()> {
+        match &mut self.writer {
+            Writer::Plain(s) if self.at == self.pending.len() => {
+                let n = write_some(s, frame)?;
+                if n < frame.len() {
+                    self.pending.clear();
+                    self.pending.extend_from_slice(&frame[n..]);
+                    self.at = 0;
+                }
+                return Ok(());
+            }
+            Writer::Plain(_) => self.pending.extend_from_slice(frame),
+            Writer::Tls(t) => t.seal(frame, &mut self.pending)?,
+        }
+        self.flush().map(|_| ())
+    }
+
+    /// Writes what is pending; `true` when nothing is left.
+    fn flush(&mut self) -> std::io::Result<bool> {
+        while self.at < self.pending.len() {
+            let n = write_some(self.writer.tcp(), &self.pending[self.at..])?;
+            if n == 0 {
+                return Ok(false);
+            }
+            self.at += n;
+        }
+        self.pending.clear();
+        self.at = 0;
+        Ok(true)
+    }
+}
+
+/// Writes what the socket takes now: 0 when it is full.
+fn write_some(mut tcp: &TcpStream, bytes: &[u8]) -> std::io::Result<usize> {
+    loop {
+        return match tcp.write(bytes) {
+            Ok(0) if !bytes.is_empty() => Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => Ok(n),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(0),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => Err(e),
+        };
+    }
 }
 
 /// Frames at most this big are written by the thread that sends them
-/// when nothing waits before them (`Queue::write_now`). A third of the
-/// smallest send buffer Linux starts a TCP socket with (16 KiB) holds
-/// one, so the write never blocks once `POLLOUT` is reported.
-const DIRECT_MAX: usize = 4096;
-
-/// Whether a write of a small frame to `tcp` would not block: a
-/// zero-timeout poll for `POLLOUT` (a TCP socket reports it while at least
-/// a third of its send buffer is free).
-fn has_room(tcp: &TcpStream) -> bool {
-    let mut fds = [PollFd::new(tcp, PollFlags::OUT)];
-    let zero = Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    matches!(poll(&mut fds, Some(&zero)), Ok(1)) && fds[0].revents().contains(PollFlags::OUT)
-}
+/// when nothing waits before them (`Queue::write_now`): the socket is
+/// non-blocking, so this never blocks, and the rest of a frame the socket
+/// did not take waits for the event loop. Bigger messages are encoded
+/// and chunked by the event loop.
+const DIRECT_MAX: usize = MAX_WIRE_FRAME;
 
 /// Messages at least this big are logged when sent and received.
 pub(super) const LOG_BIG: usize = 64 << 20;
@@ -93,20 +167,41 @@ static DROPPED: AtomicU64 = AtomicU64::new(0);
 static DROP_LOGGED: Mutex<Option<Instant>> = Mutex::new(None);
 
 impl Queue {
+    /// The queue of connection `id`, writing on `wire`.
+    pub(super) fn new(id: u64, wire: Wire, kick: LoopHandle) -> Queue {
+        Queue {
+            lanes: Mutex::new(Lanes {
+                outbox: Outbox::default(),
+                encoding: false,
+                encoded: None,
+            }),
+            closed: AtomicBool::new(false),
+            in_hand: AtomicBool::new(false),
+            wire: Mutex::new(Some(wire)),
+            kick,
+            id,
+            kicked: AtomicBool::new(false),
+        }
+    }
+
+    fn lanes(&self) -> MutexGuard<'_, Lanes> {
+        self.lanes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wire(&self) -> MutexGuard<'_, Option<Wire>> {
+        self.wire.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Sends `msg`: written at once by this thread if nothing is queued
     /// or being written before it (`write_now`), else queued on `lane`
-    /// for the writer thread.
+    /// for the event loop.
     pub(super) fn push(&self, lane: Lane, msg: Out) {
         let Some(msg) = self.write_now(msg) else {
             return;
         };
-        let pushed = self
-            .outbox
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(lane, msg);
+        let pushed = self.lanes().outbox.push(lane, msg);
         match pushed {
-            Ok(()) => self.ready.notify_one(),
+            Ok(()) => self.wake_loop(),
             Err(full) => {
                 let n = DROPPED.fetch_add(1, Ordering::Relaxed) + 1;
                 let mut logged = DROP_LOGGED.lock().unwrap_or_else(|p| p.into_inner());
@@ -122,136 +217,193 @@ impl Queue {
         }
     }
 
-    /// The writing half, once the connection's hello is done.
-    pub(super) fn attach(&self, writer: Writer) {
-        *self.wire.lock().unwrap_or_else(|p| p.into_inner()) = Some(writer);
+    /// Puts this connection on the event loop's list (once until the loop
+    /// takes it) and wakes the loop.
+    fn wake_loop(&self) {
+        if !self.kicked.swap(true, Ordering::SeqCst) {
+            self.kick.kick(self.id);
+        }
     }
 
-    /// Writes one frame the writer thread took (`next`); `false` once the
-    /// connection is broken, which is then closed.
-    pub(super) fn write(&self, bytes: &[u8]) -> bool {
-        let wire = self.wire.lock().unwrap_or_else(|p| p.into_inner());
-        let written = self.write_on(wire, bytes);
-        self.in_hand.store(false, Ordering::SeqCst);
-        written
-    }
-
-    /// Writes `bytes` on the locked writing half; a failed write ends the
-    /// connection (its socket, then this queue). `false` then, or when
-    /// there is no writing half.
-    fn write_on(&self, mut wire: MutexGuard<'_, Option<Writer>>, bytes: &[u8]) -> bool {
-        let written = wire.as_mut().is_some_and(|w| match w.write_all(bytes) {
+    /// Hands `frame` to the wire; a failed write ends the connection.
+    fn send_on(&self, mut wire: MutexGuard<'_, Option<Wire>>, frame: &[u8]) -> bool {
+        let sent = wire.as_mut().is_some_and(|w| match w.send(frame) {
             Ok(()) => true,
             Err(_) => {
-                w.close();
+                w.writer.close();
                 false
             }
         });
+        let idle = wire.as_ref().is_none_or(Wire::idle);
         drop(wire);
-        if !written {
+        if !sent {
             self.close();
+        } else if !idle {
+            // The event loop writes the rest when the socket has room.
+            self.wake_loop();
         }
-        written
+        sent
     }
 
-    /// Writes a small message from the calling thread when nothing is
-    /// queued or in the writer thread's hands (so the order of messages is
-    /// kept) and the socket has room (so this never blocks); gives it
-    /// back otherwise, to be queued. Each message a thread hands to the
-    /// writer thread costs two context switches (its wake-up and its
-    /// sleep), which on two busy cores cost more than the network: a
-    /// commit round and a causal read's ask are a few such messages.
+    /// Writes a message from the calling thread when nothing is queued,
+    /// encoding or in the event loop's hands (so the order of messages is
+    /// kept); gives it back otherwise, to be queued. Each message handed
+    /// to the event loop costs a wake-up and a context switch, which on
+    /// two busy cores cost more than the network: a commit round and a
+    /// causal read's ask are a few such messages.
     fn write_now(&self, msg: Out) -> Option<Out> {
         if msg.frame_len() > DIRECT_MAX || self.closed.load(Ordering::SeqCst) {
             return Some(msg);
         }
-        let outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
-        if !outbox.is_empty() || self.in_hand.load(Ordering::SeqCst) {
+        let lanes = self.lanes();
+        if !lanes.outbox.is_empty()
+            || lanes.encoding
+            || lanes.encoded.is_some()
+            || self.in_hand.load(Ordering::SeqCst)
+        {
             return Some(msg);
         }
-        // Lock order: outbox, then wire; the writer thread never holds
-        // both. Held by another thread writing directly: queue behind it.
+        // Lock order: lanes, then wire; the event loop never holds both.
+        // Held by another thread writing: queue behind it.
         let wire = match self.wire.try_lock() {
             Ok(w) => w,
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
             Err(TryLockError::WouldBlock) => return Some(msg),
         };
-        drop(outbox);
-        if !wire.as_ref().is_some_and(|w| has_room(w.tcp())) {
+        drop(lanes);
+        if !wire.as_ref().is_some_and(Wire::idle) {
             return Some(msg);
         }
-        // A message that cannot be encoded is dropped, as the writer
-        // thread drops it.
+        // A message that cannot be encoded is dropped, as the event loop
+        // drops it.
         let frame = msg.encode()?;
-        self.write_on(wire, &frame);
+        self.send_on(wire, &frame);
         None
     }
 
     pub(super) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        let _g = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
-        self.ready.notify_all();
+        self.wake_loop();
     }
 
-    /// The next bytes to write, waiting for some; `None` once closed.
-    /// Messages are encoded here, outside the outbox lock, so the owner's
-    /// round never waits for a big message's encoding to queue another.
-    pub(super) fn next(&self) -> Option<Vec<u8>> {
-        let mut outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+    /// The event loop's turn: writes what is queued, in order, while the
+    /// socket takes it. `false` once the connection is closed or broken.
+    pub(super) fn drain(self: &Arc<Self>, threads: &Threads) -> bool {
+        self.kicked.store(false, Ordering::SeqCst);
         loop {
             if self.closed.load(Ordering::SeqCst) {
-                return None;
+                return false;
             }
-            let next = outbox.take_next();
+            {
+                let mut wire = self.wire();
+                match wire.as_mut().map(Wire::flush) {
+                    Some(Ok(true)) => {}
+                    // The socket is full: the loop comes back when it has
+                    // room.
+                    Some(Ok(false)) => return true,
+                    Some(Err(_)) | None => {
+                        if let Some(w) = wire.as_mut() {
+                            w.writer.close();
+                        }
+                        drop(wire);
+                        self.close();
+                        return false;
+                    }
+                }
+            }
+            let Some(frame) = self.take_frame(threads) else {
+                return true;
+            };
+            let sent = self.send_on(self.wire(), &frame);
+            self.in_hand.store(false, Ordering::SeqCst);
+            if !sent {
+                return false;
+            }
+        }
+    }
+
+    /// The next bytes to write, encoded outside the lanes' lock so that
+    /// senders never wait for an encoding to queue. A big bulk message is
+    /// encoded on a helper thread (copying 300 MB takes long enough to
+    /// delay every other connection's heartbeats): control messages go
+    /// meanwhile, and its chunks follow once it is done.
+    fn take_frame(self: &Arc<Self>, threads: &Threads) -> Option<Vec<u8>> {
+        let mut lanes = self.lanes();
+        loop {
+            if let Some(first) = lanes.encoded.take() {
+                self.in_hand.store(true, Ordering::SeqCst);
+                return Some(first);
+            }
+            let next = if lanes.encoding {
+                lanes.outbox.take_control().map(Next::Control)
+            } else {
+                lanes.outbox.take_next()
+            };
             self.in_hand.store(next.is_some(), Ordering::SeqCst);
-            match next {
-                Some(Next::Bytes(b)) => return Some(b),
-                Some(Next::Control(m)) => {
-                    drop(outbox);
+            match next? {
+                Next::Bytes(b) => return Some(b),
+                Next::Control(m) => {
+                    drop(lanes);
                     if let Some(f) = m.encode() {
                         return Some(f);
                     }
-                    outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+                    lanes = self.lanes();
                 }
-                Some(Next::Bulk(m)) => {
-                    drop(outbox);
+                Next::Bulk(m) if m.frame_len() >= BIG_MESSAGE => {
+                    lanes.encoding = true;
+                    drop(lanes);
+                    let me = self.clone();
+                    threads.spawn_or_run("lockstep-encode", move || me.encode_aside(m));
+                    lanes = self.lanes();
+                }
+                Next::Bulk(m) => {
+                    drop(lanes);
                     let frame = m.encode();
-                    outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+                    lanes = self.lanes();
                     if let Some(f) = frame {
-                        return Some(outbox.start_bulk(f));
+                        return Some(lanes.outbox.start_bulk(f));
                     }
-                }
-                None => {
-                    // The timeout only re-checks `closed`; `close` also
-                    // wakes us.
-                    outbox = self
-                        .ready
-                        .wait_timeout(outbox, Duration::from_secs(1))
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0;
                 }
             }
         }
+    }
+
+    /// Encodes a big bulk message away from the event loop, then hands its
+    /// first chunk back and wakes the loop.
+    fn encode_aside(&self, m: Out) {
+        let frame = m.encode();
+        let mut lanes = self.lanes();
+        let first = frame.map(|f| lanes.outbox.start_bulk(f));
+        lanes.encoded = first;
+        lanes.encoding = false;
+        drop(lanes);
+        self.wake_loop();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lockstep_core::wire::frame::{self, FrameDecoder};
+    use lockstep_core::wire::lanes::Inbox;
     use std::io::{ErrorKind, Read};
     use std::net::TcpListener;
+    use std::time::Duration;
 
-    fn attached() -> (Queue, TcpStream, TcpStream) {
+    /// A queue writing on `a` (non-blocking), `b` the peer's end, and the
+    /// poll its loop handle belongs to (kept alive).
+    fn attached() -> (Arc<Queue>, TcpStream, TcpStream, mio::Poll) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (b, _) = l.accept().unwrap();
-        let q = Queue::default();
-        q.attach(Writer::Plain(a.try_clone().unwrap()));
-        (q, a, b)
+        a.set_nonblocking(true).unwrap();
+        let (poll, lp) = super::super::event_loop::new().unwrap();
+        let q = Queue::new(1, Wire::new(Writer::Plain(a.try_clone().unwrap())), lp);
+        (Arc::new(q), a, b, poll)
     }
 
     fn queued(q: &Queue) -> bool {
-        !q.outbox.lock().unwrap().is_empty()
+        !q.lanes().outbox.is_empty()
     }
 
     fn read(b: &mut TcpStream, n: usize) -> Vec<u8> {
@@ -260,50 +412,109 @@ mod tests {
         buf
     }
 
-    #[test]
-    fn an_idle_connection_is_written_by_the_sender_and_a_busy_one_keeps_the_order() {
-        let (q, _a, mut b) = attached();
-        q.push(Lane::Bulk, Out::Frame(b"one".to_vec()));
-        assert!(!queued(&q), "nothing waited: written at once");
-        assert_eq!(read(&mut b, 3), b"one");
-
-        // The writer thread holds a message it has not written yet.
-        q.in_hand.store(true, Ordering::SeqCst);
-        q.push(Lane::Bulk, Out::Frame(b"two".to_vec()));
-        assert!(queued(&q), "must not overtake the message in hand");
-        q.in_hand.store(false, Ordering::SeqCst);
-        q.push(Lane::Bulk, Out::Frame(b"three".to_vec()));
-        assert!(queued(&q), "must not overtake what is queued");
-        while queued(&q) {
-            let f = q.next().unwrap();
-            assert!(q.write(&f));
-        }
-        assert_eq!(read(&mut b, 8), b"twothree");
-
-        q.push(Lane::Bulk, Out::Frame(vec![7; DIRECT_MAX + 1]));
-        assert!(queued(&q), "a big message goes through the writer thread");
-    }
-
-    #[test]
-    fn a_full_socket_is_left_to_the_writer_thread() {
-        let (q, a, mut b) = attached();
-        // Fill the send buffer (and the peer's receive buffer).
-        a.set_nonblocking(true).unwrap();
+    /// Fills `a`'s send buffer and the peer's receive buffer; the bytes
+    /// written.
+    fn fill(a: &TcpStream) -> usize {
         let chunk = vec![0u8; 64 << 10];
         let mut sent = 0;
         loop {
-            match (&a).write(&chunk) {
+            match (&*a).write(&chunk) {
                 Ok(n) => sent += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return sent,
                 Err(e) => panic!("{e}"),
             }
         }
-        a.set_nonblocking(false).unwrap();
+    }
+
+    #[test]
+    fn an_idle_connection_is_written_by_the_sender_and_a_busy_one_keeps_the_order() {
+        let (q, _a, mut b, _poll) = attached();
+        let threads = Threads::default();
+        q.push(Lane::Bulk, Out::Frame(b"one".to_vec()));
+        assert!(!queued(&q), "nothing waited: written at once");
+        assert!(!q.kicked.load(Ordering::SeqCst), "the loop was not needed");
+        assert_eq!(read(&mut b, 3), b"one");
+
+        // The event loop holds a message it has not written yet.
+        q.in_hand.store(true, Ordering::SeqCst);
+        q.push(Lane::Bulk, Out::Frame(b"two".to_vec()));
+        assert!(queued(&q), "must not overtake the message in hand");
+        assert!(q.kicked.load(Ordering::SeqCst), "the loop is told");
+        q.in_hand.store(false, Ordering::SeqCst);
+        q.push(Lane::Bulk, Out::Frame(b"three".to_vec()));
+        assert!(queued(&q), "must not overtake what is queued");
+        assert!(q.drain(&threads));
+        assert!(!queued(&q));
+        assert_eq!(read(&mut b, 8), b"twothree");
+
+        q.push(Lane::Bulk, Out::Frame(vec![7; DIRECT_MAX + 1]));
+        assert!(queued(&q), "a big message goes through the event loop");
+    }
+
+    #[test]
+    fn what_a_full_socket_does_not_take_waits_for_the_loop_and_nothing_overtakes_it() {
+        let (q, a, mut b, _poll) = attached();
+        let threads = Threads::default();
+        let sent = fill(&a);
         q.push(Lane::Control, Out::Frame(b"late".to_vec()));
-        assert!(queued(&q), "a full socket would block the sender");
+        assert!(!queued(&q), "the sender put it on the wire");
+        assert!(q.kicked.load(Ordering::SeqCst), "the loop writes the rest");
+        q.push(Lane::Control, Out::Frame(b"later".to_vec()));
+        assert!(queued(&q), "the wire is not idle: queued behind");
+        assert!(q.drain(&threads), "a full socket is no error");
         assert_eq!(read(&mut b, sent).len(), sent);
-        let f = q.next().unwrap();
-        assert!(q.write(&f));
-        assert_eq!(read(&mut b, 4), b"late");
+        let t0 = Instant::now();
+        while queued(&q) || !q.wire().as_ref().unwrap().idle() {
+            assert!(t0.elapsed() < Duration::from_secs(5), "never written");
+            assert!(q.drain(&threads));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(read(&mut b, 9), b"latelater");
+    }
+
+    #[test]
+    fn a_big_message_is_encoded_aside_and_the_bulk_lane_keeps_its_order() {
+        let (q, _a, mut b, _poll) = attached();
+        let threads = Threads::default();
+        let framed = |kind: u8, len: usize| {
+            let mut out = Vec::new();
+            frame::encode(kind, &vec![kind; len], usize::MAX, &mut out).unwrap();
+            out
+        };
+        let big = BIG_MESSAGE + 10;
+        q.in_hand.store(true, Ordering::SeqCst); // queue both
+        q.push(Lane::Bulk, Out::Frame(framed(3, big)));
+        q.push(Lane::Bulk, Out::Frame(framed(5, 10)));
+        q.in_hand.store(false, Ordering::SeqCst);
+        let reader = std::thread::spawn(move || {
+            let mut dec = FrameDecoder::new(MAX_WIRE_FRAME);
+            let mut inbox = Inbox::default();
+            let mut got = Vec::new();
+            let mut buf = vec![0; 64 << 10];
+            while got.len() < 3 {
+                let n = b.read(&mut buf).unwrap();
+                assert!(n > 0, "closed early");
+                dec.push(&buf[..n]);
+                while let Some(f) = dec.next_frame().unwrap() {
+                    if let Some(m) = inbox.accept(f).unwrap() {
+                        got.push((m.kind, m.payload.len()));
+                    }
+                }
+            }
+            got
+        });
+        assert!(q.drain(&threads));
+        q.push(Lane::Control, Out::Frame(framed(4, 10)));
+        let t0 = Instant::now();
+        while queued(&q) || !q.wire().as_ref().unwrap().idle() {
+            assert!(t0.elapsed() < Duration::from_secs(30), "never written");
+            assert!(q.drain(&threads));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let got = reader.join().unwrap();
+        let at = |kind| got.iter().position(|(k, _)| *k == kind).unwrap();
+        assert!(at(3) < at(5), "bulk messages keep their order: {got:?}");
+        assert_eq!(got[at(3)].1, big);
+        assert_eq!(threads.wait_all(Duration::from_secs(5)), 0);
     }
 }

@@ -1,0 +1,365 @@
+//! One thread per node for every open peer connection (ADR 0031): an
+//! epoll (mio) over their sockets reads and decodes what peers send,
+//! hands whole messages to the owner, and writes what senders queued when
+//! a socket has room. It replaces a reading and a writing thread per
+//! connection.
+//!
+//! A connection comes here once its hello is done (admission, TLS and the
+//! hello run on a short-lived opening thread with deadlines, bounded by
+//! `MAX_OPENING`) and leaves when it ends: end of stream, an error, a
+//! closed queue (`gmcast.isolate`, a certificate binding, shutdown). Its
+//! socket is non-blocking from then on; keepalive and `TCP_USER_TIMEOUT`
+//! (`connection::arm_liveness`) bound how long a vanished peer goes
+//! unnoticed.
+//!
+//! The owner's sink may run a group round on this thread (ADR 0023): the
+//! loop holds no lock of its own while it calls it, and a round's sends
+//! only queue or write without blocking.
+
+use super::connection::connection_ended;
+use super::queue::Queue;
+use super::receive::next_message;
+use super::{input_bytes, Ctx, Handled, Inbound};
+use crate::secure::Reader;
+use lockstep_core::group::peer::PeerMsg;
+use lockstep_core::wire::frame::FrameDecoder;
+use lockstep_core::wire::lanes::{Inbox, Lane};
+use log::warn;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Registry, Token, Waker};
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read};
+use std::net::Shutdown;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::Out;
+
+/// The waker's token; connections use their id (from 1).
+const WAKER: Token = Token(0);
+/// Bytes read from a socket at a time.
+const READ_CHUNK: usize = 64 * 1024;
+/// Reads of one connection per turn, at most: a peer that sends without
+/// pause cannot starve the others (it gets another turn at once).
+const READS_PER_TURN: usize = 16;
+/// Readiness events taken per poll.
+const EVENTS: usize = 256;
+/// The poll's timeout with nothing to do: only re-checks `stop`, which
+/// `Transport::shutdown` also wakes the loop for.
+const IDLE_WAIT: Duration = Duration::from_secs(1);
+/// How soon a connection held back by the input budget tries again.
+const BUDGET_RETRY: Duration = Duration::from_millis(1);
+
+/// An open connection on its way from its opening thread to the loop.
+pub(super) struct Handoff {
+    pub(super) conn_id: u64,
+    pub(super) raft_id: u64,
+    /// The socket address, for the log.
+    pub(super) peer: String,
+    pub(super) reader: Reader,
+    /// May already hold bytes that came with the hello.
+    pub(super) dec: FrameDecoder,
+    pub(super) out: Arc<Queue>,
+}
+
+/// How others reach the loop: hand it a connection, or tell it that a
+/// connection has something to write (or closed). Both lists are bounded
+/// by the connections: a connection is handed over once, and is on the
+/// write list at most once until the loop takes it (`Queue::kicked`).
+#[derive(Clone)]
+pub(super) struct LoopHandle {
+    waker: Arc<Waker>,
+    handoffs: Arc<Mutex<Vec<Handoff>>>,
+    to_write: Arc<Mutex<Vec<u64>>>,
+}
+
+impl LoopHandle {
+    pub(super) fn hand_over(&self, h: Handoff) {
+        lock(&self.handoffs).push(h);
+        self.wake();
+    }
+
+    pub(super) fn kick(&self, conn_id: u64) {
+        lock(&self.to_write).push(conn_id);
+        self.wake();
+    }
+
+    pub(super) fn wake(&self) {
+        if let Err(e) = self.waker.wake() {
+            warn!("cannot wake the group connections' event loop: {e}");
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The loop's poll and the handle to it; the poll goes to `run`.
+pub(super) fn new() -> Result<(Poll, LoopHandle), String> {
+    let poll = Poll::new().map_err(|e| format!("cannot create the event loop's poll: {e}"))?;
+    let waker = Waker::new(poll.registry(), WAKER)
+        .map_err(|e| format!("cannot create the event loop's waker: {e}"))?;
+    Ok((
+        poll,
+        LoopHandle {
+            waker: Arc::new(waker),
+            handoffs: Arc::default(),
+            to_write: Arc::default(),
+        },
+    ))
+}
+
+/// One connection the loop serves.
+struct Open {
+    conn_id: u64,
+    raft_id: u64,
+    peer: String,
+    reader: Reader,
+    dec: FrameDecoder,
+    inbox: Inbox,
+    /// When the chunked message being received began.
+    started: Option<Instant>,
+    out: Arc<Queue>,
+    /// A message the input budget did not take yet; nothing more is read
+    /// from this connection until it goes.
+    held: Option<PeerMsg>,
+    /// The socket may have more to read (mio reports edges: read until
+    /// it would block).
+    readable: bool,
+}
+
+/// What became of a message handed on.
+enum Delivery {
+    Taken,
+    Held(PeerMsg),
+    End,
+}
+
+impl Open {
+    fn from(h: Handoff) -> Open {
+        Open {
+            conn_id: h.conn_id,
+            raft_id: h.raft_id,
+            peer: h.peer,
+            reader: h.reader,
+            dec: h.dec,
+            inbox: Inbox::default(),
+            started: None,
+            out: h.out,
+            held: None,
+            // Bytes may wait in the decoder or in TLS already.
+            readable: true,
+        }
+    }
+
+    fn wants_turn(&self) -> bool {
+        self.readable || self.held.is_some()
+    }
+
+    /// Reads and hands on what the peer sent, within this turn's share;
+    /// `false` when the connection is to end.
+    fn read_turn(&mut self, ctx: &Ctx, buf: &mut [u8]) -> bool {
+        if !self.hand_on_decoded(ctx) {
+            return false;
+        }
+        for _ in 0..READS_PER_TURN {
+            if self.held.is_some() {
+                return true;
+            }
+            match self.reader.read(buf) {
+                Ok(0) => return false,
+                Ok(n) => {
+                    self.dec.push(&buf[..n]);
+                    if !self.hand_on_decoded(ctx) {
+                        return false;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    self.readable = false;
+                    return true;
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::InvalidData => {
+                    // A TLS error: a bad record, or an alert the peer sent.
+                    warn!("dropping connection to {}: {e}", self.peer);
+                    return false;
+                }
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    /// Hands on the held message and every whole one decoded; `false`
+    /// when the connection is to end.
+    fn hand_on_decoded(&mut self, ctx: &Ctx) -> bool {
+        loop {
+            let msg = match self.held.take() {
+                Some(m) => m,
+                None => match next_message(
+                    &mut self.dec,
+                    Some(&mut self.inbox),
+                    &mut self.started,
+                    &self.peer,
+                ) {
+                    Ok(Some(m)) => m,
+                    Ok(None) => return true,
+                    Err(_) => return false,
+                },
+            };
+            match self.deliver(ctx, msg) {
+                Delivery::Taken => {}
+                Delivery::Held(m) => {
+                    self.held = Some(m);
+                    return true;
+                }
+                Delivery::End => return false,
+            }
+        }
+    }
+
+    fn deliver(&self, ctx: &Ctx, msg: PeerMsg) -> Delivery {
+        if let PeerMsg::Refuse { reason } = &msg {
+            warn!("peer {} refused the group connection: {reason}", self.peer);
+            return Delivery::End;
+        }
+        let msg = match ctx.quick.get() {
+            Some(quick) => match quick(self.raft_id, msg) {
+                Handled::Pass(msg) => msg,
+                Handled::Done(reply) => {
+                    if let Some(frame) = reply {
+                        self.out.push(Lane::Control, Out::Frame(frame));
+                    }
+                    return Delivery::Taken;
+                }
+            },
+            None => msg,
+        };
+        if !ctx.budget.try_take(input_bytes(&msg)) {
+            return Delivery::Held(msg);
+        }
+        if (ctx.sink)(Inbound::Peer {
+            from: self.raft_id,
+            msg,
+        }) {
+            Delivery::Taken
+        } else {
+            Delivery::End
+        }
+    }
+}
+
+fn token(conn_id: u64) -> Token {
+    Token(conn_id as usize)
+}
+
+fn register(registry: &Registry, o: &Open) -> std::io::Result<()> {
+    let fd = o.reader.tcp().as_raw_fd();
+    registry.register(
+        &mut SourceFd(&fd),
+        token(o.conn_id),
+        Interest::READABLE | Interest::WRITABLE,
+    )
+}
+
+/// Ends a connection the loop served: out of the poll, socket shut,
+/// queue closed, out of the table (the owner hears `PeerDown` if it was
+/// the last one to that peer).
+fn end(ctx: &Ctx, registry: &Registry, o: Open) {
+    let fd = o.reader.tcp().as_raw_fd();
+    let _ = registry.deregister(&mut SourceFd(&fd));
+    let _ = o.reader.tcp().shutdown(Shutdown::Both);
+    o.out.close();
+    connection_ended(ctx, o.conn_id, Some(o.raft_id));
+}
+
+/// The loop, until `Transport::shutdown` sets `stop` and wakes it; then
+/// it ends every connection it holds.
+pub(super) fn run(mut poll: Poll, ctx: Ctx) {
+    let mut events = Events::with_capacity(EVENTS);
+    let mut conns: HashMap<u64, Open> = HashMap::new();
+    let mut buf = vec![0u8; READ_CHUNK];
+    let mut to_write: Vec<u64> = Vec::new();
+    while !ctx.stop.load(Ordering::Relaxed) {
+        let timeout = if conns.values().any(|c| c.readable && c.held.is_none()) {
+            Duration::ZERO
+        } else if conns.values().any(|c| c.held.is_some()) {
+            BUDGET_RETRY
+        } else {
+            IDLE_WAIT
+        };
+        if let Err(e) = poll.poll(&mut events, Some(timeout)) {
+            if e.kind() != ErrorKind::Interrupted {
+                warn!("the group connections' event loop cannot poll: {e}");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            continue;
+        }
+        to_write.clear();
+        for ev in events.iter() {
+            if ev.token() == WAKER {
+                continue;
+            }
+            let id = ev.token().0 as u64;
+            let Some(c) = conns.get_mut(&id) else {
+                continue;
+            };
+            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                c.readable = true;
+            }
+            if ev.is_writable() || ev.is_write_closed() {
+                to_write.push(id);
+            }
+        }
+        let handed = std::mem::take(&mut *lock(&ctx.lp.handoffs));
+        for h in handed {
+            let o = Open::from(h);
+            if let Err(e) = register(poll.registry(), &o) {
+                warn!("dropping connection to {}: cannot poll it: {e}", o.peer);
+                end(&ctx, poll.registry(), o);
+                continue;
+            }
+            // What was queued before it got here.
+            to_write.push(o.conn_id);
+            conns.insert(o.conn_id, o);
+        }
+        to_write.append(&mut lock(&ctx.lp.to_write));
+        to_write.sort_unstable();
+        to_write.dedup();
+        for id in &to_write {
+            let ended = conns.get(id).is_some_and(|c| !c.out.drain(&ctx.threads));
+            if ended {
+                if let Some(c) = conns.remove(id) {
+                    end(&ctx, poll.registry(), c);
+                }
+            }
+        }
+        let turns: Vec<u64> = conns
+            .values()
+            .filter(|c| c.wants_turn())
+            .map(|c| c.conn_id)
+            .collect();
+        for id in turns {
+            let ended = conns
+                .get_mut(&id)
+                .is_some_and(|c| !c.read_turn(&ctx, &mut buf));
+            if ended {
+                if let Some(c) = conns.remove(&id) {
+                    end(&ctx, poll.registry(), c);
+                }
+            }
+        }
+    }
+    for (_, c) in conns.drain() {
+        end(&ctx, poll.registry(), c);
+    }
+    for h in std::mem::take(&mut *lock(&ctx.lp.handoffs)) {
+        let o = Open::from(h);
+        let _ = o.reader.tcp().shutdown(Shutdown::Both);
+        o.out.close();
+        connection_ended(&ctx, o.conn_id, Some(o.raft_id));
+    }
+}
