@@ -150,7 +150,7 @@ pub fn raft_message(data: &[u8]) {
         copied.as_ref().map(|m| format!("{m:?}")).ok()
     );
     if let Ok(m) = copied {
-        // Encoded as the writer threads encode it: in place, in its frame.
+        // Encoded as the transport encodes it: in place, in its frame.
         let frame = raft_frame(&m).expect("a parsed message frames");
         let f = crate::wire::frame::decode_one(frame, MAX_PEER_MESSAGE).expect("one frame");
         let Ok(PeerMsg::Raft(bytes)) = PeerMsg::from_frame(f) else {

@@ -6,7 +6,7 @@
 //!
 //! Three kinds of thread meet here: the rounds publish the lease and the
 //! applied index; server threads read them and join asks; the
-//! connections' reading threads answer asks (`group_driver/read_ask.rs`).
+//! transport's event loop answers asks (`group_driver/read_ask.rs`).
 //! All of them under the provider's one lock, through these methods.
 
 use crate::read_asks::{Join, ReadAsks};

@@ -6,8 +6,8 @@
 //! run one while it holds that lock: it would deadlock. That rule is a
 //! type here, not a comment: [`InputTx::drive`] takes the guard by value
 //! and drops it before the round, so code that still holds it does not
-//! compile. The transport's reading threads ([`InputTx::submit`]) never
-//! take the provider's lock at all.
+//! compile. The transport's event loop ([`InputTx::submit`]) never
+//! takes the provider's lock at all.
 
 use lockstep_core::group::peer::PeerMsg;
 use lockstep_core::group::Action;
@@ -77,7 +77,7 @@ impl InputTx {
 
     /// Queues `input` and, if no round runs now, runs rounds on this
     /// thread until nothing is pending (ADR 0023); a round already running
-    /// takes it. For the transport's reading threads, which hold no lock:
+    /// takes it. For the transport's event loop, which holds no lock:
     /// a message then costs no hand-off to the group thread. `false` once
     /// the group is gone.
     pub fn submit(&self, input: Input) -> bool {

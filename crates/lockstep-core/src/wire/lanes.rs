@@ -12,9 +12,9 @@
 //! A chunked message travels as `Part` frames and one `End` frame whose
 //! payloads, concatenated, are the message's own frame (with its own
 //! checksum). The receiver's [`Inbox`] reassembles it, bounded by
-//! [`MAX_MESSAGE_BYTES`]. Sans-IO: the transport's writer thread asks
-//! [`Outbox::next_write`] for the bytes to write, its reader thread hands each
-//! frame to [`Inbox::accept`].
+//! [`MAX_MESSAGE_BYTES`]. Sans-IO: the transport's event loop asks
+//! [`Outbox::take_next`] for the bytes to write and hands each frame it
+//! reads to [`Inbox::accept`].
 
 use super::frame::{self, Frame, FrameError, HEADER_LEN, TRAILER_LEN};
 use std::collections::VecDeque;
@@ -292,7 +292,7 @@ impl std::error::Error for InboxError {}
 /// that size, and the checksum is computed on the way. (Joining the chunks
 /// first and then cutting the header off copied every byte three times,
 /// into buffers that grew by doubling: for a 300 MB writeset streaming to
-/// a follower, most of its reader thread's time.)
+/// a follower, most of the time spent reading it.)
 #[derive(Debug)]
 pub struct Inbox {
     /// The inner frame's header, until all of it is here.

@@ -53,7 +53,7 @@ pub(super) const UNACKED_WRITE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Bounds how long an open peer connection can hang on a peer that is
 /// gone: keepalive for idle reads, `TCP_USER_TIMEOUT` for writes. Either
-/// ends in an error on the reading and writing threads, which close the
+/// ends in a read or write error in the event loop, which closes the
 /// connection; the peer is redialed as any lost peer is.
 pub(super) fn arm_liveness(stream: &TcpStream) -> std::io::Result<()> {
     let s = socket2::SockRef::from(stream);

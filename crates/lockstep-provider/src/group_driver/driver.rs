@@ -2,7 +2,7 @@
 //! inputs, steps Raft and sends and delivers what that produced (`Worker`).
 //! The group thread runs one at least every `POLL` (Raft's ticks, the
 //! timed checks) and whenever a server thread sends input and wakes it
-//! (`InputTx::send`). A connection's reading thread that brings a peer
+//! (`InputTx::send`). The transport's event loop when it brings a peer
 //! message (`InputTx::submit`), and a client thread that orders its own
 //! writeset (`InputTx::drive` from `Provider::order`), run the round
 //! themselves when no other thread is in one: on two busy cores the

@@ -4,8 +4,8 @@
 //! timed checks behind one mutex, and the translation of ordered
 //! deliveries into the provider's state (`deliver`).
 //!
-//! Its rounds run on whichever thread holds the driver: a connection's
-//! reading thread that brings a peer message, a client thread ordering
+//! Its rounds run on whichever thread holds the driver: the transport's
+//! event loop when it brings a peer message, a client thread ordering
 //! its own writeset, or the group thread, which runs one when woken and
 //! at least every `POLL` (Raft's ticks) and alone closes the transport.
 //! The server's threads never touch Raft: they queue [`Input`]s and wait
@@ -60,8 +60,8 @@ pub fn suspect_timeout_ms(d: Duration) -> u64 {
     (d.as_millis() as u64).max(1000)
 }
 
-/// What the transport hands over goes into the group's input, on the
-/// reading thread, which runs the round itself when the driver is free
+/// What the transport hands over goes into the group's input, on its
+/// event loop's thread, which runs the round itself when the driver is free
 /// (ADR 0023).
 fn inbound_sink(tx: InputTx) -> transport::Sink {
     Arc::new(move |inbound| {
@@ -436,7 +436,7 @@ impl Rounds for Worker {
 
 impl Worker {
     /// Once a second, a round-trip probe to every other member (answered
-    /// on its reading thread, `read_ask::quick`; ADR 0019). A member with
+    /// on its transport's event loop, `read_ask::quick`; ADR 0019). A member with
     /// no connection yet is dialed (Raft alone connects followers only to
     /// the leader); the probe that found none is dropped.
     fn ping_peers(&mut self) {

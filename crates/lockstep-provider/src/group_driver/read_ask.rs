@@ -49,7 +49,7 @@ pub fn quick(shared: Arc<Shared>) -> Quick {
             Handled::Done(next.and_then(|n| PeerMsg::ReadAsk { n }.to_frame().ok()))
         }
         // Round-trip probes (ADR 0019), answered here so the time is the
-        // network's and the reading threads', not a busy round's.
+        // network's and the transport's event loop's, not a busy round's.
         PeerMsg::Ping { sent } => Handled::Done(PeerMsg::Pong { sent }.to_frame().ok()),
         PeerMsg::Pong { sent } => {
             let now = crate::state::mono_ns();
