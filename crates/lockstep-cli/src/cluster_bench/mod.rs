@@ -17,6 +17,7 @@
 //! A benchmark reports; it asserts nothing about speed. It fails (exit
 //! code 1) only when a run fails or the nodes end with different data.
 
+pub mod cpu;
 pub mod large_trx;
 pub mod plot;
 pub mod report;

@@ -11,7 +11,7 @@ use super::run::FLOOR;
 use super::workload::{causal_read_cost, find, Workload};
 use crate::table;
 
-const FIGURES: [&str; 8] = [
+const FIGURES: [&str; 9] = [
     "WORKLOAD",
     "LOAD",
     "PROVIDER",
@@ -19,6 +19,7 @@ const FIGURES: [&str; 8] = [
     "P95 MS",
     "MAX MS",
     "ABORTS/S",
+    "CPU MS/1K TRX",
     "CHECKSUMS",
 ];
 
@@ -52,6 +53,8 @@ fn figure_rows(r: &BenchResults) -> Vec<Vec<String>> {
                 ms(s.and_then(|s| s.p95_ms)),
                 ms(s.and_then(|s| s.max_ms)),
                 s.map_or("-".into(), |s| format!("{:.1}", s.aborts_per_sec)),
+                s.and_then(|s| s.cpu_ms_per_1000)
+                    .map_or("-".into(), |v| format!("{v:.0}")),
                 checksums(w).into(),
             ]);
         }
@@ -114,12 +117,20 @@ fn ms(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.2}"))
 }
 
-const RATIOS: [&str; 4] = ["WORKLOAD", "TPS", "P95", "MAX"];
+const RATIOS: [&str; 5] = ["WORKLOAD", "TPS", "P95", "MAX", "CPU"];
 
 fn ratio_rows(c: &Comparison) -> Vec<Vec<String>> {
     c.workloads
         .iter()
-        .map(|r| vec![r.workload.clone(), ms(r.tps), ms(r.p95), ms(r.max)])
+        .map(|r| {
+            vec![
+                r.workload.clone(),
+                ms(r.tps),
+                ms(r.p95),
+                ms(r.max),
+                ms(r.cpu),
+            ]
+        })
         .collect()
 }
 
@@ -368,13 +379,14 @@ pub fn to_markdown(r: &BenchResults) -> String {
     out.push_str(
         "\nTPS: committed transactions per second. P95/MAX: transaction latency in ms. \
          ABORTS/S: transactions that failed with a deadlock/certification conflict \
-         (1213, 1205, 1020) and were retried by sysbench.\n",
+         (1213, 1205, 1020) and were retried by sysbench. CPU MS/1K TRX: user and system \
+         time of every node's mariadbd during the measured run, per 1000 transactions.\n",
     );
     if let Some(c) = &r.comparison {
         let _ = writeln!(
             out,
             "\n## Ratios {}\n\nOf the figures above. TPS ratio: higher is better. \
-             Latency ratios: lower is better.\n",
+             Latency and CPU ratios: lower is better.\n",
             c.label()
         );
         out.push_str(&md_table(&RATIOS, &ratio_rows(c)));
@@ -627,7 +639,10 @@ mod tests {
             row("oltp_write_only  8 threads on node1  galera")[6..9],
             ["200.0", "8.00", "50.00"]
         );
-        assert_eq!(row("oltp_write_only  1.00")[1..], ["1.00", "0.75", "0.80"]);
+        assert_eq!(
+            row("oltp_write_only  1.00")[1..],
+            ["1.00", "0.75", "0.80", "-"]
+        );
         // The rounds in run order: ABBA.
         let rounds: Vec<String> = lines
             .iter()

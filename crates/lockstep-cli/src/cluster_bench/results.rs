@@ -124,6 +124,8 @@ pub struct Summary {
     pub tps: f64,
     pub p95_ms: Option<f64>,
     pub aborts_per_sec: f64,
+    /// The median of the rounds' CPU per 1000 transactions.
+    pub cpu_ms_per_1000: Option<f64>,
     /// The slowest transaction of any round.
     pub max_ms: Option<f64>,
     /// Every round's latency histogram merged (counts summed): min of the
@@ -158,6 +160,9 @@ pub struct Measured {
     pub histogram: LatencyHistogram,
     /// sysbench's progress lines: one per second.
     pub per_second: Vec<IntervalSample>,
+    /// CPU time of all the cluster's `mariadbd` processes during the
+    /// measured run, per 1000 transactions (`cpu.rs`); `None` if unknown.
+    pub cpu_ms_per_1000: Option<f64>,
 }
 
 /// Transaction latency in milliseconds.
@@ -228,6 +233,8 @@ pub struct Ratios {
     pub tps: Option<f64>,
     pub p95: Option<f64>,
     pub max: Option<f64>,
+    /// CPU per transaction: lower is better.
+    pub cpu: Option<f64>,
 }
 
 impl Measured {
@@ -247,6 +254,7 @@ impl Measured {
             latency_ms: Latency::from_report(r),
             histogram: r.histogram.clone(),
             per_second: r.intervals.clone(),
+            cpu_ms_per_1000: None,
         }
     }
 }
@@ -343,6 +351,7 @@ impl Summary {
             tps: median_of(|m| Some(m.tps))?,
             p95_ms: median_of(|m| m.latency_ms.p95),
             aborts_per_sec: median_of(|m| Some(m.aborts_per_sec))?,
+            cpu_ms_per_1000: median_of(|m| m.cpu_ms_per_1000),
             max_ms: runs
                 .iter()
                 .filter_map(|m| m.latency_ms.max)
@@ -506,6 +515,7 @@ impl Ratios {
             tps: ratio(|s| Some(s.tps)),
             p95: ratio(|s| s.p95_ms),
             max: ratio(|s| s.max_ms),
+            cpu: ratio(|s| s.cpu_ms_per_1000),
         }
     }
 }
@@ -628,7 +638,34 @@ Latency (ms):
             assert_eq!(c.workloads[0].tps, Some(1.5));
             assert_eq!(c.workloads[0].p95, Some(0.5));
             assert_eq!(c.workloads[0].max, Some(1.0));
+            assert_eq!(c.workloads[0].cpu, None, "no CPU figures, no ratio");
         }
+    }
+
+    #[test]
+    fn the_cpu_ratio_is_of_the_medians_per_1000_transactions() {
+        let with_cpu = |provider, slot, cpu| {
+            let mut r = run(provider, slot, 100.0, 5.0);
+            r.workloads[0]
+                .outcome
+                .measured
+                .as_mut()
+                .unwrap()
+                .cpu_ms_per_1000 = cpu;
+            r
+        };
+        let p = ProviderResults::group(vec![
+            with_cpu("lockstep", (0, 0), Some(600.0)),
+            with_cpu("galera", (0, 1), Some(1000.0)),
+            with_cpu("galera", (1, 0), Some(800.0)),
+            with_cpu("lockstep", (1, 1), Some(700.0)),
+            with_cpu("galera", (2, 0), Some(900.0)),
+            with_cpu("lockstep", (2, 1), None),
+        ]);
+        let c = Comparison::of(&p).unwrap();
+        // Lockstep's median of 600 and 700 (the unknown round left out),
+        // Galera's of 800, 900 and 1000.
+        assert_eq!(c.workloads[0].cpu, Some(650.0 / 900.0));
     }
 
     #[test]

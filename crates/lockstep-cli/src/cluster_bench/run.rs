@@ -197,6 +197,7 @@ fn run_workload(
             w.load_label(cluster.len())
         ),
     );
+    let cpu_before = super::cpu::sample(cluster);
     let measured = bench
         .clone()
         .time(plan.time)
@@ -206,7 +207,9 @@ fn run_workload(
     match measured {
         Ok(report) => {
             keep_text(&raw.join(format!("{}.txt", w.name)), &report.output);
-            let m = Measured::from_report(&report);
+            let mut m = Measured::from_report(&report);
+            m.cpu_ms_per_1000 =
+                super::cpu::ms_per_1000(cpu_before, super::cpu::sample(cluster), m.transactions);
             progress(
                 &tag,
                 &format!(
