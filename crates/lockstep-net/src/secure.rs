@@ -47,6 +47,18 @@ impl Reader {
         }
     }
 
+    /// Reads into `buf`, and says whether the socket is drained for now:
+    /// a short read of a plain socket, or a TLS reader that handed out all
+    /// it decrypted from a short read. The event loop then waits for
+    /// epoll's next edge instead of reading once more for `WouldBlock` (a
+    /// system call per message saved).
+    pub fn read_draining(&mut self, buf: &mut [u8]) -> io::Result<(usize, bool)> {
+        match self {
+            Reader::Plain(s) => s.read(buf).map(|n| (n, n < buf.len())),
+            Reader::Tls(t) => t.read(buf).map(|n| (n, t.drained())),
+        }
+    }
+
     /// The peer's certificate fingerprint; `None` on plain TCP.
     pub fn peer_fingerprint(&self) -> Option<crate::identity::CertFingerprint> {
         match self {

@@ -41,6 +41,9 @@ pub struct TlsReader {
     at: usize,
     /// The peer closed with close_notify.
     closed: bool,
+    /// The last socket read took less than it asked for: the kernel had
+    /// nothing more then.
+    short_read: bool,
 }
 
 /// The writing half.
@@ -121,6 +124,7 @@ pub(super) fn handshake(
             plain,
             at: 0,
             closed,
+            short_read: false,
         },
         TlsWriter {
             tcp: write_tcp,
@@ -145,6 +149,14 @@ impl TlsReader {
             .map(|der| crate::identity::fingerprint(der.as_ref()))
     }
 
+    /// Whether everything read so far is handed out and the last socket
+    /// read was short: on a non-blocking socket under edge-triggered
+    /// epoll, reading again would only return `WouldBlock` (bytes that
+    /// come later raise a new edge).
+    pub fn drained(&self) -> bool {
+        self.short_read && self.at == self.plain.len()
+    }
+
     /// Reads one raw chunk and decrypts all of it into `plain`.
     /// `Ok(false)` at the end of the stream.
     fn fill(&mut self) -> io::Result<bool> {
@@ -152,6 +164,7 @@ impl TlsReader {
         if n == 0 {
             return Ok(false);
         }
+        self.short_read = n < self.raw.len();
         self.plain.clear();
         self.at = 0;
         let mut rest = &self.raw[..n];

@@ -384,13 +384,16 @@ fn serve_connection(
         peer_addr,
         cert,
     });
-    ctx.lp.hand_over(Handoff {
-        conn_id,
-        raft_id,
-        peer,
-        reader: stream,
-        dec,
-        out,
-    });
+    ctx.lp.hand_over(
+        ctx,
+        Handoff {
+            conn_id,
+            raft_id,
+            peer,
+            reader: stream,
+            dec,
+            out,
+        },
+    );
     true
 }

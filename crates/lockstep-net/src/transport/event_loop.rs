@@ -17,18 +17,18 @@
 //! only queue or write without blocking.
 
 use super::connection::connection_ended;
-use super::queue::Queue;
+use super::queue::{Drained, Queue};
 use super::receive::next_message;
 use super::{input_bytes, Ctx, Handled, Inbound};
 use crate::secure::Reader;
 use lockstep_core::group::peer::PeerMsg;
 use lockstep_core::wire::frame::FrameDecoder;
 use lockstep_core::wire::lanes::{Inbox, Lane};
-use log::warn;
+use log::{error, warn};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use std::collections::HashMap;
-use std::io::{ErrorKind, Read};
+use std::io::ErrorKind;
 use std::net::Shutdown;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
@@ -44,6 +44,9 @@ const READ_CHUNK: usize = 64 * 1024;
 /// Reads of one connection per turn, at most: a peer that sends without
 /// pause cannot starve the others (it gets another turn at once).
 const READS_PER_TURN: usize = 16;
+/// Frames written to one connection per turn, at most (64 KiB chunks):
+/// one fast reader cannot hold the loop for a whole big message.
+const WRITES_PER_TURN: usize = 64;
 /// Readiness events taken per poll.
 const EVENTS: usize = 256;
 /// The poll's timeout with nothing to do: only re-checks `stop`, which
@@ -71,14 +74,39 @@ pub(super) struct Handoff {
 #[derive(Clone)]
 pub(super) struct LoopHandle {
     waker: Arc<Waker>,
-    handoffs: Arc<Mutex<Vec<Handoff>>>,
+    /// `None` once the loop has ended: a connection that finishes opening
+    /// after that is ended by its opening thread.
+    handoffs: Arc<Mutex<Option<Vec<Handoff>>>>,
     to_write: Arc<Mutex<Vec<u64>>>,
 }
 
 impl LoopHandle {
-    pub(super) fn hand_over(&self, h: Handoff) {
-        lock(&self.handoffs).push(h);
-        self.wake();
+    /// Gives an open connection to the loop; ends it at once if the loop
+    /// has ended (shutdown).
+    pub(super) fn hand_over(&self, ctx: &Ctx, h: Handoff) {
+        let mut handoffs = lock(&self.handoffs);
+        match handoffs.as_mut() {
+            Some(list) => {
+                list.push(h);
+                drop(handoffs);
+                self.wake();
+            }
+            None => {
+                drop(handoffs);
+                end_unserved(ctx, h);
+            }
+        }
+    }
+
+    /// The connections handed over since the last call; `None` closes the
+    /// list for good (the loop is ending).
+    fn take_handoffs(&self, closing: bool) -> Vec<Handoff> {
+        let mut handoffs = lock(&self.handoffs);
+        if closing {
+            handoffs.take().unwrap_or_default()
+        } else {
+            handoffs.as_mut().map(std::mem::take).unwrap_or_default()
+        }
     }
 
     pub(super) fn kick(&self, conn_id: u64) {
@@ -106,7 +134,7 @@ pub(super) fn new() -> Result<(Poll, LoopHandle), String> {
         poll,
         LoopHandle {
             waker: Arc::new(waker),
-            handoffs: Arc::default(),
+            handoffs: Arc::new(Mutex::new(Some(Vec::new()))),
             to_write: Arc::default(),
         },
     ))
@@ -169,12 +197,18 @@ impl Open {
             if self.held.is_some() {
                 return true;
             }
-            match self.reader.read(buf) {
-                Ok(0) => return false,
-                Ok(n) => {
+            match self.reader.read_draining(buf) {
+                Ok((0, _)) => return false,
+                Ok((n, drained)) => {
                     self.dec.push(&buf[..n]);
+                    if drained {
+                        self.readable = false;
+                    }
                     if !self.hand_on_decoded(ctx) {
                         return false;
+                    }
+                    if drained {
+                        return true;
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
@@ -197,6 +231,11 @@ impl Open {
     /// when the connection is to end.
     fn hand_on_decoded(&mut self, ctx: &Ctx) -> bool {
         loop {
+            // Closed by this node (`gmcast.isolate`, a certificate
+            // binding): nothing more of it goes to the owner.
+            if self.out.is_closed() {
+                return false;
+            }
             let msg = match self.held.take() {
                 Some(m) => m,
                 None => match next_message(
@@ -283,8 +322,11 @@ pub(super) fn run(mut poll: Poll, ctx: Ctx) {
     let mut conns: HashMap<u64, Open> = HashMap::new();
     let mut buf = vec![0u8; READ_CHUNK];
     let mut to_write: Vec<u64> = Vec::new();
+    // Connections whose last turn wrote its share and may have more.
+    let mut more: Vec<u64> = Vec::new();
     while !ctx.stop.load(Ordering::Relaxed) {
-        let timeout = if conns.values().any(|c| c.readable && c.held.is_none()) {
+        let timeout = if !more.is_empty() || conns.values().any(|c| c.readable && c.held.is_none())
+        {
             Duration::ZERO
         } else if conns.values().any(|c| c.held.is_some()) {
             BUDGET_RETRY
@@ -299,6 +341,7 @@ pub(super) fn run(mut poll: Poll, ctx: Ctx) {
             continue;
         }
         to_write.clear();
+        to_write.append(&mut more);
         for ev in events.iter() {
             if ev.token() == WAKER {
                 continue;
@@ -314,8 +357,7 @@ pub(super) fn run(mut poll: Poll, ctx: Ctx) {
                 to_write.push(id);
             }
         }
-        let handed = std::mem::take(&mut *lock(&ctx.lp.handoffs));
-        for h in handed {
+        for h in ctx.lp.take_handoffs(false) {
             let o = Open::from(h);
             if let Err(e) = register(poll.registry(), &o) {
                 warn!("dropping connection to {}: cannot poll it: {e}", o.peer);
@@ -330,10 +372,19 @@ pub(super) fn run(mut poll: Poll, ctx: Ctx) {
         to_write.sort_unstable();
         to_write.dedup();
         for id in &to_write {
-            let ended = conns.get(id).is_some_and(|c| !c.out.drain(&ctx.threads));
-            if ended {
-                if let Some(c) = conns.remove(id) {
-                    end(&ctx, poll.registry(), c);
+            let Some(c) = conns.get(id) else {
+                continue;
+            };
+            let drained = guarded(&c.peer, "writing", || {
+                c.out.drain(&ctx.threads, WRITES_PER_TURN)
+            });
+            match drained {
+                Some(Drained::Waiting) => {}
+                Some(Drained::More) => more.push(*id),
+                Some(Drained::Ended) | None => {
+                    if let Some(c) = conns.remove(id) {
+                        end(&ctx, poll.registry(), c);
+                    }
                 }
             }
         }
@@ -343,10 +394,12 @@ pub(super) fn run(mut poll: Poll, ctx: Ctx) {
             .map(|c| c.conn_id)
             .collect();
         for id in turns {
-            let ended = conns
-                .get_mut(&id)
-                .is_some_and(|c| !c.read_turn(&ctx, &mut buf));
-            if ended {
+            let Some(c) = conns.get_mut(&id) else {
+                continue;
+            };
+            let peer = c.peer.clone();
+            let served = guarded(&peer, "reading", || c.read_turn(&ctx, &mut buf));
+            if served != Some(true) {
                 if let Some(c) = conns.remove(&id) {
                     end(&ctx, poll.registry(), c);
                 }
@@ -356,10 +409,35 @@ pub(super) fn run(mut poll: Poll, ctx: Ctx) {
     for (_, c) in conns.drain() {
         end(&ctx, poll.registry(), c);
     }
-    for h in std::mem::take(&mut *lock(&ctx.lp.handoffs)) {
-        let o = Open::from(h);
-        let _ = o.reader.tcp().shutdown(Shutdown::Both);
-        o.out.close();
-        connection_ended(&ctx, o.conn_id, Some(o.raft_id));
+    for h in ctx.lp.take_handoffs(true) {
+        end_unserved(&ctx, h);
     }
+}
+
+/// Runs one connection's turn; a panic in it (a bug, here or in the
+/// owner's quick handler) ends that connection, loudly, and the loop
+/// serves the others on. `None` after a panic.
+fn guarded<T>(peer: &str, what: &str, turn: impl FnOnce() -> T) -> Option<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(turn)) {
+        Ok(t) => Some(t),
+        Err(payload) => {
+            let why = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            error!(
+                "lockstep internal error: the group connections' event loop failed {what} \
+                 the connection with {peer} ({why}); that connection is closed"
+            );
+            None
+        }
+    }
+}
+
+/// Ends a connection the loop never served.
+fn end_unserved(ctx: &Ctx, h: Handoff) {
+    let _ = h.reader.tcp().shutdown(Shutdown::Both);
+    h.out.close();
+    connection_ended(ctx, h.conn_id, Some(h.raft_id));
 }

@@ -151,6 +151,19 @@ fn write_some(mut tcp: &TcpStream, bytes: &[u8]) -> std::io::Result<usize> {
     }
 }
 
+/// What a turn of [`Queue::drain`] left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Drained {
+    /// Nothing to write, or the socket is full (epoll tells when it has
+    /// room), or a big message is being encoded (its encoder wakes the
+    /// loop).
+    Waiting,
+    /// The turn's share is written and more may be: another turn soon.
+    More,
+    /// The connection is closed or broken.
+    Ended,
+}
+
 /// Frames at most this big are written by the thread that sends them
 /// when nothing waits before them (`Queue::write_now`): the socket is
 /// non-blocking, so this never blocks, and the rest of a frame the socket
@@ -281,45 +294,50 @@ impl Queue {
         None
     }
 
+    pub(super) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
     pub(super) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.wake_loop();
     }
 
     /// The event loop's turn: writes what is queued, in order, while the
-    /// socket takes it. `false` once the connection is closed or broken.
-    pub(super) fn drain(self: &Arc<Self>, threads: &Threads) -> bool {
+    /// socket takes it, at most `max_frames` frames (so one peer that
+    /// reads fast cannot hold the loop for a whole 300 MB message).
+    pub(super) fn drain(self: &Arc<Self>, threads: &Threads, max_frames: usize) -> Drained {
         self.kicked.store(false, Ordering::SeqCst);
-        loop {
+        for _ in 0..max_frames {
             if self.closed.load(Ordering::SeqCst) {
-                return false;
+                return Drained::Ended;
             }
             {
                 let mut wire = self.wire();
                 match wire.as_mut().map(Wire::flush) {
                     Some(Ok(true)) => {}
-                    // The socket is full: the loop comes back when it has
-                    // room.
-                    Some(Ok(false)) => return true,
+                    // The socket is full: epoll says when it has room.
+                    Some(Ok(false)) => return Drained::Waiting,
                     Some(Err(_)) | None => {
                         if let Some(w) = wire.as_mut() {
                             w.writer.close();
                         }
                         drop(wire);
                         self.close();
-                        return false;
+                        return Drained::Ended;
                     }
                 }
             }
             let Some(frame) = self.take_frame(threads) else {
-                return true;
+                return Drained::Waiting;
             };
             let sent = self.send_on(self.wire(), &frame);
             self.in_hand.store(false, Ordering::SeqCst);
             if !sent {
-                return false;
+                return Drained::Ended;
             }
         }
+        Drained::More
     }
 
     /// The next bytes to write, encoded outside the lanes' lock so that
@@ -443,7 +461,7 @@ mod tests {
         q.in_hand.store(false, Ordering::SeqCst);
         q.push(Lane::Bulk, Out::Frame(b"three".to_vec()));
         assert!(queued(&q), "must not overtake what is queued");
-        assert!(q.drain(&threads));
+        assert_ne!(q.drain(&threads, usize::MAX), Drained::Ended);
         assert!(!queued(&q));
         assert_eq!(read(&mut b, 8), b"twothree");
 
@@ -461,12 +479,16 @@ mod tests {
         assert!(q.kicked.load(Ordering::SeqCst), "the loop writes the rest");
         q.push(Lane::Control, Out::Frame(b"later".to_vec()));
         assert!(queued(&q), "the wire is not idle: queued behind");
-        assert!(q.drain(&threads), "a full socket is no error");
+        assert_eq!(
+            q.drain(&threads, usize::MAX),
+            Drained::Waiting,
+            "a full socket is no error"
+        );
         assert_eq!(read(&mut b, sent).len(), sent);
         let t0 = Instant::now();
         while queued(&q) || !q.wire().as_ref().unwrap().idle() {
             assert!(t0.elapsed() < Duration::from_secs(5), "never written");
-            assert!(q.drain(&threads));
+            assert_ne!(q.drain(&threads, usize::MAX), Drained::Ended);
             std::thread::sleep(Duration::from_millis(1));
         }
         assert_eq!(read(&mut b, 9), b"latelater");
@@ -503,12 +525,12 @@ mod tests {
             }
             got
         });
-        assert!(q.drain(&threads));
+        assert_ne!(q.drain(&threads, usize::MAX), Drained::Ended);
         q.push(Lane::Control, Out::Frame(framed(4, 10)));
         let t0 = Instant::now();
         while queued(&q) || !q.wire().as_ref().unwrap().idle() {
             assert!(t0.elapsed() < Duration::from_secs(30), "never written");
-            assert!(q.drain(&threads));
+            assert_ne!(q.drain(&threads, usize::MAX), Drained::Ended);
             std::thread::sleep(Duration::from_millis(1));
         }
         let got = reader.join().unwrap();
