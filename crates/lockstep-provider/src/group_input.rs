@@ -6,7 +6,7 @@
 //! run one while it holds that lock: it would deadlock. That rule is a
 //! type here, not a comment: [`InputTx::drive`] takes the guard by value
 //! and drops it before the round, so code that still holds it does not
-//! compile. The transport's event loop ([`InputTx::submit`]) never
+//! compile. The transport's event loop ([`InputTx::submit_from_network`]) never
 //! takes the provider's lock at all.
 
 use lockstep_core::group::peer::PeerMsg;
@@ -31,9 +31,15 @@ pub(crate) trait TakenByRounds {}
 /// Runs the group's rounds on the calling thread when no other thread
 /// does (`group_driver::Driver`).
 pub(crate) trait Drain: Send + Sync {
-    /// `false` once the group has stopped.
-    fn drain_if_free(&self) -> bool;
+    /// At most `max_rounds` rounds in a row; inputs still pending then go
+    /// to the group thread, woken. `false` once the group has stopped.
+    fn drain_if_free(&self, max_rounds: usize) -> bool;
 }
+
+/// Rounds the transport's event loop runs in a row, at most, before it
+/// leaves the inputs still coming to the group thread: while it runs
+/// rounds it reads and writes no peer connection (ADR 0031).
+pub const NETWORK_ROUNDS: usize = 4;
 
 /// The group's driver has ended (its input is closed); the input was
 /// dropped.
@@ -52,7 +58,7 @@ struct Inputs {
     group_thread: OnceLock<Thread>,
     /// The driver, registered by the group thread when it starts: from
     /// then on a thread that holds no lock may run a round itself
-    /// ([`InputTx::submit`]).
+    /// ([`InputTx::submit_from_network`], [`InputTx::drive`]).
     driver: OnceLock<Weak<dyn Drain>>,
 }
 
@@ -76,15 +82,26 @@ impl InputTx {
     }
 
     /// Queues `input` and, if no round runs now, runs rounds on this
-    /// thread until nothing is pending (ADR 0023); a round already running
-    /// takes it. For the transport's event loop, which holds no lock:
-    /// a message then costs no hand-off to the group thread. `false` once
-    /// the group is gone.
-    pub fn submit(&self, input: Input) -> bool {
+    /// thread while inputs are pending (ADR 0023), at most
+    /// [`NETWORK_ROUNDS`] in a row (the group thread, woken, takes the
+    /// rest); a round already running takes it. For the transport's event
+    /// loop, which holds no lock: a message then costs no hand-off to the
+    /// group thread. `false` once the group is gone.
+    pub fn submit_from_network(&self, input: Input) -> bool {
         if self.queue(input).is_err() {
             return false;
         }
-        self.run_rounds()
+        self.run_rounds(NETWORK_ROUNDS)
+    }
+
+    /// Queues `input` and runs rounds until nothing is pending, however
+    /// many: the hand-over rule of ADR 0023 alone, for its tests.
+    #[cfg(test)]
+    pub(crate) fn submit(&self, input: Input) -> bool {
+        if self.queue(input).is_err() {
+            return false;
+        }
+        self.run_rounds(usize::MAX)
     }
 
     /// Lets go of the provider's lock (`held`, taken by value so that it
@@ -94,14 +111,14 @@ impl InputTx {
     /// group has stopped.
     pub(crate) fn drive<T: TakenByRounds>(&self, held: crate::state_lock::Guard<'_, T>) -> bool {
         drop(held);
-        self.run_rounds()
+        self.run_rounds(usize::MAX)
     }
 
     /// [`InputTx::drive`] for a thread that holds no provider lock.
-    fn run_rounds(&self) -> bool {
+    fn run_rounds(&self, max_rounds: usize) -> bool {
         crate::state_lock::expect_unlocked("a group round");
         match self.0.driver.get().and_then(Weak::upgrade) {
-            Some(driver) => driver.drain_if_free(),
+            Some(driver) => driver.drain_if_free(max_rounds),
             None => {
                 self.wake();
                 true

@@ -3,9 +3,9 @@
 //! The group thread runs one at least every `POLL` (Raft's ticks, the
 //! timed checks) and whenever a server thread sends input and wakes it
 //! (`InputTx::send`). The transport's event loop when it brings a peer
-//! message (`InputTx::submit`), and a client thread that orders its own
-//! writeset (`InputTx::drive` from `Provider::order`), run the round
-//! themselves when no other thread is in one: on two busy cores the
+//! message (`InputTx::submit_from_network`, at most `NETWORK_ROUNDS` in a
+//! row), and a client thread that orders its own writeset
+//! (`InputTx::drive` from `Provider::order`), run the round themselves when no other thread is in one: on two busy cores the
 //! hand-off to the group thread, a wake-up and a sleep per message, costs
 //! more than the round. One thread at a time holds the driver, so Raft
 //! and the group state still have one writer, and inputs are taken in the
@@ -91,12 +91,13 @@ impl<W: Rounds> Driver<W> {
 
 impl<W: Rounds> Drain for Driver<W> {
     /// Runs rounds on the calling thread while inputs are pending and no
-    /// other thread runs one; returns at once when one does (it looks at
+    /// other thread runs one, at most `max_rounds` (then the group thread
+    /// is woken for the rest); returns at once when one does (it looks at
     /// the pending inputs after it lets go, `InputTx::left_round`). The
     /// caller holds no provider lock: a round takes them. `false` once
     /// the group has stopped.
-    fn drain_if_free(&self) -> bool {
-        loop {
+    fn drain_if_free(&self, max_rounds: usize) -> bool {
+        for _ in 0..max_rounds {
             let mut held = match self.held.try_lock() {
                 Ok(h) => h,
                 Err(TryLockError::WouldBlock) => return true,
@@ -130,6 +131,9 @@ impl<W: Rounds> Drain for Driver<W> {
                 return true;
             }
         }
+        // More came meanwhile: the group thread takes it.
+        self.inputs.wake();
+        true
     }
 }
 
@@ -213,6 +217,46 @@ mod tests {
         (inputs, taken, driver)
     }
 
+    /// The event loop runs at most `NETWORK_ROUNDS` rounds in a row: with
+    /// inputs arriving during each of its rounds, its `submit_from_network`
+    /// returns after that many and leaves the last input to the group
+    /// thread (woken: here the test thread, which takes it).
+    #[test]
+    fn the_event_loop_runs_a_bounded_number_of_rounds_in_a_row() {
+        use crate::group_input::NETWORK_ROUNDS;
+        let (inside_tx, inside_rx) = channel();
+        let (go_tx, go_rx) = channel();
+        let (inputs, _taken, driver) = registered(Some((inside_tx, go_rx)));
+        inputs.set_group_thread(thread::current());
+        let event_loop = {
+            let inputs = inputs.clone();
+            thread::spawn(move || assert!(inputs.submit_from_network(Input::ReadFence { id: 0 })))
+        };
+        for n in 1..=NETWORK_ROUNDS as u64 {
+            inside_rx
+                .recv_timeout(Duration::from_secs(5))
+                .expect("the event loop runs a round");
+            // An input during each round.
+            assert!(inputs.submit(Input::ReadFence { id: n }));
+            go_tx.send(()).unwrap();
+        }
+        event_loop.join().unwrap();
+        assert!(
+            inputs.left_round(),
+            "the last input is left to the group thread"
+        );
+        // The wake-up reached the group thread: it does not park now.
+        let t0 = Instant::now();
+        thread::park_timeout(Duration::from_secs(5));
+        assert!(
+            t0.elapsed() < Duration::from_secs(4),
+            "the group thread was not woken"
+        );
+        go_tx.send(()).unwrap();
+        assert!(driver.drain_if_free(usize::MAX));
+        assert!(!inputs.left_round());
+    }
+
     /// The hand-over, step by step: thread A's round runs (and waits) when
     /// B submits; B finds the driver busy and returns at once; when A's
     /// round ends, A takes B's input in a second round before its own
@@ -276,6 +320,6 @@ mod tests {
         assert!(!inputs.left_round(), "nothing pending");
         // Stop taken on a reading thread: the driver runs no more rounds.
         assert!(!inputs.submit(Input::Stop));
-        assert!(!driver.drain_if_free());
+        assert!(!driver.drain_if_free(usize::MAX));
     }
 }

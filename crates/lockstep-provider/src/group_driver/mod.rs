@@ -78,7 +78,7 @@ fn inbound_sink(tx: InputTx) -> transport::Sink {
             Inbound::Peer { from, msg } => Input::Peer { from, msg },
             Inbound::PeerDown { raft_id } => Input::PeerDown { raft_id },
         };
-        tx.submit(input)
+        tx.submit_from_network(input)
     })
 }
 
