@@ -581,8 +581,10 @@ fn one_event_loop_thread_serves_every_open_connection() {
         "{} counted threads for 3 open connections",
         a.ctx.threads.wait_all(Duration::ZERO)
     );
-    // And they all carry messages.
-    for (o, _) in &others {
+    // And they all carry messages (once each dialer has the hello back:
+    // before, it has no connection to send on).
+    for (o, rx_o) in &others {
+        assert_eq!(peer_up(rx_o), Some(1));
         let frame = PeerMsg::Raft(vec![1]).to_frame().unwrap();
         o.send(1, Out::Frame(frame), Lane::Control, None);
     }
