@@ -205,8 +205,7 @@ impl Provider {
         g.donations.clear();
         g.cache.open_if_none(opened);
         // After the cache is open: it supplies the fork check points.
-        g.start_joining(ist_limit);
-        g.donors = donors.to_string();
+        g.start_joining(ist_limit, donors);
         g.proto_ver = self.proto_ver;
         g.group = Some(GroupLink {
             raft_id: setup_raft_id,
@@ -393,7 +392,9 @@ impl Provider {
         g.rejoining = true;
         // A new membership: desyncs belonged to the old one (Galera too).
         g.local.closed();
-        g.start_joining(ist_limit);
+        // The same server session: the same `wsrep_sst_donor`.
+        let donors = g.joining.donors().to_string();
+        g.start_joining(ist_limit, &donors);
         g.last_ordered = g.last_committed();
         g.group = Some(GroupLink {
             raft_id,

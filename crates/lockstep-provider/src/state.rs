@@ -12,7 +12,6 @@ use crate::causal_reads::CausalReads;
 use crate::event::Event;
 use crate::flow_control::FlowControl;
 use crate::fork_check::ForkCheck;
-use crate::ist_replay::IstBuffer;
 use crate::local_trxs::LocalTrxs;
 use crate::order_gates::OrderGates;
 use crate::proposals::Proposals;
@@ -57,35 +56,6 @@ pub fn view_kind(v: &View) -> CachedKind {
                 .collect(),
         })),
     }
-}
-
-/// A transfer this node donates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Donation {
-    pub joiner: u64,
-    /// The seqno of the state handed to the server's script, which
-    /// `sst_sent` reports back (the only way to tell scripts apart).
-    pub seqno: i64,
-    /// Whether it desynced this node (SST, cache IST); a bypass for an IST
-    /// from the log does not.
-    pub desynced: bool,
-}
-
-/// A joiner's state transfer in progress.
-#[derive(Debug, Default, Clone)]
-pub struct SstProgress {
-    pub no_donor: bool,
-    /// The donor's result (`sst_sent`), a negative errno on failure.
-    pub donor_rcode: Option<i32>,
-    /// `sst_received` from the server.
-    pub received: Option<(Gtid, i32)>,
-    /// IST from a donor's writeset cache: its events are in `ist` (the
-    /// writeset count), or why the stream failed.
-    pub cache_ist: Option<Result<usize, String>>,
-    /// The donor the group chose for this node.
-    pub donor: Option<u64>,
-    /// The donor left the group before the transfer ended.
-    pub donor_left: bool,
 }
 
 /// Counters behind the `wsrep_%` status variables.
@@ -158,15 +128,13 @@ pub struct Inner {
     pub non_primary_component: Vec<u64>,
     /// Multi-node session: the group's input, this node's Raft id.
     pub group: Option<GroupLink>,
-    pub sst: SstProgress,
-    /// `wsrep_sst_donor` from `connect`.
-    pub donors: String,
+    /// This node's own state transfer as a joiner: the reports, the IST
+    /// buffer, the donors it asks for.
+    pub joining: crate::joining::Joining,
     /// Announce "synced" to the group once the queue drains.
     pub want_sync: bool,
-    /// Transfers this node is donating. Several at once: an SST script
-    /// or a cache IST for one joiner, bypass scripts for others. Bound:
-    /// one per joiner the group sent here, at most the group's size.
-    pub donations: Vec<Donation>,
+    /// Transfers this node is donating (`donations.rs`).
+    pub donations: crate::donations::Donations,
     /// `pause()` is in effect: seqnos above this wait for `resume()`, and
     /// nothing new is ordered locally.
     pub paused_at: Option<i64>,
@@ -182,8 +150,6 @@ pub struct Inner {
     /// Size of the last primary view this node was in: it may bootstrap
     /// later only if it was alone (the last to leave).
     pub last_view_members: usize,
-    /// Events replayed before this node's join view that it lacks (IST).
-    pub ist: IstBuffer,
     /// The writeset cache and what feeds it.
     pub cache: CacheFeed,
     /// The history of the group's views (`history` is this node's own
@@ -257,23 +223,18 @@ impl Inner {
             non_primary_component: Vec::new(),
             group: None,
             proposals: Proposals::default(),
-            sst: SstProgress::default(),
-            donors: String::new(),
             want_sync: false,
-            donations: Vec::new(),
+            donations: Default::default(),
             paused_at: None,
             members: Vec::new(),
             proto_ver: 4,
             in_group: false,
             non_primary: false,
             last_view_members: 0,
-            ist: IstBuffer::new(
-                Gtid {
-                    uuid: history,
-                    seqno: last_committed,
-                },
-                0,
-            ),
+            joining: crate::joining::Joining::new(Gtid {
+                uuid: history,
+                seqno: last_committed,
+            }),
             cache: CacheFeed::default(),
             group_history: [0; 16],
             fork_check: ForkCheck::default(),
@@ -478,10 +439,9 @@ impl Inner {
         }
     }
 
-    pub fn start_joining(&mut self, ist_limit: usize) {
-        self.sst = SstProgress::default();
+    pub fn start_joining(&mut self, ist_limit: usize, donors: &str) {
         let have = self.join_position();
-        self.ist = IstBuffer::new(have, ist_limit);
+        self.joining.start(have, ist_limit, donors);
         // Set again by the first view this session replays or delivers.
         self.group_history = [0; 16];
         self.cache.wait_for_state();

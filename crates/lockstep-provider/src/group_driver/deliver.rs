@@ -95,7 +95,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                     };
                     g.check_fork(seqno, &kind);
                 }
-                g.ist.writeset(RemoteWs {
+                g.joining.ist_mut().writeset(RemoteWs {
                     seqno,
                     ws,
                     outcome,
@@ -120,10 +120,10 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                 from_cache,
             });
         }
-        Delivery::Donate { donor, joiner, .. } if joiner == me => g.sst.donor = Some(donor),
-        Delivery::NoDonor { joiner } if joiner == me => g.sst.no_donor = true,
+        Delivery::Donate { donor, joiner, .. } if joiner == me => g.joining.donor_chosen(donor),
+        Delivery::NoDonor { joiner } if joiner == me => g.joining.no_donor(),
         Delivery::Transferred { joiner, rcode, .. } if joiner == me => {
-            g.sst.donor_rcode = Some(rcode);
+            g.joining.donor_result(rcode);
         }
         Delivery::MemberState {
             raft_id,
@@ -152,7 +152,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
 fn own_cache_replay(g: &mut Inner, have: Gtid, v: &GroupView) -> Result<Vec<Event>, String> {
     let history = Uuid::from_bytes(v.history);
     let proto_ver = g.proto_ver;
-    let mut buffer = IstBuffer::new(have, g.ist.limit());
+    let mut buffer = IstBuffer::new(have, g.joining.ist().limit());
     buffer.start_history(history);
     let cache = g
         .cache
@@ -183,7 +183,8 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
             // Still replaying the log from before this node joined.
             g.group_history = v.history;
             g.check_fork(v.seqno, &view_kind(&mine));
-            g.ist
+            g.joining
+                .ist_mut()
                 .view(Uuid::from_bytes(v.history), v.seqno, members, Some(mine));
             return;
         }
@@ -245,13 +246,8 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
         return;
     }
     if included {
-        if let Some(donor) = g.sst.donor {
-            let waiting = g.sst.received.is_none() && g.sst.donor_rcode.is_none();
-            if waiting && !v.members.iter().any(|m| m.raft_id == donor) {
-                // Nothing else would end the joiner's wait: fail it.
-                g.sst.donor_left = true;
-            }
-        }
+        g.joining
+            .members_now(|id| v.members.iter().any(|m| m.raft_id == id));
         g.group_history = v.history;
         g.cache_event(v.seqno, view_kind(&mine));
         g.enqueue(Event::PrimaryView(mine));

@@ -12,12 +12,14 @@
 
 pub(crate) mod ist_from_cache;
 
+use crate::donations::Donation;
 use crate::event::Event;
+use crate::joining::{Asked, Outcome};
 use crate::log::{error, info, warn};
 use crate::provider::{Provider, Until, IN_ORDER};
 use crate::server::{ThreadCtx, View};
 use crate::shared::Shared;
-use crate::state::{Conn, Donation, Inner};
+use crate::state::{Conn, Inner};
 use ist_from_cache::{Expect, IstReceiver};
 use lockstep_core::group::{Action, CacheIst};
 use lockstep_core::writeset_cache::StreamHeader;
@@ -127,7 +129,7 @@ impl Provider {
             let g = self.lock();
             let ist = full_sst
                 .map_or(Ok(()), |why| Err(why.to_string()))
-                .and_then(|()| g.ist.covers(group_pos))
+                .and_then(|()| g.joining.ist().covers(group_pos))
                 .and_then(|()| {
                     // Check points the replay did not reach: the log cannot
                     // show this node's history is a prefix of the group's; a
@@ -140,7 +142,7 @@ impl Provider {
                         )),
                     }
                 });
-            (ist, g.ist.writesets())
+            (ist, g.joining.ist().writesets())
         };
         // Same history, behind: a donor's writeset cache may hold the gap
         // the group log lacks (after a restart of the whole cluster, or a
@@ -216,7 +218,7 @@ impl Provider {
             // Everything before the view counts as done: there is nothing
             // to apply it to.
             let mut g = self.lock();
-            g.ist.clear();
+            g.joining.ist_mut().clear();
             g.start_at(Gtid {
                 uuid: group_pos.uuid,
                 seqno: group_pos.seqno - 1,
@@ -249,7 +251,7 @@ impl Provider {
                 have,
                 joiner: g.raft_id(),
                 join_seqno,
-                limit: g.ist.limit(),
+                limit: g.joining.ist().limit(),
                 max_payload: self.max_payload(),
                 check: g.fork_check.points().to_vec(),
                 proto_ver: self.proto_ver,
@@ -262,22 +264,16 @@ impl Provider {
         let shared = self.shared.clone();
         let receiver = IstReceiver::start(&bind, expect, self.security.clone(), move |result| {
             let mut g = shared.lock();
-            g.sst.cache_ist = Some(match result {
-                Ok(buffer) => {
-                    let n = buffer.writesets();
-                    g.ist = buffer;
-                    Ok(n)
+            let result = result.map_err(|failure| {
+                if failure.fork {
+                    g.fork_check.found(crate::fork_check::Fork {
+                        detail: failure.why.clone(),
+                        views_only: false,
+                    });
                 }
-                Err(failure) => {
-                    if failure.fork {
-                        g.fork_check.found(crate::fork_check::Fork {
-                            detail: failure.why.clone(),
-                            views_only: false,
-                        });
-                    }
-                    Err(failure.why)
-                }
+                failure.why
             });
+            g.joining.streamed(result);
             drop(g);
             shared.notify();
         })?;
@@ -295,10 +291,10 @@ impl Provider {
         let received = result?;
         if received.seqno >= join_seqno - 1 {
             // A full SST: it holds everything before the join view.
-            self.lock().ist.clear();
+            self.lock().joining.ist_mut().clear();
             return Ok(received);
         }
-        let streamed = self.lock().sst.cache_ist.clone();
+        let streamed = self.lock().joining.stream_result();
         match streamed {
             Some(Ok(_)) => Ok(received),
             Some(Err(why)) => Err(why),
@@ -346,12 +342,15 @@ impl Provider {
         from_cache: Option<CacheIst>,
         join_seqno: i64,
     ) -> Result<Gtid, String> {
-        let stream_only = request.is_empty();
+        let asked = Asked {
+            streaming: from_cache.is_some(),
+            stream_only: request.is_empty(),
+            join_seqno,
+        };
         loop {
             let mut g = self.lock();
-            g.sst = Default::default();
+            let donors = g.joining.new_request();
             let raft_id = g.raft_id();
-            let donors = g.donors.clone();
             g.propose(
                 Action::StateRequest {
                     joiner: raft_id,
@@ -362,80 +361,67 @@ impl Provider {
                 },
                 false,
             );
-            let streaming = from_cache.is_some();
             let why = "the transfer ends: the state arrives or fails, the donor fails or \
                        leaves, no donor is found (asked again after a second), or the \
                        session closes";
             let (g, _) = self.wait_until(g, Until::Progress(why), |s| {
-                let stream_done = s.sst.cache_ist.is_some();
-                let state_done = match s.sst.received {
-                    Some((gtid, rcode)) => {
-                        rcode != 0 || !streaming || gtid.seqno >= join_seqno - 1 || stream_done
-                    }
-                    None => false,
-                };
-                state_done
-                    || (stream_only && stream_done)
-                    || s.sst.cache_ist.as_ref().is_some_and(Result::is_err)
-                    || s.sst.donor_rcode.is_some_and(|r| r != 0)
-                    || s.sst.donor_left
-                    || s.sst.no_donor
-                    || s.conn != Conn::Open
+                s.conn != Conn::Open || s.joining.outcome(&asked).is_some()
             });
             if g.conn != Conn::Open {
                 return Err("disconnected while waiting for a state transfer".into());
             }
-            if g.sst.donor_left {
-                return Err(
-                    "the donor left the cluster before the state transfer ended; restart the \
-                     node to retry with another donor"
-                        .into(),
-                );
-            }
-            if let Some(Err(why)) = &g.sst.cache_ist {
-                return Err(why.clone());
-            }
-            if stream_only && g.sst.cache_ist.is_some() {
-                return Ok(ist_after.map_or(Gtid::UNDEFINED, |seqno| Gtid {
-                    uuid: g.history,
-                    seqno,
-                }));
-            }
-            if let Some((gtid, rcode)) = g.sst.received {
-                if rcode != 0 {
+            match g.joining.outcome(&asked) {
+                None => unreachable!("the wait ends on an outcome or a closed session"),
+                Some(Outcome::DonorLeft) => {
+                    return Err(
+                        "the donor left the cluster before the state transfer ended; restart \
+                         the node to retry with another donor"
+                            .into(),
+                    )
+                }
+                Some(Outcome::StreamFailed(why)) => return Err(why),
+                Some(Outcome::Streamed) => {
+                    return Ok(ist_after.map_or(Gtid::UNDEFINED, |seqno| Gtid {
+                        uuid: g.history,
+                        seqno,
+                    }))
+                }
+                Some(Outcome::Received(_, rcode)) if rcode != 0 => {
                     return Err(format!(
                         "state transfer failed on this node (error {rcode})"
-                    ));
+                    ))
                 }
-                return Ok(gtid);
-            }
-            if let Some(rcode) = g.sst.donor_rcode {
-                // Galera's words (what DBAs and MariaDB's tests look for).
-                let why = format!(
-                    "State transfer to this node failed on the donor: {rcode} ({}). Will never \
-                     receive state. Need to abort. Restart the node to retry",
-                    std::io::Error::from_raw_os_error(-rcode)
-                );
-                if !stream_only {
-                    // A server waiting in its startup for an SST: Galera
-                    // ends the process here, before the server's own
-                    // shutdown of a half-started server (which writes
-                    // errors MariaDB's tests do not expect, and leaves the
-                    // same result: a node to restart).
-                    drop(g);
-                    crate::ffi::terminate_process(&why);
+                Some(Outcome::Received(gtid, _)) => return Ok(gtid),
+                Some(Outcome::DonorFailed(rcode)) => {
+                    // Galera's words (what DBAs and MariaDB's tests look for).
+                    let why = format!(
+                        "State transfer to this node failed on the donor: {rcode} ({}). Will \
+                         never receive state. Need to abort. Restart the node to retry",
+                        std::io::Error::from_raw_os_error(-rcode)
+                    );
+                    if !asked.stream_only {
+                        // A server waiting in its startup for an SST:
+                        // Galera ends the process here, before the
+                        // server's own shutdown of a half-started server
+                        // (which writes errors MariaDB's tests do not
+                        // expect, and leaves the same result: a node to
+                        // restart).
+                        drop(g);
+                        crate::ffi::terminate_process(&why);
+                    }
+                    return Err(why);
                 }
-                return Err(why);
+                Some(Outcome::NoDonor) => {}
             }
             // Galera's wording (MariaDB's tests expect it).
             warn!(
                 "Member {} requested state transfer from '{}' but it is impossible to select \
                  State Transfer donor: Resource temporarily unavailable (retrying)",
                 self.node_name,
-                if g.donors.is_empty() {
+                if g.joining.donors().is_empty() {
                     "*any*"
                 } else {
-                    &g.donors
+                    g.joining.donors()
                 }
             );
             let deadline = Instant::now() + NO_DONOR_RETRY;
@@ -457,7 +443,7 @@ impl Provider {
         let mut g = self.lock();
         let by_ist = gtid.seqno < group_pos.seqno;
         let replay = if by_ist {
-            match g.ist.take_after(gtid.seqno) {
+            match g.joining.ist_mut().take_after(gtid.seqno) {
                 Ok(events) => events,
                 Err(why) => {
                     drop(g);
@@ -469,7 +455,7 @@ impl Provider {
                 }
             }
         } else {
-            g.ist.clear();
+            g.joining.ist_mut().clear();
             Vec::new()
         };
         if g.diverged {
@@ -505,7 +491,7 @@ impl Provider {
         announce_joined(&mut g, gtid.seqno);
         let queued = g.queue.len();
         let running = g.running_state();
-        let source = if g.sst.cache_ist.is_some() {
+        let source = if g.joining.stream_result().is_some() {
             "the donor's writeset cache"
         } else {
             "the group log"
@@ -542,7 +528,7 @@ impl Provider {
             uuid: g.history,
             seqno: g.last_committed(),
         };
-        g.donations.push(Donation {
+        g.donations.start(Donation {
             joiner,
             seqno: state_id.seqno,
             desynced: true,
@@ -565,7 +551,7 @@ impl Provider {
         if g.conn != Conn::Open {
             return;
         }
-        g.donations.push(Donation {
+        g.donations.start(Donation {
             joiner,
             seqno: after,
             desynced: false,
@@ -631,7 +617,7 @@ impl Provider {
                     "IST to joiner {joiner:#x} impossible ({why}), and its running server \
                      cannot take a full SST"
                 );
-                g.donations.push(Donation {
+                g.donations.start(Donation {
                     joiner,
                     seqno: after,
                     desynced: false,
@@ -657,7 +643,7 @@ impl Provider {
         if let Err(state) = g.local.desync() {
             warn!("cannot donate in state {}", state.comment());
         }
-        g.donations.push(Donation {
+        g.donations.start(Donation {
             joiner,
             seqno: after,
             desynced: true,
@@ -777,7 +763,7 @@ impl Provider {
                 crate::bypass::remove_marker(&dir);
             }
         }
-        g.sst.received = Some((state_id, rcode));
+        g.joining.state_received(state_id, rcode);
         drop(g);
         self.notify();
         status::OK
@@ -793,17 +779,9 @@ impl Shared {
     /// matches).
     pub(crate) fn finish_donation(&self, joiner: Option<u64>, state_id: Gtid, rcode: i32) {
         let mut g = self.lock();
-        let found = match joiner {
-            Some(j) => g.donations.iter().position(|d| d.joiner == j),
-            None => g
-                .donations
-                .iter()
-                .position(|d| d.seqno == state_id.seqno)
-                .or((!g.donations.is_empty()).then_some(0)),
-        };
         let Some(Donation {
             joiner, desynced, ..
-        }) = found.map(|i| g.donations.remove(i))
+        }) = g.donations.finish(joiner, state_id.seqno)
         else {
             return;
         };
