@@ -21,3 +21,13 @@ pub mod saved_state;
 pub mod saved_view;
 pub mod wire;
 pub mod writeset_cache;
+
+/// What a caught panic said, for the log (the provider's and the
+/// transport's guards both report one).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}

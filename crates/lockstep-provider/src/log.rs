@@ -99,14 +99,7 @@ pub fn log(level: Level, msg: &str) {
     }
 }
 
-/// What a caught panic said, for the log.
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
-}
+pub use lockstep_core::panic_message;
 
 macro_rules! info { ($($t:tt)*) => { $crate::log::log($crate::log::Level::Info, &format!($($t)*)) } }
 macro_rules! log_warn { ($($t:tt)*) => { $crate::log::log($crate::log::Level::Warn, &format!($($t)*)) } }

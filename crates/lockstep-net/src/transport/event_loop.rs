@@ -201,13 +201,11 @@ impl Open {
                 Ok((0, _)) => return false,
                 Ok((n, drained)) => {
                     self.dec.push(&buf[..n]);
-                    if drained {
-                        self.readable = false;
-                    }
                     if !self.hand_on_decoded(ctx) {
                         return false;
                     }
                     if drained {
+                        self.readable = false;
                         return true;
                     }
                 }
@@ -304,15 +302,20 @@ fn register(registry: &Registry, o: &Open) -> std::io::Result<()> {
     )
 }
 
-/// Ends a connection the loop served: out of the poll, socket shut,
-/// queue closed, out of the table (the owner hears `PeerDown` if it was
-/// the last one to that peer).
+/// Ends a connection the loop served: out of the poll, then as
+/// [`close`].
 fn end(ctx: &Ctx, registry: &Registry, o: Open) {
     let fd = o.reader.tcp().as_raw_fd();
     let _ = registry.deregister(&mut SourceFd(&fd));
-    let _ = o.reader.tcp().shutdown(Shutdown::Both);
-    o.out.close();
-    connection_ended(ctx, o.conn_id, Some(o.raft_id));
+    close(ctx, &o.reader, &o.out, o.conn_id, o.raft_id);
+}
+
+/// Socket shut, queue closed, out of the table (the owner hears
+/// `PeerDown` if it was the last one to that peer).
+fn close(ctx: &Ctx, reader: &Reader, out: &Queue, conn_id: u64, raft_id: u64) {
+    let _ = reader.tcp().shutdown(Shutdown::Both);
+    out.close();
+    connection_ended(ctx, conn_id, Some(raft_id));
 }
 
 /// The loop, until `Transport::shutdown` sets `stop` and wakes it; then
@@ -361,7 +364,7 @@ pub(super) fn run(mut poll: Poll, ctx: Ctx) {
             let o = Open::from(h);
             if let Err(e) = register(poll.registry(), &o) {
                 warn!("dropping connection to {}: cannot poll it: {e}", o.peer);
-                end(&ctx, poll.registry(), o);
+                close(&ctx, &o.reader, &o.out, o.conn_id, o.raft_id);
                 continue;
             }
             // What was queued before it got here.
@@ -421,11 +424,7 @@ fn guarded<T>(peer: &str, what: &str, turn: impl FnOnce() -> T) -> Option<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(turn)) {
         Ok(t) => Some(t),
         Err(payload) => {
-            let why = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic".into());
+            let why = lockstep_core::panic_message(&*payload);
             error!(
                 "lockstep internal error: the group connections' event loop failed {what} \
                  the connection with {peer} ({why}); that connection is closed"
@@ -435,9 +434,7 @@ fn guarded<T>(peer: &str, what: &str, turn: impl FnOnce() -> T) -> Option<T> {
     }
 }
 
-/// Ends a connection the loop never served.
+/// Ends a connection the loop never served (never in the poll).
 fn end_unserved(ctx: &Ctx, h: Handoff) {
-    let _ = h.reader.tcp().shutdown(Shutdown::Both);
-    h.out.close();
-    connection_ended(ctx, h.conn_id, Some(h.raft_id));
+    close(ctx, &h.reader, &h.out, h.conn_id, h.raft_id);
 }

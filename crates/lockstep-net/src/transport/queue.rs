@@ -238,24 +238,26 @@ impl Queue {
         }
     }
 
-    /// Hands `frame` to the wire; a failed write ends the connection.
-    fn send_on(&self, mut wire: MutexGuard<'_, Option<Wire>>, frame: &[u8]) -> bool {
-        let sent = wire.as_mut().is_some_and(|w| match w.send(frame) {
-            Ok(()) => true,
-            Err(_) => {
-                w.writer.close();
-                false
+    /// Hands `frame` to the wire: whether the socket took all of it
+    /// (`Some(true)`) or left some pending (`Some(false)`); a failed write
+    /// ends the connection (`None`).
+    fn send_on(&self, mut wire: MutexGuard<'_, Option<Wire>>, frame: &[u8]) -> Option<bool> {
+        match wire.as_mut().map(|w| w.send(frame)) {
+            Some(Ok(())) => Some(wire.as_ref().is_none_or(Wire::idle)),
+            _ => {
+                self.broken(wire);
+                None
             }
-        });
-        let idle = wire.as_ref().is_none_or(Wire::idle);
-        drop(wire);
-        if !sent {
-            self.close();
-        } else if !idle {
-            // The event loop writes the rest when the socket has room.
-            self.wake_loop();
         }
-        sent
+    }
+
+    /// A write failed (or there is no wire): close it and this queue.
+    fn broken(&self, mut wire: MutexGuard<'_, Option<Wire>>) {
+        if let Some(w) = wire.as_mut() {
+            w.writer.close();
+        }
+        drop(wire);
+        self.close();
     }
 
     /// Writes a message from the calling thread when nothing is queued,
@@ -290,7 +292,10 @@ impl Queue {
         // A message that cannot be encoded is dropped, as the event loop
         // drops it.
         let frame = msg.encode()?;
-        self.send_on(wire, &frame);
+        if self.send_on(wire, &frame) == Some(false) {
+            // The event loop writes the rest when the socket has room.
+            self.wake_loop();
+        }
         None
     }
 
@@ -319,11 +324,7 @@ impl Queue {
                     // The socket is full: epoll says when it has room.
                     Some(Ok(false)) => return Drained::Waiting,
                     Some(Err(_)) | None => {
-                        if let Some(w) = wire.as_mut() {
-                            w.writer.close();
-                        }
-                        drop(wire);
-                        self.close();
+                        self.broken(wire);
                         return Drained::Ended;
                     }
                 }
@@ -331,9 +332,11 @@ impl Queue {
             let Some(frame) = self.take_frame(threads) else {
                 return Drained::Waiting;
             };
+            // What the socket leaves pending, the next flush writes, or
+            // epoll's next edge brings this loop back for.
             let sent = self.send_on(self.wire(), &frame);
             self.in_hand.store(false, Ordering::SeqCst);
-            if !sent {
+            if sent.is_none() {
                 return Drained::Ended;
             }
         }
