@@ -1,20 +1,23 @@
 //! What feeds ordered events into this node's writeset cache, one owned
 //! part: the cache file (`writeset_cache`), whether this node's state is
 //! the group's yet (only then are the group's events its own to cache),
-//! and how far back the group log itself reaches.
+//! and how far back the group log itself reaches. The round decides what
+//! is cached; the cache's own thread writes it (`cache_writer`, ADR 0032).
 //!
-//! A write error disables the cache here, in one place: the node runs on
+//! A write error disables the cache there, in one place: the node runs on
 //! and joiners that need its events take a full SST.
 
+use crate::cache_writer::{CacheWriter, Written};
 use crate::log::info;
 use crate::writeset_cache::WritesetCache;
 use lockstep_core::writeset_cache::{CachedEvent, CachedKind};
 
 #[derive(Default)]
 pub struct CacheFeed {
-    /// `None` before the first connect, with `gcache.recover=no` on an
-    /// arbitrator, or after a write error.
-    cache: Option<WritesetCache>,
+    /// The cache and its writer thread (`cache_writer`): `None` before the
+    /// first connect, with `gcache.recover=no` on an arbitrator, or if no
+    /// thread could start.
+    writer: Option<CacheWriter>,
     /// This node's state is the group's (joined or founded): ordered
     /// events go to the cache. Before, a joiner that refuses to join (a
     /// fork, a node ahead) must not take the group's events for its own.
@@ -25,26 +28,32 @@ pub struct CacheFeed {
 }
 
 impl CacheFeed {
-    /// The cache opened at connect, unless one is open already.
+    /// The cache opened at connect, unless one is open already (one that
+    /// a write error dropped is replaced).
     pub fn open_if_none(&mut self, opened: Option<WritesetCache>) {
-        if self.cache.is_none() {
-            self.cache = opened;
+        if self.is_open() {
+            return;
+        }
+        if let Some(cache) = opened {
+            self.writer = CacheWriter::start(cache);
         }
     }
 
-    /// The cache, to read from (IST, a founder's replay, checks).
-    pub fn get(&self) -> Option<&WritesetCache> {
-        self.cache.as_ref()
+    /// Whether a cache is open and written.
+    pub fn is_open(&self) -> bool {
+        self.writer.as_ref().is_some_and(CacheWriter::is_open)
     }
 
-    /// The cache, for a reader (its reads seek the file).
-    pub fn get_mut(&mut self) -> Option<&mut WritesetCache> {
-        self.cache.as_mut()
+    /// Runs `f` on the cache once everything queued is written (IST, a
+    /// founder's replay, checks); `None` without a cache.
+    pub fn with_cache<R>(&self, f: impl FnOnce(&mut WritesetCache) -> R) -> Option<R> {
+        self.writer.as_ref().and_then(|w| w.with_cache(f))
     }
 
-    /// Takes the cache away (a clean stop that leaves it to Galera).
+    /// Takes the cache away, everything queued written (a clean stop
+    /// that leaves it to Galera, or the end of the provider).
     pub fn take(&mut self) -> Option<WritesetCache> {
-        self.cache.take()
+        self.writer.take().and_then(CacheWriter::close)
     }
 
     /// From now on ordered events are this node's to cache.
@@ -65,10 +74,10 @@ impl CacheFeed {
         if !self.live {
             return false;
         }
-        let Some(cache) = self.cache.as_mut() else {
+        let Some(writer) = self.writer.as_ref() else {
             return false;
         };
-        if (bytes as u64) < cache.max_record() {
+        if (bytes as u64) < writer.max_record() {
             return true;
         }
         info!(
@@ -76,40 +85,47 @@ impl CacheFeed {
              IST from this node's cache starts after it",
             bytes >> 20
         );
-        if let Err(e) = cache.skip_oversized() {
-            crate::writeset_cache::disable(&mut self.cache, &e);
-        }
+        writer.skip_oversized();
         false
     }
 
-    /// Keeps an ordered event of the group's `history`.
+    /// Keeps an ordered event of the group's `history` (written by the
+    /// writer thread once the round ends its batch).
     pub fn append(&mut self, history: [u8; 16], seqno: i64, kind: CachedKind) {
         if !self.live {
             return;
         }
-        let Some(cache) = self.cache.as_mut() else {
-            return;
-        };
-        let ev = CachedEvent {
-            history,
-            seqno,
-            kind,
-        };
-        if let Err(e) = cache.append(&ev) {
-            crate::writeset_cache::disable(&mut self.cache, &e);
+        if let Some(writer) = &self.writer {
+            writer.append(CachedEvent {
+                history,
+                seqno,
+                kind,
+            });
         }
     }
 
-    /// Hands the cache's buffered records to the OS (each round).
-    pub fn flush(&mut self) {
-        if let Some(Err(e)) = self.cache.as_mut().map(WritesetCache::flush) {
-            crate::writeset_cache::disable(&mut self.cache, &e);
+    /// The round's batch is complete: the writer writes it (each round,
+    /// before the batch's waiters are woken).
+    pub fn end_batch(&mut self) {
+        if let Some(writer) = &self.writer {
+            writer.end_batch();
         }
     }
 
-    /// A cache file the cache let go of, to delete outside the lock.
-    pub fn take_doomed(&mut self) -> Option<std::path::PathBuf> {
-        self.cache.as_mut().and_then(WritesetCache::take_doomed)
+    /// What a commit acknowledged now must wait for: every event queued
+    /// so far in the cache file (ADR 0032).
+    pub fn written(&self) -> Written {
+        self.writer
+            .as_ref()
+            .map_or_else(Written::nothing, CacheWriter::written)
+    }
+
+    /// `CacheWriter::pause`, for tests.
+    #[cfg(test)]
+    pub fn pause_writer(&self, on: bool) {
+        if let Some(w) = &self.writer {
+            w.pause(on);
+        }
     }
 
     pub fn set_log_after(&mut self, after: Option<i64>) {
@@ -124,7 +140,7 @@ impl CacheFeed {
     /// `wsrep_local_cached_downto`: the lowest seqno this node can serve
     /// by IST, from its group log or its writeset cache (-1: none).
     pub fn cached_downto(&self) -> i64 {
-        let disk = self.cache.as_ref().and_then(WritesetCache::first);
+        let disk = self.writer.as_ref().and_then(CacheWriter::first);
         match (self.log_from(), disk) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b).unwrap_or(-1),
@@ -163,17 +179,21 @@ mod tests {
         feed.go_live();
         assert!(feed.takes(2, 10));
         feed.append(H, 2, view());
-        feed.flush();
+        feed.end_batch();
+        assert!(feed.written().wait(std::time::Duration::from_secs(5)));
         assert_eq!(feed.cached_downto(), 2);
         feed.set_log_after(Some(0));
         assert_eq!(feed.cached_downto(), 1, "the group log reaches further");
         feed.wait_for_state();
         feed.append(H, 3, view());
-        let cache = feed.get().unwrap();
-        assert!(cache.covers(Uuid::from_bytes(H), 1, 2));
-        assert!(
-            !cache.covers(Uuid::from_bytes(H), 1, 3),
-            "3 came while not live"
-        );
+        feed.end_batch();
+        let covers = |last| {
+            feed.with_cache(|c| c.covers(Uuid::from_bytes(H), 1, last))
+                .unwrap()
+        };
+        assert!(covers(2));
+        assert!(!covers(3), "3 came while not live");
+        assert!(feed.take().is_some());
+        assert!(!feed.is_open());
     }
 }

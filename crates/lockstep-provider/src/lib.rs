@@ -15,6 +15,7 @@ mod apply_queue;
 pub mod arbitrator;
 mod bypass;
 mod cache_feed;
+mod cache_writer;
 mod causal_reads;
 mod control;
 mod diverged;

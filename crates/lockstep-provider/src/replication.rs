@@ -5,6 +5,7 @@
 //! transaction proposes its writeset and waits for its seqno; remote
 //! writesets arrive as `Event::Apply` and run through `apply_cb`.
 
+use crate::cache_writer::ACK_WAIT;
 use crate::local_trxs::{Certified, NoCommit, NoReplay};
 use crate::log::{error, info};
 use crate::provider::{Provider, Until, IN_ORDER};
@@ -464,7 +465,13 @@ impl Provider {
             g.trxs.next_fragment(trx_id);
             (status::OK, true)
         };
+        let written = (rec.seqno >= 0).then(|| g.cache.written());
         self.notify_gates(g);
+        if let Some(w) = written {
+            // The client is told once its writeset is in the cache file
+            // (ADR 0026, 0032).
+            w.wait(ACK_WAIT);
+        }
         outcome
     }
 
@@ -669,7 +676,9 @@ impl Provider {
         if let Err(e) = passed {
             return self.inconsistent(g, &e.to_string());
         }
+        let written = g.cache.written();
         self.notify_gates(g);
+        written.wait(ACK_WAIT);
         if vote.is_some_and(|v| self.await_vote(v) != status::OK) {
             // The statement failed here and nowhere else: this node leaves
             // (on an applier thread, which delivers the final view).

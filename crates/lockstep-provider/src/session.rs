@@ -129,7 +129,7 @@ impl Provider {
                 |(uuid, seqno)| Gtid { uuid, seqno },
             );
             // An arbitrator never donates: it keeps no writeset cache.
-            let missing = g.cache.get().is_none() && !self.arbitrator;
+            let missing = !g.cache.is_open() && !self.arbitrator;
             drop(g);
             missing
                 .then(|| self.open_writeset_cache(position))
@@ -150,10 +150,13 @@ impl Provider {
         // for pc.recovery, and the founder replays them into its server
         // before anything else (`deliver`, the founder's first view).
         let position = g.join_position();
-        let held = opened
-            .as_ref()
-            .or(g.cache.get())
-            .and_then(|c| c.held_past(position.uuid, position.seqno));
+        let held = match &opened {
+            Some(c) => c.held_past(position.uuid, position.seqno),
+            None => g
+                .cache
+                .with_cache(|c| c.held_past(position.uuid, position.seqno))
+                .flatten(),
+        };
         if let Some(top) = held {
             info!(
                 "the writeset cache holds the events {}..={top} of history {} past this \
@@ -968,6 +971,8 @@ impl Provider {
     /// `free` on a node that was never disconnected: save what we know.
     pub fn shutdown(&self) {
         self.stop_channel();
+        // The cache's writer writes what is queued and ends.
+        drop(self.lock().cache.take());
         // IST senders stop at their next record, a big writeset being
         // freed finishes: then nothing of ours runs once `free` returns.
         self.shared

@@ -445,7 +445,10 @@ impl Inner {
         // Set again by the first view this session replays or delivers.
         self.group_history = [0; 16];
         self.cache.wait_for_state();
-        self.fork_check = ForkCheck::from_cache(self.cache.get(), have);
+        self.fork_check = self
+            .cache
+            .with_cache(|c| ForkCheck::from_cache(Some(c), have))
+            .unwrap_or_else(|| ForkCheck::from_cache(None, have));
     }
 
     /// Fails every local operation still waiting for its place in the

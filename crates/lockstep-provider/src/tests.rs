@@ -257,6 +257,38 @@ fn last_committed_waits_for_release_not_commit_order() {
     n.stop();
 }
 
+/// A commit is acknowledged (`release` returns) only once its writeset
+/// is in the writeset cache file (ADR 0026, 0032): with the cache's writer
+/// held back, `release` waits for it, and returns once it is written.
+#[test]
+fn release_waits_until_the_writeset_is_in_the_cache_file() {
+    let mut n = Node::start();
+    let history = n.p.lock().history;
+    let in_cache = |n: &Node, seqno: i64| {
+        n.p.lock()
+            .cache
+            .with_cache(|c| c.covers(history, seqno - 1, seqno))
+            .expect("the test node keeps a writeset cache")
+    };
+    n.p.lock().cache.pause_writer(true);
+    let mut a = trx("t", "a");
+    let (rc, m) = certify(&n.p, 1, &mut a);
+    assert_eq!(rc, status::OK);
+    assert_eq!(n.p.commit_order_enter(1, &a, &m), status::OK);
+    assert_eq!(n.p.commit_order_leave(1, &a, &m, &[]), status::OK);
+    let p = n.p.clone();
+    let release = std::thread::spawn(move || p.release(1));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !release.is_finished(),
+        "release returned before the writeset was written"
+    );
+    n.p.lock().cache.pause_writer(false);
+    assert_eq!(release.join().unwrap(), (status::OK, false));
+    assert!(in_cache(&n, m.gtid.seqno));
+    n.stop();
+}
+
 /// MariaDB calls `disconnect` before it closes client connections: a
 /// transaction may be past the engine commit (its client about to get its
 /// OK), or certified and about to commit, while the node leaves. The saved

@@ -20,8 +20,9 @@
 //! that re-forms the cluster replays those events into its server first
 //! (`replay`, ADR 0026); `no` starts empty.
 //!
-//! Writes are buffered and flushed (write(2)) once per batch delivered
-//! in a round, before any commit of the batch is acknowledged, so a process
+//! Writes are buffered and flushed (write(2)) by the cache's own thread
+//! (`cache_writer`), once per run of batches the rounds queued; a commit is
+//! acknowledged only once its batch is written (ADR 0032), so a process
 //! crash keeps every acknowledged writeset; they are not fsynced (as
 //! Galera): after a power loss the cache may end early, which only
 //! shortens what it can serve. A write error disables the cache with a
@@ -493,8 +494,8 @@ impl WritesetCache {
         PathBuf::from(name)
     }
 
-    /// The older file a rotation set aside, for the caller to delete away
-    /// from the round and the state lock.
+    /// The older file a rotation set aside, for the caller to delete
+    /// outside the cache's lock (`cache_writer`).
     pub fn take_doomed(&mut self) -> Option<PathBuf> {
         self.doomed.take()
     }

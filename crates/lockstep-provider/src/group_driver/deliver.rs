@@ -154,11 +154,11 @@ fn own_cache_replay(g: &mut Inner, have: Gtid, v: &GroupView) -> Result<Vec<Even
     let proto_ver = g.proto_ver;
     let mut buffer = IstBuffer::new(have, g.joining.ist().limit());
     buffer.start_history(history);
-    let cache = g
+    let reader = g
         .cache
-        .get_mut()
-        .ok_or("this node keeps no writeset cache")?;
-    for ev in cache.reader(history, have.seqno, v.seqno - 1)? {
+        .with_cache(|c| c.reader(history, have.seqno, v.seqno - 1))
+        .ok_or("this node keeps no writeset cache")??;
+    for ev in reader {
         let ev = ev?;
         buffer.cached(ev.seqno, ev.kind, proto_ver);
     }

@@ -1259,8 +1259,7 @@ impl Worker {
             .iter()
             .map(|m| i64::from(m.weight))
             .sum();
-        g.cache.flush();
-        let doomed = g.cache.take_doomed();
+        g.cache.end_batch();
         self.publish_proposals(&mut g);
         g.reads.set_applied_index(self.group.applied_index());
         g.proposals.sample_send_queue();
@@ -1269,12 +1268,6 @@ impl Worker {
             self.shared.notify();
         } else {
             self.shared.notify_delivered(added);
-        }
-        if let Some(path) = doomed {
-            // Freeing a file of half of gcache.size takes tens of ms.
-            self.shared.detached.spawn("lockstep-free", move || {
-                let _ = std::fs::remove_file(path);
-            });
         }
     }
 }

@@ -91,8 +91,8 @@ impl Provider {
         let held = self
             .lock()
             .cache
-            .get()
-            .and_then(|c| c.held_past(local.uuid, local.seqno));
+            .with_cache(|c| c.held_past(local.uuid, local.seqno))
+            .flatten();
         if let Some(top) =
             held.filter(|top| local.uuid == group_pos.uuid && *top >= group_pos.seqno)
         {
@@ -598,18 +598,20 @@ impl Provider {
             return;
         }
         let history = Uuid::from_bytes(g.group_history);
-        let reader = match g.cache.get_mut() {
-            Some(cache) => match cache.reader(history, first, seqno) {
-                Ok(r) => Ok((r, check)),
+        let reader = g
+            .cache
+            .with_cache(|cache| match cache.reader(history, first, seqno) {
+                Ok(r) => Ok((r, check.clone())),
                 // The cache reaches back to the gap but not to the check
                 // point: IST without the check.
                 Err(_) if !check.is_empty() => {
                     cache.reader(history, after, seqno).map(|r| (r, Vec::new()))
                 }
                 Err(e) => Err(e),
-            },
-            None => Err("this node keeps no writeset cache (disabled after an error)".into()),
-        };
+            })
+            .unwrap_or_else(|| {
+                Err("this node keeps no writeset cache (disabled after an error)".into())
+            });
         let (reader, check) = match reader {
             Ok(r) => r,
             Err(why) if request.is_empty() => {

@@ -1,0 +1,572 @@
+//! The writeset cache's disk writes, on their own thread
+//! (`lockstep-cache`, ADR 0032): a round queues the events it ordered and
+//! ends its batch; the writer encodes and writes them (write(2), and
+//! fsync with `lockstep.cache_sync`) away from the round, the provider's
+//! lock and the client and network threads that run rounds.
+//!
+//! What a process crash must keep (ADR 0026) is kept by a wait, not by
+//! the round: before a local commit is acknowledged, its thread waits
+//! until every batch queued by then is written (`Written::wait`). The
+//! writer is usually done by then (the server commits in between), so
+//! the wait is a look at a counter.
+//!
+//! Bounds: at most `MAX_QUEUED_BYTES` of event data waits for the writer
+//! (plus one event of any size); a round that would pass it waits for
+//! room, as it waited for its own write(2) before. Every wait has a
+//! deadline or wakes on close.
+
+use crate::log::{info, warn};
+use crate::writeset_cache::WritesetCache;
+use lockstep_core::writeset_cache::{CachedEvent, CachedKind};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Event data queued for the writer, at most (one event of any size is
+/// always let in): the rounds get ahead of the disk by this much.
+pub const MAX_QUEUED_BYTES: usize = 64 << 20;
+
+/// How long an acknowledgement waits for its batch to be written before
+/// it goes ahead with a warning: a disk that takes this long is failing,
+/// and holding the client forever would turn it into a stall.
+pub const ACK_WAIT: Duration = Duration::from_secs(10);
+
+/// How often a round or a reader that waits for the writer says so.
+const SLOW_WRITER: Duration = Duration::from_secs(10);
+
+/// The writer's own look at its queue when nothing wakes it.
+const IDLE: Duration = Duration::from_secs(1);
+
+enum Op {
+    Append(CachedEvent),
+    /// An event too big to keep was ordered: the run starts over after it.
+    SkipOversized,
+    /// The end of a round's batch: its events are written once the
+    /// writer gets past this.
+    EndBatch,
+}
+
+#[derive(Default)]
+struct Queue {
+    ops: VecDeque<Op>,
+    /// Event data in `ops`.
+    bytes: usize,
+    /// Batches ended by rounds, and written by the writer.
+    ended: u64,
+    written: u64,
+    /// The writer holds ops taken from `ops` and not yet written.
+    busy: bool,
+    /// Asked to write what is queued and end.
+    closing: bool,
+    /// The writer thread has ended (closed, or a panic): nothing waits
+    /// for it any more, and ops are dropped.
+    gone: bool,
+    /// Tests hold the writer back (`CacheWriter::pause`).
+    #[cfg(test)]
+    paused: bool,
+}
+
+impl Queue {
+    /// The writer has nothing it may take now.
+    fn idle(&self) -> bool {
+        #[cfg(test)]
+        if self.paused {
+            return true;
+        }
+        self.ops.is_empty()
+    }
+}
+
+struct Writes {
+    queue: Mutex<Queue>,
+    /// The writer waits here for ops.
+    more: Condvar,
+    /// Rounds, readers and acknowledgements wait here for the writer.
+    progress: Condvar,
+    /// Locked by the writer while it writes, and by readers once it is
+    /// idle (`CacheWriter::with_cache`).
+    cache: Mutex<Option<WritesetCache>>,
+    /// The cache was dropped after a write error.
+    disabled: AtomicBool,
+    /// The lowest seqno held (`WritesetCache::first`), -1 for none:
+    /// status queries read it without waiting for a write.
+    first: AtomicI64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Writes {
+    fn publish_first(&self, cache: &Option<WritesetCache>) {
+        let first = cache.as_ref().and_then(WritesetCache::first).unwrap_or(-1);
+        self.first.store(first, Ordering::Release);
+    }
+}
+
+/// A cache and its writer thread. Dropping it writes what is queued and
+/// joins the thread.
+pub struct CacheWriter {
+    writes: Arc<Writes>,
+    thread: Option<JoinHandle<()>>,
+    /// `WritesetCache::max_record`, fixed at open.
+    max_record: u64,
+}
+
+/// What an acknowledgement waits on: the batches written so far.
+#[derive(Clone)]
+pub struct Written {
+    writes: Option<Arc<Writes>>,
+    /// Batches ended when this was taken.
+    upto: u64,
+}
+
+impl Written {
+    /// Nothing to wait for (no cache).
+    pub fn nothing() -> Written {
+        Written {
+            writes: None,
+            upto: 0,
+        }
+    }
+
+    /// Waits until the batches are written, at most `deadline`; `false`
+    /// if it passed (logged).
+    pub fn wait(&self, deadline: Duration) -> bool {
+        let Some(w) = &self.writes else {
+            return true;
+        };
+        let t0 = Instant::now();
+        let mut q = lock(&w.queue);
+        while q.written < self.upto && !q.gone {
+            let left = deadline.saturating_sub(t0.elapsed());
+            if left.is_zero() {
+                warn!(
+                    "the writeset cache's writer is {} ms behind: a commit is acknowledged \
+                     before its writeset is in the cache file (a crash of every node now \
+                     may lose it if the storage engine did not flush it)",
+                    t0.elapsed().as_millis()
+                );
+                return false;
+            }
+            q = w
+                .progress
+                .wait_timeout(q, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        true
+    }
+}
+
+impl CacheWriter {
+    /// Starts the writer thread for `cache`; `None` (logged: the node
+    /// runs without a cache, joiners then take SST) if no thread could
+    /// start.
+    pub fn start(cache: WritesetCache) -> Option<CacheWriter> {
+        let max_record = cache.max_record();
+        let writes = Arc::new(Writes {
+            queue: Mutex::new(Queue::default()),
+            more: Condvar::new(),
+            progress: Condvar::new(),
+            cache: Mutex::new(None),
+            disabled: AtomicBool::new(false),
+            first: AtomicI64::new(-1),
+        });
+        {
+            let mut c = lock(&writes.cache);
+            *c = Some(cache);
+            writes.publish_first(&c);
+        }
+        let theirs = writes.clone();
+        match std::thread::Builder::new()
+            .name("lockstep-cache".into())
+            .spawn(move || write_loop(&theirs))
+        {
+            Ok(thread) => Some(CacheWriter {
+                writes,
+                thread: Some(thread),
+                max_record,
+            }),
+            Err(e) => {
+                warn!(
+                    "cannot start the writeset cache's writer thread ({e}); running without \
+                     a writeset cache (joiners that need events from this node will take a \
+                     full SST)"
+                );
+                None
+            }
+        }
+    }
+
+    /// The cache is still written (no write error dropped it).
+    pub fn is_open(&self) -> bool {
+        !self.writes.disabled.load(Ordering::Acquire)
+    }
+
+    pub fn max_record(&self) -> u64 {
+        self.max_record
+    }
+
+    /// `WritesetCache::first`, as of the last write.
+    pub fn first(&self) -> Option<i64> {
+        let f = self.writes.first.load(Ordering::Acquire);
+        (f >= 0).then_some(f)
+    }
+
+    pub fn append(&self, ev: CachedEvent) {
+        let bytes = match &ev.kind {
+            CachedKind::Writeset { ws, .. } => ws.size(),
+            _ => 0,
+        };
+        self.queue(Op::Append(ev), bytes);
+    }
+
+    pub fn skip_oversized(&self) {
+        self.queue(Op::SkipOversized, 0);
+    }
+
+    /// Ends the round's batch and wakes the writer.
+    pub fn end_batch(&self) {
+        let mut q = lock(&self.writes.queue);
+        if (q.ops.is_empty() && !q.busy) || q.gone {
+            // Nothing to write: the batch is written already.
+            q.ended += 1;
+            q.written = q.ended;
+            return;
+        }
+        q.ops.push_back(Op::EndBatch);
+        q.ended += 1;
+        drop(q);
+        self.writes.more.notify_one();
+    }
+
+    /// What a commit acknowledged now waits for: every batch ended so far.
+    pub fn written(&self) -> Written {
+        Written {
+            writes: Some(self.writes.clone()),
+            upto: lock(&self.writes.queue).ended,
+        }
+    }
+
+    /// Queues `op`, first waiting for room if `bytes` would pass the
+    /// bound (the writer is woken to make it).
+    fn queue(&self, op: Op, bytes: usize) {
+        let q = lock(&self.writes.queue);
+        let mut q = self.wait_for_writer(
+            q,
+            |q| q.bytes > 0 && q.bytes + bytes > MAX_QUEUED_BYTES,
+            "room in its queue (the group waits)",
+        );
+        if q.gone {
+            self.writes.disabled.store(true, Ordering::Release);
+            return;
+        }
+        q.bytes += bytes;
+        q.ops.push_back(op);
+    }
+
+    /// Waits until the writer has written everything queued, then runs
+    /// `f` on the cache (`None`: it was dropped after a write error).
+    /// The caller holds the provider's lock, which the writer never
+    /// takes, and so nothing is queued meanwhile.
+    pub fn with_cache<R>(&self, f: impl FnOnce(&mut WritesetCache) -> R) -> Option<R> {
+        let q = lock(&self.writes.queue);
+        drop(self.wait_for_writer(
+            q,
+            |q| !q.ops.is_empty() || q.busy,
+            "everything queued to be written",
+        ));
+        let mut c = lock(&self.writes.cache);
+        c.as_mut().map(f)
+    }
+
+    /// Wakes the writer and waits while `behind` holds and the writer
+    /// lives; no deadline (the writer's own write(2) is what is waited
+    /// for, as the round used to wait for its own), but logged every
+    /// `SLOW_WRITER`.
+    fn wait_for_writer<'a>(
+        &'a self,
+        mut q: MutexGuard<'a, Queue>,
+        behind: impl Fn(&Queue) -> bool,
+        what: &str,
+    ) -> MutexGuard<'a, Queue> {
+        let t0 = Instant::now();
+        let mut said = Duration::ZERO;
+        while behind(&q) && !q.gone {
+            self.writes.more.notify_one();
+            q = self
+                .writes
+                .progress
+                .wait_timeout(q, IDLE)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+            if t0.elapsed() >= said + SLOW_WRITER {
+                said = t0.elapsed();
+                warn!(
+                    "waiting {} s for the writeset cache's writer ({} MiB queued) to make \
+                     {what}: the disk under gcache.dir is slow",
+                    said.as_secs(),
+                    q.bytes >> 20
+                );
+            }
+        }
+        q
+    }
+
+    /// Writes what is queued, ends the thread and gives the cache back.
+    pub fn close(mut self) -> Option<WritesetCache> {
+        self.stop();
+        lock(&self.writes.cache).take()
+    }
+
+    /// Holds the writer back (`true`) or lets it go on, for tests of what
+    /// waits for it.
+    #[cfg(test)]
+    pub fn pause(&self, on: bool) {
+        lock(&self.writes.queue).paused = on;
+        self.writes.more.notify_one();
+    }
+
+    fn stop(&mut self) {
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        lock(&self.writes.queue).closing = true;
+        self.writes.more.notify_one();
+        if thread.join().is_err() {
+            warn!("the writeset cache's writer thread panicked");
+        }
+    }
+}
+
+impl Drop for CacheWriter {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The writer thread: takes every queued op, writes them under the cache's
+/// lock, flushes once (one fsync for every batch taken), then counts the
+/// batches written. Ends once closing and nothing is left.
+fn write_loop(w: &Writes) {
+    /// Marks the writer gone however it ends, a panic included, and
+    /// wakes whoever waits for it.
+    struct Gone<'a>(&'a Writes);
+    impl Drop for Gone<'_> {
+        fn drop(&mut self) {
+            let mut q = lock(&self.0.queue);
+            q.gone = true;
+            q.busy = false;
+            drop(q);
+            self.0.progress.notify_all();
+        }
+    }
+    let _gone = Gone(w);
+    loop {
+        let mut q = lock(&w.queue);
+        while q.idle() && !q.closing {
+            q = w
+                .more
+                .wait_timeout(q, IDLE)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        if q.ops.is_empty() {
+            return; // closing, all written
+        }
+        let ops = std::mem::take(&mut q.ops);
+        // Counted until written, so that the bound covers what the
+        // writer holds too.
+        let taken_bytes = q.bytes;
+        q.busy = true;
+        drop(q);
+        let batches = write(w, ops);
+        let mut q = lock(&w.queue);
+        q.busy = false;
+        q.written += batches;
+        q.bytes -= taken_bytes;
+        drop(q);
+        w.progress.notify_all();
+    }
+}
+
+/// Writes `ops`; returns the batches they ended.
+fn write(w: &Writes, ops: VecDeque<Op>) -> u64 {
+    let mut batches = 0;
+    let mut doomed = Vec::new();
+    {
+        let mut c = lock(&w.cache);
+        for op in ops {
+            let result = match (op, c.as_mut()) {
+                (Op::EndBatch, _) => {
+                    batches += 1;
+                    Ok(())
+                }
+                (_, None) => Ok(()),
+                (Op::Append(ev), Some(cache)) => cache.append(&ev),
+                (Op::SkipOversized, Some(cache)) => cache.skip_oversized(),
+            };
+            if let Err(e) = result {
+                disable(w, &mut c, &e);
+            }
+            if let Some(path) = c.as_mut().and_then(WritesetCache::take_doomed) {
+                doomed.push(path);
+            }
+        }
+        if let Some(Err(e)) = c.as_mut().map(WritesetCache::flush) {
+            disable(w, &mut c, &e);
+        }
+        w.publish_first(&c);
+    }
+    // Freeing a file of half of gcache.size takes tens of ms: after the
+    // batch is counted would be better still, but here no lock is held.
+    for path in doomed {
+        if let Err(e) = std::fs::remove_file(&path) {
+            info!("{}: {e}", path.display());
+        }
+    }
+    batches
+}
+
+fn disable(w: &Writes, cache: &mut Option<WritesetCache>, e: &std::io::Error) {
+    crate::writeset_cache::disable(cache, e);
+    w.disabled.store(true, Ordering::Release);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc as StdArc;
+    use wsrep_abi::{Gtid, Uuid};
+
+    const H: [u8; 16] = [7; 16];
+
+    fn view(seqno: i64) -> CachedEvent {
+        CachedEvent {
+            history: H,
+            seqno,
+            kind: CachedKind::View {
+                members: 0,
+                who: None,
+            },
+        }
+    }
+
+    fn open(dir: &std::path::Path) -> WritesetCache {
+        let start = Gtid {
+            uuid: Uuid::from_bytes(H),
+            seqno: 0,
+        };
+        WritesetCache::open(dir, "galera.cache", 1 << 20, 1 << 20, true, start).unwrap()
+    }
+
+    /// Events queued in batches reach the file in order; a reader sees
+    /// every one once the writer has drained, and an acknowledgement's
+    /// wait ends once its batch is written.
+    #[test]
+    fn queued_batches_are_written_in_order_and_acknowledgements_wait_for_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = CacheWriter::start(open(dir.path())).expect("a thread");
+        for batch in 0..50 {
+            for s in 1..=4 {
+                w.append(view(batch * 4 + s));
+            }
+            w.end_batch();
+            assert!(w.written().wait(Duration::from_secs(5)), "batch {batch}");
+        }
+        let got: Vec<i64> = w
+            .with_cache(|c| {
+                c.reader(Uuid::from_bytes(H), 0, 200)
+                    .unwrap()
+                    .map(|e| e.unwrap().seqno)
+                    .collect()
+            })
+            .unwrap();
+        assert_eq!(got, (1..=200).collect::<Vec<_>>());
+        assert_eq!(w.first(), Some(1));
+        let cache = w.close().expect("the cache comes back");
+        assert!(cache.covers(Uuid::from_bytes(H), 0, 200));
+    }
+
+    /// An acknowledgement taken while the writer is held up waits for
+    /// it, and not past its deadline; closing writes what is queued.
+    #[test]
+    fn an_acknowledgement_waits_while_the_writer_is_held_and_closing_writes_the_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = CacheWriter::start(open(dir.path())).expect("a thread");
+        let held = lock(&w.writes.cache); // the writer cannot write
+        w.append(view(1));
+        w.end_batch();
+        let ack = w.written();
+        let t0 = Instant::now();
+        assert!(!ack.wait(Duration::from_millis(100)), "not written yet");
+        assert!(t0.elapsed() >= Duration::from_millis(100));
+        let waiter = {
+            let ack = ack.clone();
+            std::thread::spawn(move || ack.wait(Duration::from_secs(10)))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        drop(held);
+        assert!(waiter.join().unwrap(), "woken once written");
+        w.append(view(2));
+        w.end_batch();
+        let cache = w.close().unwrap();
+        assert!(
+            cache.covers(Uuid::from_bytes(H), 0, 2),
+            "closing wrote the queue"
+        );
+        assert!(Written::nothing().wait(Duration::ZERO));
+    }
+
+    /// The queue is bounded: past `MAX_QUEUED_BYTES` a round waits for
+    /// the writer (here held) before it queues more.
+    #[test]
+    fn a_round_waits_for_room_past_the_bound() {
+        use lockstep_core::certification::CertOutcome;
+        use lockstep_core::group::action::Writeset;
+        let dir = tempfile::tempdir().unwrap();
+        let start = Gtid {
+            uuid: Uuid::from_bytes(H),
+            seqno: 0,
+        };
+        let big =
+            WritesetCache::open(dir.path(), "galera.cache", 1 << 30, 1 << 28, true, start).unwrap();
+        let w = StdArc::new(CacheWriter::start(big).expect("a thread"));
+        let ws = |seqno: i64| CachedEvent {
+            history: H,
+            seqno,
+            kind: CachedKind::Writeset {
+                ws: StdArc::new(Writeset {
+                    source: [1; 16],
+                    trx_id: 1,
+                    conn_id: 1,
+                    last_seen: 0,
+                    flags: 0,
+                    keys: Vec::new(),
+                    data: vec![0u8; MAX_QUEUED_BYTES / 2 + 1].into(),
+                }),
+                outcome: CertOutcome::Pass { depends_on: 0 },
+            },
+        };
+        let held = lock(&w.writes.cache);
+        w.append(ws(1)); // one event of any size goes in
+        let round = {
+            let w = w.clone();
+            std::thread::spawn(move || {
+                w.append(ws(2)); // past the bound: waits
+                w.end_batch();
+            })
+        };
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!round.is_finished(), "the second event waits for room");
+        drop(held);
+        round.join().unwrap();
+        assert!(w.written().wait(Duration::from_secs(10)));
+        assert!(w
+            .with_cache(|c| c.covers(Uuid::from_bytes(H), 0, 2))
+            .unwrap());
+    }
+}
