@@ -560,9 +560,10 @@ impl Provider {
         };
         drop(g);
         let apply_flags = trx.flags & flags::MASK;
+        let data = trx.replicated_data();
         let (ok, _) = self
             .server
-            .apply(ctx, handle, apply_flags, &trx.replicated_data(), &meta);
+            .apply(self.lock(), ctx, handle, apply_flags, &data, &meta);
         if !ok {
             let g = self.lock();
             return self.inconsistent(g, &format!("replay of seqno {seqno} failed to apply"));
@@ -732,6 +733,14 @@ impl Provider {
             CertOutcome::Pass { depends_on } => (true, depends_on),
             CertOutcome::Fail { .. } => (false, seqno - 1),
         };
+        // A big writeset's data comes in the parts the log ordered:
+        // joined here, on this applier's thread (not the group's), before
+        // it takes the lock.
+        let data = if passed {
+            crate::os::contiguous(&r.ws.data)
+        } else {
+            Cow::Borrowed(&[][..])
+        };
         let mut g = self.lock();
         g.gates.arrive_apply(seqno);
         let (mut g, _) = self.wait_on(Wake::Turn(depends_on), g, Until::Progress(IN_ORDER), |s| {
@@ -759,7 +768,6 @@ impl Provider {
             },
             depends_on,
         };
-        drop(g);
         let mut exit_loop = false;
         let mut applied_in = None;
         let large = (r.size >= LARGE_WRITESET).then(|| {
@@ -769,19 +777,14 @@ impl Provider {
             );
             Instant::now()
         });
-        if deliver {
+        if !deliver {
+            drop(g);
+        } else {
             let wsflags = (r.ws.flags & flags::MASK) | if passed { 0 } else { flags::ROLLBACK };
-            // A big writeset's data comes in the parts the log ordered:
-            // joined here, on this applier's thread, not the group's.
-            let data = if passed {
-                crate::os::contiguous(&r.ws.data)
-            } else {
-                Cow::Borrowed(&[][..])
-            };
             let t0 = Instant::now();
             let (ok, exit) =
                 self.server
-                    .apply_remote(ctx, r.ws.trx_id, seqno, wsflags, &data, &meta);
+                    .apply_remote(g, ctx, r.ws.trx_id, seqno, wsflags, &data, &meta);
             applied_in = Some(t0.elapsed());
             self.done_applying();
             if !ok {

@@ -4,12 +4,27 @@
 //! that passed that context to `recv()` (contract §3.0, P20); the provider
 //! guarantees this by calling these wrappers only from inside `recv()` (or
 //! from `replay_trx` on the client's own thread with its `trx_ctx`).
+//!
+//! No callback runs under the provider's state lock (contract P27: the
+//! server calls back into the provider, which takes it). That rule is a
+//! type: each wrapper takes the caller's guard by value ([`Held`]) and
+//! lets go of it before it calls the server. The lock is not reentrant,
+//! so a thread holds at most one guard; the one it gave up is that one,
+//! and code that would keep the lock across a callback does not compile.
 
 use std::ffi::c_void;
 use wsrep_abi::{
     cb_status, ApplyCb, Buf, ConnectedCb, Gtid, MemberInfo, SstDonateCb, SstRequestCb, SyncedCb,
     TrxMeta, Uuid, ViewBuffer, ViewCb, ViewHeader, WsHandle,
 };
+
+/// The state whose guard a callback takes (`state::Inner`, and nothing
+/// else).
+pub(crate) trait TakenByCallbacks {}
+
+/// The caller's guard of the provider's state lock, given up for a
+/// callback.
+pub(crate) type Held<'a, T> = crate::state_lock::Guard<'a, T>;
 
 /// `init_args.app_ctx`: wsrep-lib's server_state, opaque to us.
 #[derive(Clone, Copy)]
@@ -144,8 +159,8 @@ impl Server {
         }
     }
 
-    pub fn connected(&self, view: &View) -> bool {
-        crate::state_lock::expect_unlocked("connected_cb");
+    pub fn connected<T: TakenByCallbacks>(&self, held: Held<'_, T>, view: &View) -> bool {
+        drop(held);
         let Some(cb) = self.connected_cb else {
             return self.discard;
         };
@@ -155,8 +170,13 @@ impl Server {
         succeeded(unsafe { cb(self.app_ctx.0, info.as_ptr()) })
     }
 
-    pub fn view(&self, recv_ctx: ThreadCtx, view: &View) -> bool {
-        crate::state_lock::expect_unlocked("view_cb");
+    pub fn view<T: TakenByCallbacks>(
+        &self,
+        held: Held<'_, T>,
+        recv_ctx: ThreadCtx,
+        view: &View,
+    ) -> bool {
+        drop(held);
         let Some(cb) = self.view_cb else {
             return self.discard;
         };
@@ -174,8 +194,8 @@ impl Server {
         })
     }
 
-    pub fn synced(&self) -> bool {
-        crate::state_lock::expect_unlocked("synced_cb");
+    pub fn synced<T: TakenByCallbacks>(&self, held: Held<'_, T>) -> bool {
+        drop(held);
         let Some(cb) = self.synced_cb else {
             return self.discard;
         };
@@ -186,8 +206,8 @@ impl Server {
     /// Asks the server to prepare for a state transfer (contract §3.3).
     /// Returns the request bytes (including the final NUL), empty when
     /// only IST is possible, or `None` if the server failed.
-    pub fn sst_request(&self) -> Option<Vec<u8>> {
-        crate::state_lock::expect_unlocked("sst_request_cb");
+    pub fn sst_request<T: TakenByCallbacks>(&self, held: Held<'_, T>) -> Option<Vec<u8>> {
+        drop(held);
         let cb = self.sst_request_cb?;
         let mut ptr: *mut c_void = std::ptr::null_mut();
         let mut len: usize = 0;
@@ -210,14 +230,15 @@ impl Server {
 
     /// Starts donating state to a joiner (contract §3.6), on the applier
     /// thread owning `ctx`.
-    pub fn sst_donate(
+    pub fn sst_donate<T: TakenByCallbacks>(
         &self,
+        held: Held<'_, T>,
         ctx: ThreadCtx,
         request: &[u8],
         state_id: &Gtid,
         bypass: bool,
     ) -> bool {
-        crate::state_lock::expect_unlocked("sst_donate_cb");
+        drop(held);
         let Some(cb) = self.sst_donate_cb else {
             return false;
         };
@@ -241,15 +262,16 @@ impl Server {
 
     /// Applies a writeset on the thread owning `ctx`. Returns (success,
     /// whether the server asked this applier to leave its loop).
-    pub fn apply(
+    pub fn apply<T: TakenByCallbacks>(
         &self,
+        held: Held<'_, T>,
         ctx: ThreadCtx,
         handle: &WsHandle,
         flags: u32,
         data: &[u8],
         meta: &TrxMeta,
     ) -> (bool, bool) {
-        crate::state_lock::expect_unlocked("apply_cb");
+        drop(held);
         let Some(cb) = self.apply_cb else {
             return (self.discard, false);
         };
@@ -273,8 +295,10 @@ impl Server {
     /// Applies a remote writeset: its `ws_handle.opaque` is the remote
     /// marker ([`crate::trx::remote_marker`]), which the commit-order calls
     /// recognise and `release` never frees.
-    pub fn apply_remote(
+    #[allow(clippy::too_many_arguments)]
+    pub fn apply_remote<T: TakenByCallbacks>(
         &self,
+        held: Held<'_, T>,
         ctx: ThreadCtx,
         trx_id: u64,
         seqno: i64,
@@ -287,6 +311,6 @@ impl Server {
             trx_id,
             opaque: crate::trx::remote_marker(),
         };
-        self.apply(ctx, &handle, flags, data, meta)
+        self.apply(held, ctx, &handle, flags, data, meta)
     }
 }

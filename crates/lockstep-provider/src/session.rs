@@ -614,7 +614,7 @@ impl Provider {
     fn run_event(&self, ctx: ThreadCtx, event: Event) -> Option<Status> {
         match event {
             Event::Connected(view) => {
-                if !self.server.connected(&view) {
+                if !self.server.connected(self.lock(), &view) {
                     return Some(self.fail_session(ctx, "connected callback failed"));
                 }
                 None
@@ -646,8 +646,9 @@ impl Provider {
                 Some(self.fail_session(ctx, &why))
             }
             Event::Synced => {
-                let due = self.lock().local.caught_up();
-                if due == lockstep_core::group::Notify::Synced && !self.server.synced() {
+                let mut g = self.lock();
+                let due = g.local.caught_up();
+                if due == lockstep_core::group::Notify::Synced && !self.server.synced(g) {
                     return Some(self.fail_session(ctx, "synced callback failed"));
                 }
                 None
@@ -686,8 +687,7 @@ impl Provider {
         let (g, _) = self.wait_until(g, Until::Progress(IN_ORDER_UNPAUSED), |s| {
             (s.last_committed() >= seqno - 1 && s.may_commit(seqno)) || s.conn == Conn::Closed
         });
-        drop(g);
-        let ok = self.server.view(ctx, &view);
+        let ok = self.server.view(g, ctx, &view);
         let mut g = self.lock();
         if !ok {
             if g.conn == Conn::Closing {
@@ -735,9 +735,8 @@ impl Provider {
         if g.conn == Conn::Closed {
             return None;
         }
-        drop(g);
         if let Some(view) = view {
-            if !self.server.view(ctx, view) {
+            if !self.server.view(g, ctx, view) {
                 return Some(self.fail_session(ctx, "view callback failed, restart required"));
             }
         }
@@ -782,8 +781,7 @@ impl Provider {
         let view = non_primary_component(&g.members, &g.non_primary_component, g.raft_id(), view);
         g.local.left_primary();
         g.view = None;
-        drop(g);
-        if !self.server.view(ctx, &view) {
+        if !self.server.view(g, ctx, &view) {
             warn!("the server did not accept the non-primary view");
         }
     }
@@ -809,22 +807,20 @@ impl Provider {
     /// other applier. A failed callback here is the end of the session
     /// anyway (contract P15).
     fn end_session(&self, ctx: ThreadCtx) {
-        {
-            // Once per session: two appliers failing at the same moment
-            // must not both deliver a final view (the server crashes on
-            // the second).
-            let mut g = self.lock();
-            if !g.appliers.begin_ending() {
-                return;
-            }
-            // Appliers still inside apply_cb finish first: a final view
-            // under them makes the server fail their apply and log it as
-            // an error (Galera delivers it after them too).
-            let deadline = Instant::now() + FINAL_VIEW_WAIT;
-            let _ = self.wait_until(g, Until::Deadline(deadline), |s| !s.appliers.any_applying());
+        // Once per session: two appliers failing at the same moment
+        // must not both deliver a final view (the server crashes on
+        // the second).
+        let mut g = self.lock();
+        if !g.appliers.begin_ending() {
+            return;
         }
+        // Appliers still inside apply_cb finish first: a final view
+        // under them makes the server fail their apply and log it as
+        // an error (Galera delivers it after them too).
+        let deadline = Instant::now() + FINAL_VIEW_WAIT;
+        let (g, _) = self.wait_until(g, Until::Deadline(deadline), |s| !s.appliers.any_applying());
         self.server
-            .view(ctx, &View::final_view(CAPABILITIES, self.proto_ver));
+            .view(g, ctx, &View::final_view(CAPABILITIES, self.proto_ver));
         let mut g = self.lock();
         g.conn = Conn::Closed;
         g.appliers.ended();

@@ -197,6 +197,7 @@ pub fn mono_ns() -> u64 {
 /// A round locks `Inner`: only its guard may be handed to
 /// `InputTx::drive`, which drops it before the round.
 impl crate::group_input::TakenByRounds for Inner {}
+impl crate::server::TakenByCallbacks for Inner {}
 
 impl Inner {
     pub fn new(history: Uuid, last_committed: i64) -> Inner {

@@ -165,8 +165,9 @@ impl Provider {
                  full SST ({why})"
             ),
         }
-        self.lock().local.joining();
-        let Some(request) = self.server.sst_request() else {
+        let mut g = self.lock();
+        g.local.joining();
+        let Some(request) = self.server.sst_request(g) else {
             // The server could not prepare for a state transfer (its SST
             // script failed): the node can never join. Galera logs these
             // words and ends the process, and MariaDB's tests expect
@@ -533,9 +534,8 @@ impl Provider {
             seqno: state_id.seqno,
             desynced: true,
         });
-        drop(g);
         info!("donating state {state_id} to joiner {joiner:#x}");
-        if !self.server.sst_donate(ctx, request, &state_id, false) {
+        if !self.server.sst_donate(g, ctx, request, &state_id, false) {
             error!("the server could not start the state transfer to {joiner:#x}");
             self.shared
                 .finish_donation(Some(joiner), Gtid::UNDEFINED, -ECANCELED);
@@ -560,9 +560,8 @@ impl Provider {
             uuid: g.history,
             seqno: after,
         };
-        drop(g);
         info!("IST to joiner {joiner:#x}: it has the events after {state_id} from the log; releasing its SST script (bypass)");
-        if !self.server.sst_donate(ctx, request, &state_id, true) {
+        if !self.server.sst_donate(g, ctx, request, &state_id, true) {
             error!("the server could not start the bypass transfer to {joiner:#x}");
             self.shared
                 .finish_donation(Some(joiner), Gtid::UNDEFINED, -ECANCELED);
@@ -707,7 +706,10 @@ impl Provider {
             uuid: history,
             seqno: after,
         };
-        if !self.server.sst_donate(ctx, request, &state_id, true) {
+        if !self
+            .server
+            .sst_donate(self.lock(), ctx, request, &state_id, true)
+        {
             error!("the server could not start the bypass transfer to {joiner:#x}");
             self.shared
                 .finish_donation(Some(joiner), Gtid::UNDEFINED, -ECANCELED);
