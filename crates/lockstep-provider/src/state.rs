@@ -296,6 +296,9 @@ impl Inner {
         for (seqno, kind) in queued {
             self.cache_event(seqno, kind);
         }
+        // Called outside a round too (a joiner's applier, after its state
+        // transfer): the writer takes these now, not at the next round.
+        self.cache.end_batch();
     }
 
     /// Compares a replayed event with this node's own at the same seqno

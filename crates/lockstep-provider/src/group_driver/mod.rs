@@ -377,18 +377,30 @@ impl Rounds for Worker {
         let stepped = round.elapsed();
         self.report_committed();
         self.report_weight();
-        self.publish_local();
-        if let Some(bound) = self.identities.round(&mut self.group, &self.transport) {
-            self.shared.lock().status.bound_members = bound;
+        let bound = self.identities.round(&mut self.group, &self.transport);
+        // The round's one look at the provider's state before Raft's
+        // step (one lock, not one per concern: on two busy cores each
+        // contended lock can cost a sleep and a wake-up).
+        let mut g = self.shared.lock();
+        let weight_moved = self.publish_local(&mut g);
+        if let Some(bound) = bound {
+            g.status.bound_members = bound;
         }
-        self.flow_control();
+        let flow = self.flow_control(&mut g);
         // Each round, not only on deliveries: an applier may finish an
         // asked-about seqno while nothing else is ordered.
-        let asked = {
-            let mut g = self.shared.lock();
-            g.answer_votes();
-            g.reads.take_asked()
-        };
+        g.answer_votes();
+        let asked = g.reads.take_asked();
+        drop(g);
+        if weight_moved || flow == Flow::Leaving {
+            self.shared.notify();
+        }
+        if let Flow::Announce(level) = flow {
+            let raft_id = self.group.me().raft_id;
+            self.group.propose(Action::FlowControl { raft_id, level });
+        } else if flow == Flow::Leaving {
+            self.group.leave();
+        }
         if asked {
             self.group.saw_read();
         }
@@ -964,12 +976,12 @@ impl Worker {
 
     /// Logs the local state's transitions since the last round, and
     /// while a runtime `pc.weight` change waits, publishes whether this
-    /// node's weight is in force (`Inner::weight_in_force`), waking it.
-    fn publish_local(&mut self) {
-        let mut g = self.shared.lock();
-        log_state_shifts(&mut g);
+    /// node's weight is in force (`Inner::weight_in_force`); `true` when
+    /// that changed (its waiter is to be woken).
+    fn publish_local(&self, g: &mut crate::state::Inner) -> bool {
+        log_state_shifts(g);
         if g.weight_waiters == 0 {
-            return;
+            return false;
         }
         let me = self.group.me().raft_id;
         let in_force = self
@@ -978,11 +990,9 @@ impl Worker {
             .member(me)
             .map(|m| m.weight)
             .filter(|_| self.group.weights_in_force());
-        if g.weight_in_force != in_force {
-            g.weight_in_force = in_force;
-            drop(g);
-            self.shared.notify();
-        }
+        let moved = g.weight_in_force != in_force;
+        g.weight_in_force = in_force;
+        moved
     }
 
     /// The members this node has a connection with and that answered a
@@ -1026,16 +1036,16 @@ impl Worker {
         self.shared.notify();
     }
 
-    /// Flow control, this node's side: announces its level to the group
-    /// when its receive queue crosses a boundary (`flow_control`).
-    fn flow_control(&mut self) {
+    /// Flow control, this node's side: the level to announce to the
+    /// group when its receive queue crosses a boundary (`flow_control`),
+    /// or that this node leaves (a queue past its hard limit).
+    fn flow_control(&self, g: &mut crate::state::Inner) -> Flow {
         if !self.group.is_member() || !self.group.has_leader() {
-            return;
+            return Flow::Steady;
         }
-        let mut g = self.shared.lock();
         g.flow.round_looked();
         if !g.in_group {
-            return;
+            return Flow::Steady;
         }
         let members = g.members.len();
         // What waits behind a large writeset's apply is left out, within
@@ -1059,10 +1069,7 @@ impl Worker {
             g.local.inconsistent();
             g.queue.drop_writesets();
             g.queue.push_front(crate::event::Event::Removed);
-            drop(g);
-            self.shared.notify();
-            self.group.leave();
-            return;
+            return Flow::Leaving;
         }
         // Only a node whose state is the group's holds writers back
         // (Synced, or Joined and catching up, as in Galera): a joiner
@@ -1071,9 +1078,8 @@ impl Worker {
         use lockstep_core::group::MemberState::{Joined, Synced};
         let exempt = !matches!(g.local.state(), Synced | Joined);
         let Some((level, limits)) = g.flow.update(queue, members, exempt) else {
-            return;
+            return Flow::Steady;
         };
-        drop(g);
         if level == lockstep_core::flow_control::STOP {
             info!(
                 "flow control: receive queue at {queue} (gcs.fc_limit {} for {members} members); \
@@ -1081,8 +1087,7 @@ impl Worker {
                 limits.upper(members)
             );
         }
-        let raft_id = self.group.me().raft_id;
-        self.group.propose(Action::FlowControl { raft_id, level });
+        Flow::Announce(level)
     }
 
     /// A leader's appends for several members of a remote segment, as one
@@ -1270,6 +1275,16 @@ impl Worker {
             self.shared.notify_delivered(added);
         }
     }
+}
+
+/// What this node's side of flow control asks of the round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Steady,
+    /// Announce this level to the group.
+    Announce(u8),
+    /// The receive queue passed its hard limit: this node leaves.
+    Leaving,
 }
 
 /// Logs the group channel's start (used by `session`).
