@@ -34,6 +34,7 @@ mod ist_replay;
 mod joining;
 mod local_trxs;
 pub mod log;
+mod membership;
 mod order_gates;
 mod os;
 mod peer_security;

@@ -461,7 +461,7 @@ impl Provider {
     /// (its weight is recorded when it is back in one).
     fn wait_for_weight(&self, w: u32) {
         let mut g = self.lock();
-        if g.conn != Conn::Open || !g.in_group || g.non_primary {
+        if g.conn != Conn::Open || !g.membership.in_group() || g.membership.non_primary() {
             return;
         }
         // Published only while someone waits: what is there may be stale.
@@ -471,7 +471,7 @@ impl Provider {
         g.weight_waiters += 1;
         let (mut g, ready) =
             self.wait_until(g, Until::Deadline(Instant::now() + WEIGHT_WAIT), |s| {
-                s.weight_in_force == Some(w) || s.conn != Conn::Open || s.non_primary
+                s.weight_in_force == Some(w) || s.conn != Conn::Open || s.membership.non_primary()
             });
         g.weight_waiters -= 1;
         drop(g);

@@ -153,7 +153,7 @@ impl Provider {
                    BF abort, a lost primary component or the session's close end it too";
         let (g, _) = self.wait_until(g, Until::Progress(why), |s| {
             let aborted = trx.is_some_and(|id| s.trxs.aborted_before_replicating(id));
-            !s.flow.gate().stopped() || s.conn != Conn::Open || !s.in_group || aborted
+            !s.flow.gate().stopped() || s.conn != Conn::Open || !s.membership.in_group() || aborted
         });
         let delay = lockstep_core::flow_control::throttle_delay(g.flow.gate().level());
         if delay.is_zero() {

@@ -203,7 +203,7 @@ impl Provider {
         g.queue.set_spool(spool);
         g.appliers.new_session();
         g.paused_at = None;
-        g.in_group = false;
+        g.membership.left_group();
         g.want_sync = false;
         g.donations.clear();
         g.cache.open_if_none(opened);
@@ -327,7 +327,8 @@ impl Provider {
                     .map(|m| SavedMember {
                         uuid: m.id,
                         addr: g
-                            .members
+                            .membership
+                            .members()
                             .iter()
                             .find(|i| i.uuid == m.id.data)
                             .map_or(String::new(), |i| i.peer_addr.clone()),
@@ -360,17 +361,17 @@ impl Provider {
             if abandoned > 0 {
                 info!("{abandoned} local operations waiting for the total order fail: rejoining");
             }
-            if g.view.is_some() || !g.non_primary {
+            if g.view.is_some() || !g.membership.non_primary() {
                 // Still serving as primary: go non-primary first, so that
                 // clients get errors until the rejoin completes.
-                g.non_primary = true;
+                g.membership.mark_non_primary();
                 g.queue.push_front(Event::Rejoin);
                 g.queue.push_front(Event::NonPrimary);
                 drop(g);
                 self.notify();
                 return None;
             }
-            seeds.extend(g.members.iter().map(|m| m.peer_addr.clone()));
+            seeds.extend(g.membership.members().iter().map(|m| m.peer_addr.clone()));
             g.member_id
         };
         self.stop_channel();
@@ -391,7 +392,7 @@ impl Provider {
             Err(e) => return Some(self.fail_session(ctx, &e)),
         };
         let mut g = self.lock();
-        g.in_group = false;
+        g.membership.left_group();
         g.rejoining = true;
         // A new membership: desyncs belonged to the old one (Galera too).
         g.local.closed();
@@ -708,7 +709,7 @@ impl Provider {
         ) {
             g.local.joined();
         }
-        g.last_view_members = view.members.len();
+        g.membership.primary_view_size(view.members.len());
         drop(g);
         self.save_view(&view);
         let mut g = self.lock();
@@ -778,7 +779,12 @@ impl Provider {
                 incoming: self.node_incoming.clone(),
             }],
         };
-        let view = non_primary_component(&g.members, &g.non_primary_component, g.raft_id(), view);
+        let view = non_primary_component(
+            g.membership.members(),
+            g.membership.component(),
+            g.raft_id(),
+            view,
+        );
         g.local.left_primary();
         g.view = None;
         if !self.server.view(g, ctx, &view) {
@@ -825,7 +831,7 @@ impl Provider {
         g.conn = Conn::Closed;
         g.appliers.ended();
         g.view = None;
-        g.in_group = false;
+        g.membership.left_group();
         g.queue.clear();
         g.proposals.drop_pending();
         drop(g);
@@ -836,7 +842,7 @@ impl Provider {
         let mut g = self.lock();
         // A node still waiting to re-form its primary component keeps its
         // saved view: only leaving a primary component ends recovery.
-        let was_in_group = g.in_group;
+        let was_in_group = g.membership.in_group();
         match g.conn {
             Conn::Closed => {
                 drop(g);
@@ -848,7 +854,7 @@ impl Provider {
                 info!("leaving the cluster (member {})", g.member_id);
                 g.conn = Conn::Closing;
                 g.paused_at = None;
-                let alone = g.members.len() <= 1 || !g.in_group;
+                let alone = g.membership.members().len() <= 1 || !g.membership.in_group();
                 match &g.group {
                     Some(link) if !alone => {
                         let _ = link.tx.send(crate::group_input::Input::Leave);
@@ -1054,7 +1060,7 @@ fn random_raft_id() -> u64 {
 }
 
 /// A non-primary view lists the component this node is in
-/// (`Inner::non_primary_component`) among the last view's `members`,
+/// (`Membership::component`) among the last view's `members`,
 /// sorted as primary views are (`server::view_members`); `alone` (this
 /// node only) where the component does not name this node `me` among
 /// them.

@@ -121,11 +121,6 @@ pub struct Inner {
     pub weight_in_force: Option<u32>,
     /// Runtime `pc.weight` changes waiting (one per client thread).
     pub weight_waiters: u32,
-    /// The Raft ids of a non-primary node's component (itself and the
-    /// members it has a connection with that answered a ping lately,
-    /// `group_driver::Worker::component`), for its non-primary views.
-    /// Bounded by the members.
-    pub non_primary_component: Vec<u64>,
     /// Multi-node session: the group's input, this node's Raft id.
     pub group: Option<GroupLink>,
     /// This node's own state transfer as a joiner: the reports, the IST
@@ -138,18 +133,11 @@ pub struct Inner {
     /// `pause()` is in effect: seqnos above this wait for `resume()`, and
     /// nothing new is ordered locally.
     pub paused_at: Option<i64>,
-    /// Members of the current view (name, peer address) for status.
-    pub members: Vec<lockstep_core::group::MemberInfo>,
+    /// This node's place in the group: in a view yet, non-primary, the
+    /// members (`membership.rs`).
+    pub membership: crate::membership::Membership,
     /// `init_args.proto_ver`, for the views we build.
     pub proto_ver: i32,
-    /// This node has been in a view of the current session.
-    pub in_group: bool,
-    /// Cut off from the majority (a non-primary view was delivered); the
-    /// next primary view that includes this node ends it.
-    pub non_primary: bool,
-    /// Size of the last primary view this node was in: it may bootstrap
-    /// later only if it was alone (the last to leave).
-    pub last_view_members: usize,
     /// The writeset cache and what feeds it.
     pub cache: CacheFeed,
     /// The history of the group's views (`history` is this node's own
@@ -221,17 +209,13 @@ impl Inner {
             peer_rtt: Default::default(),
             weight_in_force: None,
             weight_waiters: 0,
-            non_primary_component: Vec::new(),
             group: None,
             proposals: Proposals::default(),
             want_sync: false,
             donations: Default::default(),
             paused_at: None,
-            members: Vec::new(),
+            membership: Default::default(),
             proto_ver: 4,
-            in_group: false,
-            non_primary: false,
-            last_view_members: 0,
             joining: crate::joining::Joining::new(Gtid {
                 uuid: history,
                 seqno: last_committed,
@@ -363,7 +347,7 @@ impl Inner {
     fn check_flow_control(&mut self) {
         if !self
             .flow
-            .wants_check(self.queue.len() as u64, self.members.len())
+            .wants_check(self.queue.len() as u64, self.membership.members().len())
         {
             return;
         }
@@ -420,7 +404,7 @@ impl Inner {
         SavedState {
             uuid: self.history,
             seqno,
-            safe_to_bootstrap: self.last_view_members <= 1,
+            safe_to_bootstrap: self.membership.was_last_to_leave(),
         }
     }
 

@@ -136,7 +136,8 @@ impl Provider {
             (
                 "gmcast_segment",
                 Str(g
-                    .members
+                    .membership
+                    .members()
                     .iter()
                     .find(|m| m.uuid == member_id.data)
                     .map_or(0, |m| m.segment)
@@ -155,7 +156,8 @@ impl Provider {
             (
                 "lockstep_leader",
                 Str(g
-                    .members
+                    .membership
+                    .members()
                     .iter()
                     .find(|m| m.raft_id == g.reads.leader() && g.reads.leader() != 0)
                     .map_or(String::new(), |m| m.name.clone())),
@@ -211,7 +213,8 @@ impl Provider {
         // Round trips per member: `name=<histogram>;...` (names cleaned of
         // the two separators).
         let rtts: Vec<String> = g
-            .members
+            .membership
+            .members()
             .iter()
             .filter_map(|m| {
                 let h = g.peer_rtt.get(m.raft_id)?;

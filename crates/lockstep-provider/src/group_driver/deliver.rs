@@ -52,7 +52,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                     ws.keys.len()
                 );
             }
-            if g.in_group && g.cache.takes(seqno, size) {
+            if g.membership.in_group() && g.cache.takes(seqno, size) {
                 g.cache_event(
                     seqno,
                     CachedKind::Writeset {
@@ -71,7 +71,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                         related,
                     },
                 );
-            } else if g.in_group {
+            } else if g.membership.in_group() {
                 if mine == Some(Mine::Abandoned) {
                     info!(
                         "seqno {seqno}: a local writeset whose client got an error when this \
@@ -111,7 +111,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
             seqno,
             ist_after,
             from_cache,
-        } if donor == me && g.in_group => {
+        } if donor == me && g.membership.in_group() => {
             g.enqueue(Event::Donate {
                 request,
                 seqno,
@@ -128,16 +128,18 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
         Delivery::MemberState {
             raft_id,
             state: MemberState::Synced,
-        } if raft_id == me && g.in_group => g.enqueue(Event::Synced),
-        Delivery::VoteRequest { seqno } if g.in_group => g.vote_asked(seqno),
-        Delivery::VoteResult { seqno, digest } if g.in_group => g.vote_decided(seqno, digest),
-        Delivery::Inconsistent { raft_id, seqno } if raft_id == me && g.in_group => {
+        } if raft_id == me && g.membership.in_group() => g.enqueue(Event::Synced),
+        Delivery::VoteRequest { seqno } if g.membership.in_group() => g.vote_asked(seqno),
+        Delivery::VoteResult { seqno, digest } if g.membership.in_group() => {
+            g.vote_decided(seqno, digest)
+        }
+        Delivery::Inconsistent { raft_id, seqno } if raft_id == me && g.membership.in_group() => {
             g.found_inconsistent(seqno)
         }
         Delivery::Barrier { origin, id, seqno } if origin == me => {
             g.proposals.resolve(id, Resolution::Fence { seqno });
         }
-        Delivery::FlowControl { raft_id, level } if g.in_group => {
+        Delivery::FlowControl { raft_id, level } if g.membership.in_group() => {
             g.flow.announce(raft_id, level, crate::state::mono_ns());
         }
         Delivery::Settled { origin, proposal } if origin == me => {
@@ -174,11 +176,11 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
     let members = membership_digest(v.conf_id, v.members.iter().map(|m| m.uuid));
     let mine = wsrep_view(&v, me, g.proto_ver);
     let included = mine.my_idx >= 0;
-    g.members = v.members.clone();
+    g.membership.set_members(v.members.clone());
     // A member that left takes its flow-control request with it.
     let ids: Vec<u64> = v.members.iter().map(|m| m.raft_id).collect();
     g.flow.retain(&ids, crate::state::mono_ns());
-    if !g.in_group {
+    if !g.membership.in_group() {
         if !included {
             // Still replaying the log from before this node joined.
             g.group_history = v.history;
@@ -188,11 +190,11 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
                 .view(Uuid::from_bytes(v.history), v.seqno, members, Some(mine));
             return;
         }
-        g.in_group = true;
+        g.membership.joined();
         g.group_history = v.history;
         if std::mem::take(&mut g.rejoining) {
             // The server's session never ended: no new connected_cb.
-            g.non_primary = false;
+            g.membership.back_in_primary();
             g.enqueue(Event::JoinView(mine));
             return;
         }
@@ -251,10 +253,9 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
         g.group_history = v.history;
         g.cache_event(v.seqno, view_kind(&mine));
         g.enqueue(Event::PrimaryView(mine));
-        if g.non_primary {
+        if g.membership.back_in_primary() {
             // Back in the primary component with every event in between
             // (the log is continuous): JOINED by the view, then SYNCED.
-            g.non_primary = false;
             g.enqueue(Event::Synced);
         }
     } else if g.conn == Conn::Open {

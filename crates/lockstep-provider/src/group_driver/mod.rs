@@ -655,7 +655,7 @@ impl Worker {
     /// view (unless the removal view already did).
     fn left_group(&mut self) {
         let mut g = self.shared.lock();
-        if g.in_group && g.conn == crate::state::Conn::Closing {
+        if g.membership.in_group() && g.conn == crate::state::Conn::Closing {
             g.enqueue(crate::event::Event::Removed);
             g.appliers.end_isolation();
         }
@@ -677,7 +677,7 @@ impl Worker {
         }
         self.gave_up = true;
         let mut g = self.shared.lock();
-        if g.in_group {
+        if g.membership.in_group() {
             return;
         }
         error!(
@@ -758,9 +758,7 @@ impl Worker {
         );
         let component = self.component();
         let mut g = self.shared.lock();
-        g.non_primary_component = component;
-        if g.in_group && !g.non_primary {
-            g.non_primary = true;
+        if g.membership.cut_off(component) {
             g.enqueue(crate::event::Event::NonPrimary);
         }
         let abandoned = g.abandon_pending();
@@ -821,7 +819,7 @@ impl Worker {
             // A member continues after everything ordered (it is applied
             // in order before the new view); a node that never joined,
             // after what it has committed.
-            let last = if g.in_group {
+            let last = if g.membership.in_group() {
                 g.last_ordered
             } else {
                 g.last_committed()
@@ -908,7 +906,7 @@ impl Worker {
              it was cut off; rejoining as a new member"
         );
         let mut g = self.shared.lock();
-        if g.in_group && g.conn == crate::state::Conn::Open {
+        if g.membership.in_group() && g.conn == crate::state::Conn::Open {
             g.enqueue(crate::event::Event::Rejoin);
         }
         drop(g);
@@ -1027,10 +1025,9 @@ impl Worker {
     fn publish_component(&mut self) {
         let component = self.component();
         let mut g = self.shared.lock();
-        if !g.in_group || !g.non_primary || g.non_primary_component == component {
+        if !g.membership.component_changed(component) {
             return;
         }
-        g.non_primary_component = component;
         g.enqueue(crate::event::Event::NonPrimary);
         drop(g);
         self.shared.notify();
@@ -1044,10 +1041,10 @@ impl Worker {
             return Flow::Steady;
         }
         g.flow.round_looked();
-        if !g.in_group {
+        if !g.membership.in_group() {
             return Flow::Steady;
         }
-        let members = g.members.len();
+        let members = g.membership.members().len();
         // What waits behind a large writeset's apply is left out, within
         // a bound (ADR 0011).
         let inner = &mut *g;

@@ -144,7 +144,7 @@ impl Worker {
                 // group that cannot come back (a member restarted under a
                 // new identity) is re-formed.
                 let since = *r.found_since.get_or_insert_with(Instant::now);
-                let member = self.shared.lock().in_group;
+                let member = self.shared.lock().membership.in_group();
                 if !member || since.elapsed() >= self.non_primary_after {
                     self.found_again();
                 }
@@ -158,7 +158,7 @@ impl Worker {
         let Some(r) = self.recovery.as_ref() else {
             return;
         };
-        if self.shared.lock().in_group {
+        if self.shared.lock().membership.in_group() {
             // A non-primary member: what it has ordered is applied before
             // the new view, as with pc.bootstrap.
             self.bootstrap_here(

@@ -479,7 +479,7 @@ impl Provider {
         } else {
             // The SST carried the view: save it for pc.recovery here, as
             // deliver_primary_view does for views the server sees.
-            g.last_view_members = view.members.len();
+            g.membership.primary_view_size(view.members.len());
             drop(g);
             self.save_view(&view);
             g = self.lock();
