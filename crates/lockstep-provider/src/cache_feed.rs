@@ -50,10 +50,12 @@ impl CacheFeed {
         self.writer.as_ref().and_then(|w| w.with_cache(f))
     }
 
-    /// Takes the cache away, everything queued written (a clean stop
-    /// that leaves it to Galera, or the end of the provider).
-    pub fn take(&mut self) -> Option<WritesetCache> {
-        self.writer.take().and_then(CacheWriter::close)
+    /// Takes the cache and its writer away (a clean stop that leaves the
+    /// cache to Galera, or the end of the provider). The caller closes it
+    /// (`CacheWriter::close`: what is queued is written) after letting go
+    /// of the provider's lock: that may take a while on a slow disk.
+    pub fn take_writer(&mut self) -> Option<CacheWriter> {
+        self.writer.take()
     }
 
     /// From now on ordered events are this node's to cache.
@@ -74,7 +76,7 @@ impl CacheFeed {
         if !self.live {
             return false;
         }
-        let Some(writer) = self.writer.as_ref() else {
+        let Some(writer) = self.writer.as_ref().filter(|w| w.is_open()) else {
             return false;
         };
         if (bytes as u64) < writer.max_record() {
@@ -89,35 +91,35 @@ impl CacheFeed {
         false
     }
 
-    /// Keeps an ordered event of the group's `history` (written by the
-    /// writer thread once the round ends its batch).
-    pub fn append(&mut self, history: [u8; 16], seqno: i64, kind: CachedKind) {
+    /// Keeps an ordered event of the group's `history`, `bytes` its
+    /// writeset's size (0 for others), written by the writer thread.
+    pub fn append(&mut self, history: [u8; 16], seqno: i64, kind: CachedKind, bytes: usize) {
         if !self.live {
             return;
         }
-        if let Some(writer) = &self.writer {
-            writer.append(CachedEvent {
+        if let Some(writer) = self.writer.as_ref().filter(|w| w.is_open()) {
+            let ev = CachedEvent {
                 history,
                 seqno,
                 kind,
-            });
+            };
+            writer.append(ev, bytes);
         }
     }
 
-    /// The round's batch is complete: the writer writes it (each round,
-    /// before the batch's waiters are woken).
+    /// The round's batch is queued: the writer writes it now.
     pub fn end_batch(&mut self) {
         if let Some(writer) = &self.writer {
             writer.end_batch();
         }
     }
 
-    /// What a commit acknowledged now must wait for: every event queued
-    /// so far in the cache file (ADR 0032).
-    pub fn written(&self) -> Written {
+    /// What committing the event at `seqno` of `history` waits for: that
+    /// event in the cache file (ADR 0032).
+    pub fn written(&self, history: [u8; 16], seqno: i64) -> Written {
         self.writer
             .as_ref()
-            .map_or_else(Written::nothing, CacheWriter::written)
+            .map_or_else(Written::nothing, |w| w.written(history, seqno))
     }
 
     /// `CacheWriter::pause`, for tests.
@@ -174,18 +176,18 @@ mod tests {
         let mut feed = CacheFeed::default();
         feed.open_if_none(Some(cache));
         assert!(!feed.takes(1, 10), "not live yet");
-        feed.append(H, 1, view());
+        feed.append(H, 1, view(), 0);
         assert_eq!(feed.cached_downto(), -1);
         feed.go_live();
         assert!(feed.takes(2, 10));
-        feed.append(H, 2, view());
+        feed.append(H, 2, view(), 0);
         feed.end_batch();
-        assert!(feed.written().wait(std::time::Duration::from_secs(5)));
+        assert!(feed.written(H, 2).wait(std::time::Duration::from_secs(5)));
         assert_eq!(feed.cached_downto(), 2);
         feed.set_log_after(Some(0));
         assert_eq!(feed.cached_downto(), 1, "the group log reaches further");
         feed.wait_for_state();
-        feed.append(H, 3, view());
+        feed.append(H, 3, view(), 0);
         feed.end_batch();
         let covers = |last| {
             feed.with_cache(|c| c.covers(Uuid::from_bytes(H), 1, last))
@@ -193,7 +195,7 @@ mod tests {
         };
         assert!(covers(2));
         assert!(!covers(3), "3 came while not live");
-        assert!(feed.take().is_some());
+        assert!(feed.take_writer().and_then(CacheWriter::close).is_some());
         assert!(!feed.is_open());
     }
 }

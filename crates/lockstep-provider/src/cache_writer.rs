@@ -4,11 +4,14 @@
 //! fsync with `lockstep.cache_sync`) away from the round, the provider's
 //! lock and the client and network threads that run rounds.
 //!
-//! What a process crash must keep (ADR 0026) is kept by a wait, not by
-//! the round: before a local commit is acknowledged, its thread waits
-//! until every batch queued by then is written (`Written::wait`). The
-//! writer is usually done by then (the server commits in between), so
-//! the wait is a look at a counter.
+//! What a process crash must keep is kept by a wait, not by the round:
+//! before the storage engine commits an event (`commit_order_enter`, a
+//! remote writeset's or TOI's apply, a local TOI), its thread waits until
+//! the event is in the cache file (`Written`). So the cache always reaches
+//! the engine's position after a crash (ADR 0026 replays the run past it,
+//! and a cache that ended below it would start over at the next event),
+//! and every acknowledged commit is in it. The writer is usually done by
+//! then, so the wait is a look under a lock.
 //!
 //! Bounds: at most `MAX_QUEUED_BYTES` of event data waits for the writer
 //! (plus one event of any size); a round that would pass it waits for
@@ -17,7 +20,7 @@
 
 use crate::log::{info, warn};
 use crate::writeset_cache::WritesetCache;
-use lockstep_core::writeset_cache::{CachedEvent, CachedKind};
+use lockstep_core::writeset_cache::CachedEvent;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -43,19 +46,18 @@ enum Op {
     Append(CachedEvent),
     /// An event too big to keep was ordered: the run starts over after it.
     SkipOversized,
-    /// The end of a round's batch: its events are written once the
-    /// writer gets past this.
-    EndBatch,
 }
+
+/// An event: its history and seqno.
+type At = ([u8; 16], i64);
 
 #[derive(Default)]
 struct Queue {
     ops: VecDeque<Op>,
-    /// Event data in `ops`.
+    /// Event data in `ops` and in the writer's hands.
     bytes: usize,
-    /// Batches ended by rounds, and written by the writer.
-    ended: u64,
-    written: u64,
+    /// The newest event written (and flushed).
+    written: Option<At>,
     /// The writer holds ops taken from `ops` and not yet written.
     busy: bool,
     /// Asked to write what is queued and end.
@@ -76,6 +78,18 @@ impl Queue {
             return true;
         }
         self.ops.is_empty()
+    }
+
+    /// Whether the event `at` is written, or cannot be waiting: nothing
+    /// is queued or being written (an event the cache does not take is
+    /// never queued), or the writer is gone. Ops are written in order, so
+    /// a newer event of the same history written means `at` is too.
+    fn reached(&self, at: At) -> bool {
+        self.gone
+            || (self.ops.is_empty() && !self.busy)
+            || self
+                .written
+                .is_some_and(|(history, seqno)| history == at.0 && seqno >= at.1)
     }
 }
 
@@ -115,12 +129,12 @@ pub struct CacheWriter {
     max_record: u64,
 }
 
-/// What an acknowledgement waits on: the batches written so far.
+/// What a thread about to commit an event waits on: that event in the
+/// cache file.
 #[derive(Clone)]
 pub struct Written {
     writes: Option<Arc<Writes>>,
-    /// Batches ended when this was taken.
-    upto: u64,
+    at: At,
 }
 
 impl Written {
@@ -128,26 +142,35 @@ impl Written {
     pub fn nothing() -> Written {
         Written {
             writes: None,
-            upto: 0,
+            at: ([0; 16], 0),
         }
     }
 
-    /// Waits until the batches are written, at most `deadline`; `false`
-    /// if it passed (logged).
+    /// Whether the event is written (or cannot be waiting).
+    pub fn done(&self) -> bool {
+        self.writes
+            .as_ref()
+            .is_none_or(|w| lock(&w.queue).reached(self.at))
+    }
+
+    /// Waits until the event is written, at most `deadline`; `false` if
+    /// it passed (logged).
     pub fn wait(&self, deadline: Duration) -> bool {
         let Some(w) = &self.writes else {
             return true;
         };
         let t0 = Instant::now();
         let mut q = lock(&w.queue);
-        while q.written < self.upto && !q.gone {
+        while !q.reached(self.at) {
             let left = deadline.saturating_sub(t0.elapsed());
             if left.is_zero() {
+                drop(q);
                 warn!(
-                    "the writeset cache's writer is {} ms behind: a commit is acknowledged \
-                     before its writeset is in the cache file (a crash of every node now \
-                     may lose it if the storage engine did not flush it)",
-                    t0.elapsed().as_millis()
+                    "the writeset cache's writer is {} ms behind: seqno {} is committed \
+                     before it is in the cache file (a crash of every node now may lose it \
+                     if the storage engine did not flush it)",
+                    t0.elapsed().as_millis(),
+                    self.at.1
                 );
                 return false;
             }
@@ -216,11 +239,9 @@ impl CacheWriter {
         (f >= 0).then_some(f)
     }
 
-    pub fn append(&self, ev: CachedEvent) {
-        let bytes = match &ev.kind {
-            CachedKind::Writeset { ws, .. } => ws.size(),
-            _ => 0,
-        };
+    /// Queues an event of `bytes` (its writeset's size, counted once by
+    /// the caller).
+    pub fn append(&self, ev: CachedEvent, bytes: usize) {
         self.queue(Op::Append(ev), bytes);
     }
 
@@ -228,26 +249,21 @@ impl CacheWriter {
         self.queue(Op::SkipOversized, 0);
     }
 
-    /// Ends the round's batch and wakes the writer.
+    /// The round's batch is queued: wakes the writer if there is work.
     pub fn end_batch(&self) {
-        let mut q = lock(&self.writes.queue);
-        if (q.ops.is_empty() && !q.busy) || q.gone {
-            // Nothing to write: the batch is written already.
-            q.ended += 1;
-            q.written = q.ended;
-            return;
-        }
-        q.ops.push_back(Op::EndBatch);
-        q.ended += 1;
+        let q = lock(&self.writes.queue);
+        let work = !q.ops.is_empty();
         drop(q);
-        self.writes.more.notify_one();
+        if work {
+            self.writes.more.notify_one();
+        }
     }
 
-    /// What a commit acknowledged now waits for: every batch ended so far.
-    pub fn written(&self) -> Written {
+    /// What committing the event at `seqno` of `history` waits for.
+    pub fn written(&self, history: [u8; 16], seqno: i64) -> Written {
         Written {
             writes: Some(self.writes.clone()),
-            upto: lock(&self.writes.queue).ended,
+            at: (history, seqno),
         }
     }
 
@@ -305,12 +321,16 @@ impl CacheWriter {
                 .0;
             if t0.elapsed() >= said + SLOW_WRITER {
                 said = t0.elapsed();
+                let queued = q.bytes >> 20;
+                // Not under the queue's lock: the server's logger may be
+                // as slow as the disk.
+                drop(q);
                 warn!(
-                    "waiting {} s for the writeset cache's writer ({} MiB queued) to make \
-                     {what}: the disk under gcache.dir is slow",
-                    said.as_secs(),
-                    q.bytes >> 20
+                    "waiting {} s for the writeset cache's writer ({queued} MiB queued) to \
+                     make {what}: the disk under gcache.dir is slow",
+                    said.as_secs()
                 );
+                q = lock(&self.writes.queue);
             }
         }
         q
@@ -353,14 +373,21 @@ impl Drop for CacheWriter {
 /// batches written. Ends once closing and nothing is left.
 fn write_loop(w: &Writes) {
     /// Marks the writer gone however it ends, a panic included, and
-    /// wakes whoever waits for it.
+    /// wakes whoever waits for it. After a panic the cache may be half
+    /// written: it is dropped (disabled) here, so that nothing of it
+    /// writes later into a file a new cache has opened.
     struct Gone<'a>(&'a Writes);
     impl Drop for Gone<'_> {
         fn drop(&mut self) {
             let mut q = lock(&self.0.queue);
             q.gone = true;
             q.busy = false;
+            q.ops.clear();
             drop(q);
+            if std::thread::panicking() {
+                self.0.disabled.store(true, Ordering::Release);
+                drop(lock(&self.0.cache).take());
+            }
             self.0.progress.notify_all();
         }
     }
@@ -383,52 +410,52 @@ fn write_loop(w: &Writes) {
         let taken_bytes = q.bytes;
         q.busy = true;
         drop(q);
-        let batches = write(w, ops);
+        let (newest, doomed) = write(w, ops);
         let mut q = lock(&w.queue);
         q.busy = false;
-        q.written += batches;
+        if newest.is_some() {
+            q.written = newest;
+        }
         q.bytes -= taken_bytes;
         drop(q);
         w.progress.notify_all();
+        // Freeing a file of half of gcache.size takes tens of ms: after
+        // the waiters are told, with no lock held.
+        for path in doomed {
+            if let Err(e) = std::fs::remove_file(&path) {
+                info!("{}: {e}", path.display());
+            }
+        }
     }
 }
 
-/// Writes `ops`; returns the batches they ended.
-fn write(w: &Writes, ops: VecDeque<Op>) -> u64 {
-    let mut batches = 0;
+/// Writes `ops` and flushes; returns the newest event among them and the
+/// files rotations set aside.
+fn write(w: &Writes, ops: VecDeque<Op>) -> (Option<At>, Vec<std::path::PathBuf>) {
+    let mut newest = None;
     let mut doomed = Vec::new();
-    {
-        let mut c = lock(&w.cache);
-        for op in ops {
-            let result = match (op, c.as_mut()) {
-                (Op::EndBatch, _) => {
-                    batches += 1;
-                    Ok(())
-                }
-                (_, None) => Ok(()),
-                (Op::Append(ev), Some(cache)) => cache.append(&ev),
-                (Op::SkipOversized, Some(cache)) => cache.skip_oversized(),
-            };
-            if let Err(e) = result {
-                disable(w, &mut c, &e);
+    let mut c = lock(&w.cache);
+    for op in ops {
+        let result = match (op, c.as_mut()) {
+            (Op::Append(ev), cache) => {
+                newest = Some((ev.history, ev.seqno));
+                cache.map_or(Ok(()), |cache| cache.append(&ev))
             }
-            if let Some(path) = c.as_mut().and_then(WritesetCache::take_doomed) {
-                doomed.push(path);
-            }
-        }
-        if let Some(Err(e)) = c.as_mut().map(WritesetCache::flush) {
+            (Op::SkipOversized, Some(cache)) => cache.skip_oversized(),
+            (Op::SkipOversized, None) => Ok(()),
+        };
+        if let Err(e) = result {
             disable(w, &mut c, &e);
         }
-        w.publish_first(&c);
-    }
-    // Freeing a file of half of gcache.size takes tens of ms: after the
-    // batch is counted would be better still, but here no lock is held.
-    for path in doomed {
-        if let Err(e) = std::fs::remove_file(&path) {
-            info!("{}: {e}", path.display());
+        if let Some(path) = c.as_mut().and_then(WritesetCache::take_doomed) {
+            doomed.push(path);
         }
     }
-    batches
+    if let Some(Err(e)) = c.as_mut().map(WritesetCache::flush) {
+        disable(w, &mut c, &e);
+    }
+    w.publish_first(&c);
+    (newest, doomed)
 }
 
 fn disable(w: &Writes, cache: &mut Option<WritesetCache>, e: &std::io::Error) {
@@ -439,6 +466,7 @@ fn disable(w: &Writes, cache: &mut Option<WritesetCache>, e: &std::io::Error) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lockstep_core::writeset_cache::CachedKind;
     use std::sync::Arc as StdArc;
     use wsrep_abi::{Gtid, Uuid};
 
@@ -464,18 +492,21 @@ mod tests {
     }
 
     /// Events queued in batches reach the file in order; a reader sees
-    /// every one once the writer has drained, and an acknowledgement's
-    /// wait ends once its batch is written.
+    /// every one once the writer has drained, and a wait for an event
+    /// ends once it is written.
     #[test]
-    fn queued_batches_are_written_in_order_and_acknowledgements_wait_for_them() {
+    fn queued_batches_are_written_in_order_and_waits_end_once_written() {
         let dir = tempfile::tempdir().unwrap();
         let w = CacheWriter::start(open(dir.path())).expect("a thread");
         for batch in 0..50 {
             for s in 1..=4 {
-                w.append(view(batch * 4 + s));
+                w.append(view(batch * 4 + s), 0);
             }
             w.end_batch();
-            assert!(w.written().wait(Duration::from_secs(5)), "batch {batch}");
+            let last = w.written(H, batch * 4 + 4);
+            assert!(last.wait(Duration::from_secs(5)), "batch {batch}");
+            assert!(last.done());
+            assert!(w.written(H, batch * 4 + 1).done(), "an older one too");
         }
         let got: Vec<i64> = w
             .with_cache(|c| {
@@ -491,16 +522,26 @@ mod tests {
         assert!(cache.covers(Uuid::from_bytes(H), 0, 200));
     }
 
-    /// An acknowledgement taken while the writer is held up waits for
-    /// it, and not past its deadline; closing writes what is queued.
+    /// A wait for an event queued while the writer is held up lasts
+    /// until it is written, and not past its deadline; an event of
+    /// another history is not mistaken for it; closing writes what is
+    /// queued.
     #[test]
-    fn an_acknowledgement_waits_while_the_writer_is_held_and_closing_writes_the_queue() {
+    fn a_wait_lasts_while_the_writer_is_held_and_closing_writes_the_queue() {
         let dir = tempfile::tempdir().unwrap();
         let w = CacheWriter::start(open(dir.path())).expect("a thread");
-        let held = lock(&w.writes.cache); // the writer cannot write
-        w.append(view(1));
+        w.append(view(5), 0);
         w.end_batch();
-        let ack = w.written();
+        assert!(w.written(H, 5).wait(Duration::from_secs(5)));
+        let held = lock(&w.writes.cache); // the writer cannot write
+        w.append(view(6), 0);
+        w.end_batch();
+        let ack = w.written(H, 6);
+        assert!(!ack.done(), "5 was written, 6 is still queued");
+        assert!(
+            !w.written([9; 16], 1).done(),
+            "another history's 1 waits too while something is queued"
+        );
         let t0 = Instant::now();
         assert!(!ack.wait(Duration::from_millis(100)), "not written yet");
         assert!(t0.elapsed() >= Duration::from_millis(100));
@@ -511,11 +552,11 @@ mod tests {
         std::thread::sleep(Duration::from_millis(50));
         drop(held);
         assert!(waiter.join().unwrap(), "woken once written");
-        w.append(view(2));
+        w.append(view(7), 0);
         w.end_batch();
         let cache = w.close().unwrap();
         assert!(
-            cache.covers(Uuid::from_bytes(H), 0, 2),
+            cache.covers(Uuid::from_bytes(H), 4, 7),
             "closing wrote the queue"
         );
         assert!(Written::nothing().wait(Duration::ZERO));
@@ -546,17 +587,18 @@ mod tests {
                     last_seen: 0,
                     flags: 0,
                     keys: Vec::new(),
-                    data: vec![0u8; MAX_QUEUED_BYTES / 2 + 1].into(),
+                    data: vec![0u8; 1024].into(),
                 }),
                 outcome: CertOutcome::Pass { depends_on: 0 },
             },
         };
+        let big = MAX_QUEUED_BYTES / 2 + 1;
         let held = lock(&w.writes.cache);
-        w.append(ws(1)); // one event of any size goes in
+        w.append(ws(1), big); // one event of any size goes in
         let round = {
             let w = w.clone();
             std::thread::spawn(move || {
-                w.append(ws(2)); // past the bound: waits
+                w.append(ws(2), big); // past the bound: waits
                 w.end_batch();
             })
         };
@@ -564,7 +606,7 @@ mod tests {
         assert!(!round.is_finished(), "the second event waits for room");
         drop(held);
         round.join().unwrap();
-        assert!(w.written().wait(Duration::from_secs(10)));
+        assert!(w.written(H, 2).wait(Duration::from_secs(10)));
         assert!(w
             .with_cache(|c| c.covers(Uuid::from_bytes(H), 0, 2))
             .unwrap());

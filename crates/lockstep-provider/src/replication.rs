@@ -310,9 +310,25 @@ impl Provider {
         }
     }
 
+    /// Returns the state lock once the event at `seqno` is in the
+    /// writeset cache file, which the storage engine may then commit
+    /// (ADR 0032): so after a crash the cache reaches the engine's
+    /// position, and every acknowledged commit is in it. Usually it is
+    /// written by now and this is one look; otherwise the lock is let go
+    /// while the writer catches up (at most `ACK_WAIT`).
+    pub(crate) fn cached_first<'a>(&'a self, g: StateGuard<'a>, seqno: i64) -> StateGuard<'a> {
+        let written = g.cached(seqno);
+        if written.done() {
+            return g;
+        }
+        drop(g);
+        written.wait(ACK_WAIT);
+        self.lock()
+    }
+
     pub fn commit_order_enter(&self, trx_id: u64, h: &Handle, meta: &TrxMeta) -> Status {
         let seqno = meta.gtid.seqno;
-        let g = self.lock();
+        let g = self.cached_first(self.lock(), seqno);
         if let Handle::Remote(r) = h {
             if r.seqno != seqno {
                 return self.inconsistent(
@@ -465,13 +481,7 @@ impl Provider {
             g.trxs.next_fragment(trx_id);
             (status::OK, true)
         };
-        let written = (rec.seqno >= 0).then(|| g.cache.written());
         self.notify_gates(g);
-        if let Some(w) = written {
-            // The client is told once its writeset is in the cache file
-            // (ADR 0026, 0032).
-            w.wait(ACK_WAIT);
-        }
         outcome
     }
 
@@ -638,6 +648,8 @@ impl Provider {
             trx: u64::MAX,
             conn: conn_id,
         };
+        // The statement changes the engine next: its event first.
+        let g = self.cached_first(g, seqno);
         // Total order isolation: everything before it has finished, and it
         // holds commit order until to_execute_end.
         let (mut g, _) = self.wait_until(g, Until::Progress(IN_ORDER), |s| {
@@ -677,9 +689,7 @@ impl Provider {
         if let Err(e) = passed {
             return self.inconsistent(g, &e.to_string());
         }
-        let written = g.cache.written();
         self.notify_gates(g);
-        written.wait(ACK_WAIT);
         if vote.is_some_and(|v| self.await_vote(v) != status::OK) {
             // The statement failed here and nowhere else: this node leaves
             // (on an applier thread, which delivers the final view).
@@ -741,7 +751,9 @@ impl Provider {
         } else {
             Cow::Borrowed(&[][..])
         };
-        let mut g = self.lock();
+        // Applying changes the engine (a TOI at once, a writeset at its
+        // commit): its event first.
+        let mut g = self.cached_first(self.lock(), seqno);
         g.gates.arrive_apply(seqno);
         let (mut g, _) = self.wait_on(Wake::Turn(depends_on), g, Until::Progress(IN_ORDER), |s| {
             (s.last_committed() >= depends_on && s.may_commit(seqno)) || s.conn == Conn::Closed

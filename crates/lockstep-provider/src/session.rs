@@ -736,10 +736,14 @@ impl Provider {
         if g.conn == Conn::Closed {
             return None;
         }
-        if let Some(view) = view {
-            if !self.server.view(g, ctx, view) {
-                return Some(self.fail_session(ctx, "view callback failed, restart required"));
+        match view {
+            Some(view) => {
+                if !self.server.view(g, ctx, view) {
+                    return Some(self.fail_session(ctx, "view callback failed, restart required"));
+                }
             }
+            // The lock is taken again below: not held across.
+            None => drop(g),
         }
         let mut g = self.lock();
         if let Err(e) = pass_view_gates(&mut g, seqno) {
@@ -943,7 +947,8 @@ impl Provider {
         if !on {
             return;
         }
-        let Some(mut cache) = self.lock().cache.take() else {
+        let writer = self.lock().cache.take_writer();
+        let Some(mut cache) = writer.and_then(crate::cache_writer::CacheWriter::close) else {
             warn!(
                 "lockstep.leave_galera_cache: this node keeps no writeset cache \
                  (gcache.recover=no, or it failed); Galera will start with an empty one"
@@ -973,8 +978,10 @@ impl Provider {
     /// `free` on a node that was never disconnected: save what we know.
     pub fn shutdown(&self) {
         self.stop_channel();
-        // The cache's writer writes what is queued and ends.
-        drop(self.lock().cache.take());
+        // The cache's writer writes what is queued and ends (not under
+        // the lock: that may take a while on a slow disk).
+        let writer = self.lock().cache.take_writer();
+        drop(writer.and_then(crate::cache_writer::CacheWriter::close));
         // IST senders stop at their next record, a big writeset being
         // freed finishes: then nothing of ours runs once `free` returns.
         self.shared

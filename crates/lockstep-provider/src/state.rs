@@ -232,8 +232,17 @@ impl Inner {
     }
 
     /// Keeps an ordered event of the group's in the writeset cache.
-    pub fn cache_event(&mut self, seqno: i64, kind: CachedKind) {
-        self.cache.append(self.group_history, seqno, kind);
+    /// `bytes`: a writeset's size (`Writeset::size`, counted once by the
+    /// caller), 0 for other events.
+    pub fn cache_event(&mut self, seqno: i64, kind: CachedKind, bytes: usize) {
+        self.cache.append(self.group_history, seqno, kind, bytes);
+    }
+
+    /// Before the storage engine commits `seqno` of the group's history
+    /// (ADR 0032): whether its event is in the writeset cache file yet,
+    /// and what to wait on if not.
+    pub fn cached(&self, seqno: i64) -> crate::cache_writer::Written {
+        self.cache.written(self.group_history, seqno)
     }
 
     /// This node's state is the group's (joined, or founded): from here
@@ -245,9 +254,9 @@ impl Inner {
     pub fn cache_catch_up(&mut self, view: Option<&View>) {
         self.cache.go_live();
         if let Some(v) = view {
-            self.cache_event(v.state_id.seqno, view_kind(v));
+            self.cache_event(v.state_id.seqno, view_kind(v), 0);
         }
-        let queued: Vec<(i64, CachedKind)> = self
+        let queued: Vec<(i64, CachedKind, usize)> = self
             .queue
             .iter()
             .filter_map(|e| match e {
@@ -257,6 +266,7 @@ impl Inner {
                         ws: ws.ws.clone(),
                         outcome: ws.outcome.clone(),
                     },
+                    ws.size,
                 )),
                 // Not read back here, under the lock, at the join: the
                 // cache starts a new run after them (it never claims a
@@ -272,13 +282,14 @@ impl Inner {
                         },
                         view_kind,
                     ),
+                    0,
                 )),
-                Event::PrimaryView(v) => Some((v.state_id.seqno, view_kind(v))),
+                Event::PrimaryView(v) => Some((v.state_id.seqno, view_kind(v), 0)),
                 _ => None,
             })
             .collect();
-        for (seqno, kind) in queued {
-            self.cache_event(seqno, kind);
+        for (seqno, kind, bytes) in queued {
+            self.cache_event(seqno, kind, bytes);
         }
         // Called outside a round too (a joiner's applier, after its state
         // transfer): the writer takes these now, not at the next round.

@@ -59,6 +59,7 @@ pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
                         ws: ws.clone(),
                         outcome: outcome.clone(),
                     },
+                    size,
                 );
             }
             let mine = (origin == me).then(|| g.proposals.ordered_mine(proposal));
@@ -206,7 +207,7 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
                 .then(|| own_cache_replay(g, have, &v));
             // Its state is the group's: the cache continues from it.
             g.cache.go_live();
-            g.cache_event(v.seqno, view_kind(&mine));
+            g.cache_event(v.seqno, view_kind(&mine), 0);
             match replay {
                 None => {}
                 Some(Ok(events)) => {
@@ -251,7 +252,7 @@ fn view(g: &mut Inner, me: u64, v: GroupView) {
         g.joining
             .members_now(|id| v.members.iter().any(|m| m.raft_id == id));
         g.group_history = v.history;
-        g.cache_event(v.seqno, view_kind(&mine));
+        g.cache_event(v.seqno, view_kind(&mine), 0);
         g.enqueue(Event::PrimaryView(mine));
         if g.membership.back_in_primary() {
             // Back in the primary component with every event in between
