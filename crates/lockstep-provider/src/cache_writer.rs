@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 /// always let in): the rounds get ahead of the disk by this much.
 pub const MAX_QUEUED_BYTES: usize = 64 << 20;
 
-/// How long an acknowledgement waits for its batch to be written before
+/// How long a commit waits for its event to be written before
 /// it goes ahead with a warning: a disk that takes this long is failing,
 /// and holding the client forever would turn it into a stall.
 pub const ACK_WAIT: Duration = Duration::from_secs(10);
@@ -97,7 +97,7 @@ struct Writes {
     queue: Mutex<Queue>,
     /// The writer waits here for ops.
     more: Condvar,
-    /// Rounds, readers and acknowledgements wait here for the writer.
+    /// Rounds, readers and committing threads wait here for the writer.
     progress: Condvar,
     /// Locked by the writer while it writes, and by readers once it is
     /// idle (`CacheWriter::with_cache`).

@@ -21,9 +21,10 @@
 //! (`replay`, ADR 0026); `no` starts empty.
 //!
 //! Writes are buffered and flushed (write(2)) by the cache's own thread
-//! (`cache_writer`), once per run of batches the rounds queued; a commit is
-//! acknowledged only once its batch is written (ADR 0032), so a process
-//! crash keeps every acknowledged writeset; they are not fsynced (as
+//! (`cache_writer`), once per run of batches the rounds queued; the
+//! storage engine commits an event only once it is written (ADR 0032),
+//! so a process crash keeps every acknowledged writeset and the cache
+//! reaches the engine's position; they are not fsynced (as
 //! Galera): after a power loss the cache may end early, which only
 //! shortens what it can serve. A write error disables the cache with a
 //! warning; the node keeps running (joiners then need SST).
