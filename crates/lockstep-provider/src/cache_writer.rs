@@ -56,8 +56,17 @@ struct Queue {
     ops: VecDeque<Op>,
     /// Event data in `ops` and in the writer's hands.
     bytes: usize,
-    /// The newest event written (and flushed).
-    written: Option<At>,
+    /// The newest event written (and flushed), and the epoch it was
+    /// queued in.
+    written: Option<(At, u64)>,
+    /// The newest event queued.
+    last_queued: Option<At>,
+    /// Moves on whenever an event is queued that does not follow the
+    /// newest queued one (another history, or a seqno not above it: a
+    /// later session that joins again below what the cache holds). An
+    /// event written in an older epoch says nothing about the ones queued
+    /// since, so `reached` trusts `written` only within the epoch.
+    epoch: u64,
     /// The writer holds ops taken from `ops` and not yet written.
     busy: bool,
     /// Asked to write what is queued and end.
@@ -87,9 +96,9 @@ impl Queue {
     fn reached(&self, at: At) -> bool {
         self.gone
             || (self.ops.is_empty() && !self.busy)
-            || self
-                .written
-                .is_some_and(|(history, seqno)| history == at.0 && seqno >= at.1)
+            || self.written.is_some_and(|((history, seqno), epoch)| {
+                epoch == self.epoch && history == at.0 && seqno >= at.1
+            })
     }
 }
 
@@ -242,11 +251,12 @@ impl CacheWriter {
     /// Queues an event of `bytes` (its writeset's size, counted once by
     /// the caller).
     pub fn append(&self, ev: CachedEvent, bytes: usize) {
-        self.queue(Op::Append(ev), bytes);
+        let at = (ev.history, ev.seqno);
+        self.queue(Op::Append(ev), bytes, Some(at));
     }
 
     pub fn skip_oversized(&self) {
-        self.queue(Op::SkipOversized, 0);
+        self.queue(Op::SkipOversized, 0, None);
     }
 
     /// The round's batch is queued: wakes the writer if there is work.
@@ -267,9 +277,10 @@ impl CacheWriter {
         }
     }
 
-    /// Queues `op`, first waiting for room if `bytes` would pass the
-    /// bound (the writer is woken to make it).
-    fn queue(&self, op: Op, bytes: usize) {
+    /// Queues `op` (the event `at`, if it is one), first waiting for
+    /// room if `bytes` would pass the bound (the writer is woken to make
+    /// it).
+    fn queue(&self, op: Op, bytes: usize, at: Option<At>) {
         let q = lock(&self.writes.queue);
         let mut q = self.wait_for_writer(
             q,
@@ -279,6 +290,15 @@ impl CacheWriter {
         if q.gone {
             self.writes.disabled.store(true, Ordering::Release);
             return;
+        }
+        if let Some(at) = at {
+            let follows = q
+                .last_queued
+                .is_some_and(|(history, seqno)| history == at.0 && at.1 > seqno);
+            if !follows {
+                q.epoch += 1;
+            }
+            q.last_queued = Some(at);
         }
         q.bytes += bytes;
         q.ops.push_back(op);
@@ -405,6 +425,9 @@ fn write_loop(w: &Writes) {
             return; // closing, all written
         }
         let ops = std::mem::take(&mut q.ops);
+        // Every op queued so far is taken: the newest of them is of the
+        // current epoch.
+        let epoch = q.epoch;
         // Counted until written, so that the bound covers what the
         // writer holds too.
         let taken_bytes = q.bytes;
@@ -413,8 +436,8 @@ fn write_loop(w: &Writes) {
         let (newest, doomed) = write(w, ops);
         let mut q = lock(&w.queue);
         q.busy = false;
-        if newest.is_some() {
-            q.written = newest;
+        if let Some(at) = newest {
+            q.written = Some((at, epoch));
         }
         q.bytes -= taken_bytes;
         drop(q);
@@ -560,6 +583,32 @@ mod tests {
             "closing wrote the queue"
         );
         assert!(Written::nothing().wait(Duration::ZERO));
+    }
+
+    /// A later session that joins the same history below what the cache
+    /// has written: its events are not taken as written because newer
+    /// seqnos of that history were.
+    #[test]
+    fn an_event_queued_below_what_was_written_still_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = CacheWriter::start(open(dir.path())).expect("a thread");
+        for s in 1..=10 {
+            w.append(view(s), 0);
+        }
+        w.end_batch();
+        assert!(w.written(H, 10).wait(Duration::from_secs(5)));
+        w.pause(true);
+        w.append(view(6), 0); // starts the cache over at 6
+        w.end_batch();
+        assert!(
+            !w.written(H, 6).done(),
+            "10 was written, but before 6 came again"
+        );
+        w.pause(false);
+        assert!(w.written(H, 6).wait(Duration::from_secs(5)));
+        assert!(w
+            .with_cache(|c| c.covers(Uuid::from_bytes(H), 5, 6))
+            .unwrap());
     }
 
     /// The queue is bounded: past `MAX_QUEUED_BYTES` a round waits for

@@ -679,7 +679,9 @@ impl Provider {
     /// finished, nothing after it starts until the callback returns.
     pub(crate) fn deliver_primary_view(&self, ctx: ThreadCtx, view: View) -> Option<Status> {
         let seqno = view.state_id.seqno;
-        let g = self.lock();
+        // The server stores the view with its seqno as the engine's
+        // checkpoint: the view's event first (ADR 0032).
+        let g = self.cached_first(self.lock(), seqno);
         // A view takes a seqno: not while the provider is paused below it
         // (a donor's SST copies the storage meanwhile; the server would
         // store this view in it without the position that goes with it,
@@ -729,7 +731,8 @@ impl Provider {
     /// recovered from its streaming log, before later writesets need
     /// their rows.
     fn pass_past_view(&self, ctx: ThreadCtx, seqno: i64, view: Option<&View>) -> Option<Status> {
-        let g = self.lock();
+        // The view's event before the server stores it (ADR 0032).
+        let g = self.cached_first(self.lock(), seqno);
         let (g, _) = self.wait_until(g, Until::Progress(IN_ORDER_UNPAUSED), |s| {
             (s.last_committed() >= seqno - 1 && s.may_commit(seqno)) || s.conn == Conn::Closed
         });

@@ -116,12 +116,15 @@ impl Provider {
             info!(
                 "joining at {group_pos} with the state already here ({local}): no transfer needed"
             );
-            let cached = view.clone();
+            // The view is cached before the server stores it (and moves
+            // its checkpoint), as every event is before the engine commits
+            // it (ADR 0032): the refusal checks are behind us and the
+            // view is final in the group's order.
+            self.lock().cache_catch_up(Some(&view));
             if let Some(rc) = self.deliver_primary_view(ctx, view) {
                 return Some(rc);
             }
             let mut g = self.lock();
-            g.cache_catch_up(Some(&cached));
             announce_joined(&mut g, group_pos.seqno);
             return None;
         }
