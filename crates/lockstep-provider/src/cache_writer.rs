@@ -6,8 +6,9 @@
 //!
 //! What a process crash must keep is kept by a wait, not by the round:
 //! before the storage engine commits an event (`commit_order_enter`, a
-//! remote writeset's or TOI's apply, a local TOI), its thread waits until
-//! the event is in the cache file (`Written`). So the cache always reaches
+//! remote writeset's or TOI's apply, a local TOI, a view the server
+//! stores), its thread waits until the event is in the cache file
+//! (`Written`). So the cache always reaches
 //! the engine's position after a crash (ADR 0026 replays the run past it,
 //! and a cache that ended below it would start over at the next event),
 //! and every acknowledged commit is in it. The writer is usually done by
@@ -15,8 +16,10 @@
 //!
 //! Bounds: at most `MAX_QUEUED_BYTES` of event data waits for the writer
 //! (plus one event of any size); a round that would pass it waits for
-//! room, as it waited for its own write(2) before. Every wait has a
-//! deadline or wakes on close.
+//! room, as it waited for its own write(2) before. A commit's wait has a
+//! deadline (`ACK_WAIT`); the round's and the readers' waits for the
+//! writer have none (they wait for the disk, as the round did) but are
+//! logged every `SLOW_WRITER`; every wait ends when the writer is gone.
 
 use crate::log::{info, warn};
 use crate::writeset_cache::WritesetCache;
