@@ -171,8 +171,7 @@ mod tests {
             uuid: Uuid::from_bytes(H),
             seqno: 0,
         };
-        let cache =
-            WritesetCache::open(dir.path(), "galera.cache", 1 << 20, 1 << 20, true, start).unwrap();
+        let cache = crate::writeset_cache::tests::open(dir.path(), 1 << 20, true, start);
         let mut feed = CacheFeed::default();
         feed.open_if_none(Some(cache));
         assert!(!feed.takes(1, 10), "not live yet");

@@ -392,8 +392,8 @@ impl Drop for CacheWriter {
 }
 
 /// The writer thread: takes every queued op, writes them under the cache's
-/// lock, flushes once (one fsync for every batch taken), then counts the
-/// batches written. Ends once closing and nothing is left.
+/// lock, flushes once (one fsync for every batch taken), then publishes
+/// the newest event written. Ends once closing and nothing is left.
 fn write_loop(w: &Writes) {
     /// Marks the writer gone however it ends, a panic included, and
     /// wakes whoever waits for it. After a panic the cache may be half
@@ -509,12 +509,17 @@ mod tests {
         }
     }
 
-    fn open(dir: &std::path::Path) -> WritesetCache {
+    /// A cache of 1 MiB for a node at seqno 0 of `H`, or of `size`.
+    fn open_sized(dir: &std::path::Path, size: u64) -> WritesetCache {
         let start = Gtid {
             uuid: Uuid::from_bytes(H),
             seqno: 0,
         };
-        WritesetCache::open(dir, "galera.cache", 1 << 20, 1 << 20, true, start).unwrap()
+        crate::writeset_cache::tests::open(dir, size, true, start)
+    }
+
+    fn open(dir: &std::path::Path) -> WritesetCache {
+        open_sized(dir, 1 << 20)
     }
 
     /// Events queued in batches reach the file in order; a reader sees
@@ -618,31 +623,12 @@ mod tests {
     /// the writer (here held) before it queues more.
     #[test]
     fn a_round_waits_for_room_past_the_bound() {
-        use lockstep_core::certification::CertOutcome;
-        use lockstep_core::group::action::Writeset;
         let dir = tempfile::tempdir().unwrap();
-        let start = Gtid {
-            uuid: Uuid::from_bytes(H),
-            seqno: 0,
-        };
-        let big =
-            WritesetCache::open(dir.path(), "galera.cache", 1 << 30, 1 << 28, true, start).unwrap();
-        let w = StdArc::new(CacheWriter::start(big).expect("a thread"));
+        let w = StdArc::new(CacheWriter::start(open_sized(dir.path(), 1 << 30)).expect("a thread"));
         let ws = |seqno: i64| CachedEvent {
             history: H,
             seqno,
-            kind: CachedKind::Writeset {
-                ws: StdArc::new(Writeset {
-                    source: [1; 16],
-                    trx_id: 1,
-                    conn_id: 1,
-                    last_seen: 0,
-                    flags: 0,
-                    keys: Vec::new(),
-                    data: vec![0u8; 1024].into(),
-                }),
-                outcome: CertOutcome::Pass { depends_on: 0 },
-            },
+            kind: crate::ist_replay::tests::ws_kind(seqno, 1024),
         };
         let big = MAX_QUEUED_BYTES / 2 + 1;
         let held = lock(&w.writes.cache);

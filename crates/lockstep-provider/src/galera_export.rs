@@ -219,7 +219,7 @@ pub fn export(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockstep_core::writeset_cache::{CachedEvent, CachedKind};
+    use lockstep_core::writeset_cache::CachedEvent;
     use wsrep_abi::Uuid;
 
     const H: [u8; 16] = [4; 16];
@@ -233,14 +233,10 @@ mod tests {
     }
 
     fn ev(seqno: i64) -> CachedEvent {
-        let r = crate::ist_replay::tests::ws(seqno, 3000);
         CachedEvent {
             history: H,
             seqno,
-            kind: CachedKind::Writeset {
-                ws: r.ws,
-                outcome: r.outcome,
-            },
+            kind: crate::ist_replay::tests::ws_kind(seqno, 3000),
         }
     }
 

@@ -328,7 +328,7 @@ impl Provider {
 
     pub fn commit_order_enter(&self, trx_id: u64, h: &Handle, meta: &TrxMeta) -> Status {
         let seqno = meta.gtid.seqno;
-        let g = self.cached_first(self.lock(), seqno);
+        let g = self.lock();
         if let Handle::Remote(r) = h {
             if r.seqno != seqno {
                 return self.inconsistent(
@@ -352,8 +352,10 @@ impl Provider {
             g.gates.enter_commit(seqno);
             return status::OK;
         }
+        // A local event: the engine commits it next (a remote one waited
+        // before its apply, `apply_remote`).
+        let mut g = self.cached_first(g, seqno);
         let depends_on = g.trxs.depends_on(trx_id).unwrap_or(seqno - 1);
-        let mut g = g;
         if g.bypass.holds_back(seqno, g.gates.commit_level()) {
             // Its marker on disk before anything passes the large writeset.
             g.bypass.prepare(&crate::storage::Disk, seqno);

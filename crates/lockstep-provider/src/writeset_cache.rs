@@ -623,7 +623,7 @@ pub fn disable(cache: &mut Option<WritesetCache>, e: &io::Error) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use lockstep_core::writeset_cache::CachedKind;
 
@@ -640,11 +640,7 @@ mod tests {
                     who: None,
                 }
             } else {
-                let r = crate::ist_replay::tests::ws(seqno, data);
-                CachedKind::Writeset {
-                    ws: r.ws,
-                    outcome: r.outcome,
-                }
+                crate::ist_replay::tests::ws_kind(seqno, data)
             },
         }
     }
@@ -656,7 +652,9 @@ mod tests {
         }
     }
 
-    fn open(dir: &Path, size: u64, recover: bool, position: Gtid) -> WritesetCache {
+    /// A cache in `dir` for a node at `position` (also used by the
+    /// writer's and the feed's tests).
+    pub(crate) fn open(dir: &Path, size: u64, recover: bool, position: Gtid) -> WritesetCache {
         WritesetCache::open(dir, "galera.cache", size, MAX, recover, position).expect("open")
     }
 

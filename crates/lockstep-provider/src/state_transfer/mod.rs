@@ -603,7 +603,7 @@ impl Provider {
         let reader = g
             .cache
             .with_cache(|cache| match cache.reader(history, first, seqno) {
-                Ok(r) => Ok((r, check.clone())),
+                Ok(r) => Ok((r, check)),
                 // The cache reaches back to the gap but not to the check
                 // point: IST without the check.
                 Err(_) if !check.is_empty() => {
