@@ -44,12 +44,21 @@ impl Plan {
 }
 
 /// `options` when `provider` is Lockstep, else nothing: the options are
-/// Lockstep's own, and Galera's runs keep their defaults.
+/// Lockstep's own, and Galera's runs keep their defaults. A library given
+/// by its path counts as a build of Lockstep (the way to compare two
+/// builds) unless its file name says Galera (`libgalera…`).
 pub fn lockstep_only<'a>(provider: &Provider, options: &'a str) -> &'a str {
     match provider {
         Provider::Lockstep(_) => options,
+        Provider::Path(p) if !is_galera_library(p) => options,
         _ => "",
     }
+}
+
+fn is_galera_library(path: &std::path::Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("libgalera"))
 }
 
 /// Starts a cluster with `provider`, runs every workload on it, stops it:
@@ -328,5 +337,21 @@ mod tests {
         assert!(raw
             .join(super::raw_dir_name("/tmp/lib.so"))
             .starts_with(raw));
+    }
+
+    /// `--lockstep-options` reach Lockstep by name and builds of it given
+    /// by path (the way to compare two builds), never Galera's library.
+    #[test]
+    fn lockstep_options_go_to_every_lockstep_library_and_never_to_galera() {
+        use lockstep_testkit::Provider;
+        use std::path::PathBuf;
+        let opts = "repl.commit_order=2";
+        let ours = Provider::Lockstep(PathBuf::from("target/release/liblockstep.so"));
+        let build = Provider::Path(PathBuf::from("/tmp/liblockstep-old.so"));
+        let galera_path = Provider::Path(PathBuf::from("/usr/lib/galera/libgalera_smm.so"));
+        assert_eq!(super::lockstep_only(&ours, opts), opts);
+        assert_eq!(super::lockstep_only(&build, opts), opts);
+        assert_eq!(super::lockstep_only(&galera_path, opts), "");
+        assert_eq!(super::lockstep_only(&Provider::Galera, opts), "");
     }
 }

@@ -66,7 +66,9 @@ pub struct Args {
     #[arg(long)]
     tls: bool,
     /// Extra wsrep_provider_options for Lockstep's clusters only (Galera's
-    /// keep their defaults), e.g. `lockstep.commit_bypass=64M`.
+    /// keep their defaults), e.g. `lockstep.commit_bypass=64M`: `lockstep`
+    /// and every provider given as a library path, unless its file name
+    /// starts with `libgalera`.
     #[arg(long, default_value = "", value_name = "OPTS")]
     lockstep_options: String,
     /// Also measure the floor: one MariaDB with the same my.cnf and wsrep

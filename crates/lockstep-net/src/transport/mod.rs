@@ -20,12 +20,14 @@ mod connection;
 mod event_loop;
 mod queue;
 mod receive;
+mod staged;
 mod table;
 #[cfg(test)]
 mod tests;
 
 pub use budget::{input_bytes, InputBudget, INPUT_BUDGET};
 pub use queue::Out;
+pub use staged::Staged;
 pub use table::{MAX_ACCEPTS_PER_HOST_PER_SEC, MAX_OPENING, MAX_OPENING_PER_HOST};
 
 use crate::identity::{describe, short, CertFingerprint};
@@ -343,6 +345,15 @@ impl Transport {
     /// Sends to a peer on `lane`; if there is no connection, dials `addr`
     /// (rate limited) and drops the message: Raft resends.
     pub fn send(&self, to: u64, bytes: Out, lane: Lane, addr: Option<&str>) {
+        let mut staged = Staged::default();
+        self.stage(&mut staged, to, bytes, lane, addr);
+        staged.send();
+    }
+
+    /// [`Transport::send`] without the write: picks the connection (or
+    /// dials, as `send` does) and adds the message to `staged`, whose
+    /// [`Staged::send`] writes it later.
+    pub fn stage(&self, staged: &mut Staged, to: u64, bytes: Out, lane: Lane, addr: Option<&str>) {
         let mut t = self.ctx.table.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = t.by_peer.get(&to).and_then(|conns| conns.first());
         if out.is_none() {
@@ -357,11 +368,7 @@ impl Transport {
             });
         }
         match out.map(|c| c.out.clone()) {
-            Some(out) => {
-                // Outside the table's lock: `push` may write to the socket.
-                drop(t);
-                out.push(lane, bytes);
-            }
+            Some(out) => staged.add(out, lane, bytes),
             None => {
                 if let Some(addr) = addr {
                     self.dial_locked(&mut t, addr);
@@ -372,17 +379,18 @@ impl Transport {
 
     /// Sends to every identified peer.
     pub fn broadcast(&self, bytes: &[u8]) {
-        let outs: Vec<_> = {
-            let t = self.ctx.table.lock().unwrap_or_else(|p| p.into_inner());
-            t.by_peer
-                .values()
-                .filter_map(|conns| conns.first())
-                .map(|c| c.out.clone())
-                .collect()
-        };
-        // Outside the table's lock: `push` may write to the socket.
-        for out in outs {
-            out.push(Lane::Control, Out::Frame(bytes.to_vec()));
+        let mut staged = Staged::default();
+        self.stage_broadcast(&mut staged, bytes);
+        staged.send();
+    }
+
+    /// [`Transport::broadcast`] without the writes (see [`Transport::stage`]).
+    pub fn stage_broadcast(&self, staged: &mut Staged, bytes: &[u8]) {
+        let t = self.ctx.table.lock().unwrap_or_else(|p| p.into_inner());
+        for conns in t.by_peer.values() {
+            if let Some(c) = conns.first() {
+                staged.add(c.out.clone(), Lane::Control, Out::Frame(bytes.to_vec()));
+            }
         }
     }
 

@@ -13,18 +13,43 @@
 
 use super::POLL;
 use crate::group_input::{Drain, InputTx};
+use crate::log::{error, warn};
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Mutex, TryLockError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::thread;
+use std::time::Duration;
 
 /// What the driver runs: the group's rounds (`Worker`; a counting stand-in
 /// in the tests below).
 pub(super) trait Rounds: Send + 'static {
+    /// What a round leaves to do after the driver is let go: the messages
+    /// it sends (ADR 0033).
+    type After: After;
     /// Takes every pending input and does what follows; `true` when the
     /// group is to stop.
     fn round(&mut self) -> bool;
+    /// What the last round left (empty if nothing).
+    fn take_after(&mut self) -> Self::After;
     /// Closes the transport (on the group thread, at the end).
     fn shut(&mut self);
+}
+
+/// A round's work that needs no driver: run later, in round order, by one
+/// thread at a time (`Driver::hand_over`).
+pub(super) trait After: Send + 'static {
+    fn is_empty(&self) -> bool;
+    fn run(self);
+}
+
+impl After for lockstep_net::transport::Staged {
+    fn is_empty(&self) -> bool {
+        lockstep_net::transport::Staged::is_empty(self)
+    }
+
+    fn run(self) {
+        self.send();
+    }
 }
 
 struct Held<W> {
@@ -37,8 +62,34 @@ struct Held<W> {
 /// on it (`group_thread_failed`).
 pub(super) type OnFailure = Box<dyn Fn(&str) + Send + Sync>;
 
-pub(super) struct Driver<W> {
+/// Rounds' leftovers waiting for their hand-over, at most (plus one per
+/// thread that runs rounds): past it, a thread that ran a round waits for
+/// the hand-over instead of leaving its own to the thread at it.
+const AFTER_MAX: usize = 256;
+
+/// How long a thread waits for another's hand-over, at most: it writes to
+/// sockets that never block, so this is only reached when that thread
+/// does not get a core for that long.
+const HAND_OVER_WAIT: Duration = Duration::from_secs(1);
+
+/// What rounds left (`Rounds::take_after`), oldest first, and whether a
+/// thread is handing them over.
+struct Leftovers<A> {
+    /// Added to while the driver is held, so in round order; bounded by
+    /// `AFTER_MAX`.
+    queue: VecDeque<A>,
+    /// A thread is handing over: it takes every leftover queued until it
+    /// finds none, and then (under this same lock) lets go, so none is
+    /// left behind with no one at it.
+    handing: bool,
+}
+
+pub(super) struct Driver<W: Rounds> {
     held: Mutex<Held<W>>,
+    /// Lock order: `held`, then `after`.
+    after: Mutex<Leftovers<W::After>>,
+    /// Signalled when a hand-over ends.
+    handed: Condvar,
     inputs: InputTx,
     on_failure: OnFailure,
 }
@@ -50,8 +101,79 @@ impl<W: Rounds> Driver<W> {
                 rounds,
                 stopping: false,
             }),
+            after: Mutex::new(Leftovers {
+                queue: VecDeque::new(),
+                handing: false,
+            }),
+            handed: Condvar::new(),
             inputs,
             on_failure,
+        }
+    }
+
+    fn after(&self) -> MutexGuard<'_, Leftovers<W::After>> {
+        self.after.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues what the round just run left, while the driver is held.
+    /// `true` when so much waits that the caller should wait for the
+    /// hand-over (`AFTER_MAX`).
+    fn leave_after(&self, held: &mut Held<W>) -> bool {
+        let after = held.rounds.take_after();
+        let mut left = self.after();
+        if !after.is_empty() {
+            left.queue.push_back(after);
+        }
+        left.queue.len() > AFTER_MAX
+    }
+
+    /// Runs what rounds left, oldest first, on this thread, unless another
+    /// thread is at it (it runs this thread's too). With `wait`, waits
+    /// for that thread's hand-over to end first (at most `HAND_OVER_WAIT`
+    /// each time), and hands over what is left then.
+    fn hand_over(&self, wait: bool) {
+        let mut left = self.after();
+        loop {
+            if !left.handing {
+                if left.queue.is_empty() {
+                    return;
+                }
+                left.handing = true;
+                break;
+            }
+            if !wait {
+                return;
+            }
+            let (guard, waited) = self
+                .handed
+                .wait_timeout(left, HAND_OVER_WAIT)
+                .unwrap_or_else(|p| p.into_inner());
+            left = guard;
+            if waited.timed_out() && left.handing {
+                warn!(
+                    "a round's messages waited {} ms for another thread to send its own",
+                    HAND_OVER_WAIT.as_millis()
+                );
+                return;
+            }
+        }
+        loop {
+            let Some(after) = left.queue.pop_front() else {
+                left.handing = false;
+                drop(left);
+                self.handed.notify_all();
+                return;
+            };
+            drop(left);
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| after.run())) {
+                // A bug in the transport: these messages are lost, as
+                // over a dropped connection, and Raft resends them.
+                error!(
+                    "sending a round's messages failed: {}",
+                    crate::log::panic_message(&*payload)
+                );
+            }
+            left = self.after();
         }
     }
 
@@ -80,11 +202,17 @@ impl<W: Rounds> Driver<W> {
                     }
                 }
             };
+            let crowded = self.leave_after(&mut held);
             if stop {
+                // The last round's messages (a farewell) go before the
+                // connections close.
                 held.stopping = true;
+                self.hand_over(true);
                 held.rounds.shut();
                 return;
             }
+            drop(held);
+            self.hand_over(crowded);
         }
     }
 }
@@ -106,12 +234,15 @@ impl<W: Rounds> Drain for Driver<W> {
             if held.stopping {
                 return false;
             }
-            match catch_unwind(AssertUnwindSafe(|| held.rounds.round())) {
+            let outcome = catch_unwind(AssertUnwindSafe(|| held.rounds.round()));
+            let crowded = outcome.is_ok() && self.leave_after(&mut held);
+            match outcome {
                 Ok(false) => {}
                 Ok(true) => {
                     // Stop or a closed input: the group thread ends it.
                     held.stopping = true;
                     drop(held);
+                    self.hand_over(false);
                     self.inputs.wake();
                     return false;
                 }
@@ -127,6 +258,9 @@ impl<W: Rounds> Drain for Driver<W> {
                 }
             }
             drop(held);
+            // The round's messages, outside the driver: the next round
+            // need not wait for their socket writes.
+            self.hand_over(crowded);
             if !self.inputs.left_round() {
                 return true;
             }
@@ -157,9 +291,41 @@ mod tests {
         /// When set, a round that took inputs says so and waits for a
         /// word before it ends (the deterministic test).
         gate: Gate,
+        /// Rounds run so far; each leaves its number (`Numbered`).
+        ran: u64,
+        /// Where the numbers left are written when handed over.
+        handed: Arc<Mutex<Vec<u64>>>,
+    }
+
+    /// A round's leftover: its number, recorded when run, after a pause
+    /// so that other threads' rounds end meanwhile.
+    struct Numbered(u64, Arc<Mutex<Vec<u64>>>);
+
+    impl After for Numbered {
+        fn is_empty(&self) -> bool {
+            false
+        }
+
+        fn run(self) {
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_micros(50) {
+                std::hint::spin_loop();
+            }
+            // A chance for another hand-over to record first, were two
+            // allowed at once.
+            thread::yield_now();
+            self.1.lock().unwrap().push(self.0);
+        }
     }
 
     impl Rounds for Counting {
+        type After = Numbered;
+
+        fn take_after(&mut self) -> Numbered {
+            self.ran += 1;
+            Numbered(self.ran, self.handed.clone())
+        }
+
         fn round(&mut self) -> bool {
             assert_eq!(
                 self.inside.fetch_add(1, Ordering::SeqCst),
@@ -210,6 +376,8 @@ mod tests {
             taken: taken.clone(),
             inside: Arc::new(AtomicUsize::new(0)),
             gate,
+            ran: 0,
+            handed: Arc::new(Mutex::new(Vec::new())),
         };
         let on_failure: OnFailure = Box::new(|why| panic!("no round panics here: {why}"));
         let driver = Arc::new(Driver::new(rounds, inputs.clone(), on_failure));
@@ -321,5 +489,43 @@ mod tests {
         // Stop taken on a reading thread: the driver runs no more rounds.
         assert!(!inputs.submit(Input::Stop));
         assert!(!driver.drain_if_free(usize::MAX));
+    }
+
+    /// What rounds leave is handed over outside the driver, one thread at
+    /// a time, in the order the rounds ran, and none is lost: with no
+    /// group thread, once every submitter has returned, every round's
+    /// number has been handed over, in order. (A leftover queued while
+    /// another thread hands over is that thread's to run.)
+    #[test]
+    fn leftovers_are_handed_over_in_round_order_and_none_is_lost() {
+        let (inputs, _taken, driver) = registered(None);
+        let submitters: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let inputs = inputs.clone();
+                thread::spawn(move || {
+                    for n in 1..=1_000u64 {
+                        assert!(inputs.submit(Input::ReadFence {
+                            id: n * THREADS + t
+                        }));
+                    }
+                })
+            })
+            .collect();
+        for s in submitters {
+            s.join().unwrap();
+        }
+        let held = driver.held.lock().unwrap();
+        let ran = held.rounds.ran;
+        let handed = held.rounds.handed.lock().unwrap().clone();
+        drop(held);
+        assert!(
+            driver.after().queue.is_empty(),
+            "a leftover was never handed over"
+        );
+        assert_eq!(
+            handed,
+            (1..=ran).collect::<Vec<u64>>(),
+            "leftovers handed over out of round order, or lost"
+        );
     }
 }

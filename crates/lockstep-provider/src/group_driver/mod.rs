@@ -30,7 +30,7 @@ use lockstep_core::group::{relay, Action, Delivery, Group, GroupConfig, MemberIn
 use lockstep_core::metrics::Stage;
 use lockstep_core::wire::lanes::{Lane, Outgoing as _};
 pub use lockstep_net::transport::Identity;
-use lockstep_net::transport::{self, Inbound, Out, Transport};
+use lockstep_net::transport::{self, Inbound, Out, Staged, Transport};
 use raft::eraftpb::MessageType;
 use std::collections::HashMap;
 use std::sync::mpsc::{channel, Receiver, TryRecvError};
@@ -162,6 +162,7 @@ impl GroupChannel {
             last_view: None,
             group,
             transport,
+            staged: Staged::default(),
             shared,
             seeds: setup.seeds,
             join_timeout: setup.join_timeout,
@@ -263,6 +264,9 @@ struct Worker {
     /// `pc.recovery` in progress (no primary component reached yet).
     recovery: Option<recovery::Recovery>,
     transport: Transport,
+    /// The messages of the round running, written after it lets go of
+    /// the driver (`driver::After`, ADR 0033).
+    staged: Staged,
     shared: Arc<Shared>,
     seeds: Vec<String>,
     join_timeout: Duration,
@@ -351,6 +355,12 @@ impl Worker {
 }
 
 impl Rounds for Worker {
+    type After = Staged;
+
+    fn take_after(&mut self) -> Staged {
+        std::mem::take(&mut self.staged)
+    }
+
     fn shut(&mut self) {
         self.transport.shutdown();
     }
@@ -467,11 +477,7 @@ impl Worker {
             .collect();
         for peer in peers {
             let sent = crate::state::mono_ns();
-            if let Ok(frame) = (PeerMsg::Ping { sent }).to_frame() {
-                let addr = self.address_of(peer);
-                self.transport
-                    .send(peer, Out::Frame(frame), Lane::Control, addr.as_deref());
-            }
+            self.send_control(peer, PeerMsg::Ping { sent });
         }
     }
 
@@ -1098,8 +1104,13 @@ impl Worker {
         match frame {
             Ok(frame) => {
                 self.wan_bytes += frame.len() as u64;
-                self.transport
-                    .send(via, Out::Frame(frame), Lane::Bulk, addr.as_deref());
+                self.transport.stage(
+                    &mut self.staged,
+                    via,
+                    Out::Frame(frame),
+                    Lane::Bulk,
+                    addr.as_deref(),
+                );
             }
             Err(e) => {
                 info!("appends to {via}'s segment go one by one ({e})");
@@ -1107,7 +1118,8 @@ impl Worker {
                     let (to, out) = (msg.to, Out::Raft(msg));
                     self.wan_bytes += out.frame_len() as u64;
                     let addr = self.address_of(to);
-                    self.transport.send(to, out, Lane::Bulk, addr.as_deref());
+                    self.transport
+                        .stage(&mut self.staged, to, out, Lane::Bulk, addr.as_deref());
                 }
             }
         }
@@ -1118,10 +1130,30 @@ impl Worker {
         match lockstep_core::group::peer::relayed_frame(&msg) {
             Ok(frame) => {
                 let addr = self.address_of(to);
-                self.transport
-                    .send(to, Out::Frame(frame), Lane::Bulk, addr.as_deref());
+                self.transport.stage(
+                    &mut self.staged,
+                    to,
+                    Out::Frame(frame),
+                    Lane::Bulk,
+                    addr.as_deref(),
+                );
             }
             Err(e) => warn!("cannot pass a leader's message on to {to}: {e}"),
+        }
+    }
+
+    /// Stages `msg` for `to` on the control lane (a message that cannot be
+    /// framed is not sent).
+    fn send_control(&mut self, to: u64, msg: PeerMsg) {
+        if let Ok(frame) = msg.to_frame() {
+            let addr = self.address_of(to);
+            self.transport.stage(
+                &mut self.staged,
+                to,
+                Out::Frame(frame),
+                Lane::Control,
+                addr.as_deref(),
+            );
         }
     }
 
@@ -1154,13 +1186,14 @@ impl Worker {
                         self.wan_bytes += out.frame_len() as u64;
                     }
                     let addr = self.address_of(to);
-                    self.transport.send(to, out, lane, addr.as_deref());
+                    self.transport
+                        .stage(&mut self.staged, to, out, lane, addr.as_deref());
                 }
                 Output::Relay { via, msgs } => self.send_bundle(via, msgs),
                 Output::Forward { to, msg } => self.forward(to, msg),
                 Output::Join(info) => {
                     if let Ok(frame) = PeerMsg::Join(info).to_frame() {
-                        self.transport.broadcast(&frame);
+                        self.transport.stage_broadcast(&mut self.staged, &frame);
                     }
                     for s in &self.seeds {
                         self.transport.dial(s);
@@ -1179,27 +1212,9 @@ impl Worker {
                     );
                     deliveries.push(Delivery::View(view));
                 }
-                Output::Farewell { to } => {
-                    if let Ok(frame) = PeerMsg::Farewell.to_frame() {
-                        let addr = self.address_of(to);
-                        self.transport
-                            .send(to, Out::Frame(frame), Lane::Control, addr.as_deref());
-                    }
-                }
-                Output::Lease { to, msg } => {
-                    if let Ok(frame) = PeerMsg::Lease(msg).to_frame() {
-                        let addr = self.address_of(to);
-                        self.transport
-                            .send(to, Out::Frame(frame), Lane::Control, addr.as_deref());
-                    }
-                }
-                Output::NotMember { to } => {
-                    if let Ok(frame) = PeerMsg::NotMember.to_frame() {
-                        let addr = self.address_of(to);
-                        self.transport
-                            .send(to, Out::Frame(frame), Lane::Control, addr.as_deref());
-                    }
-                }
+                Output::Farewell { to } => self.send_control(to, PeerMsg::Farewell),
+                Output::Lease { to, msg } => self.send_control(to, PeerMsg::Lease(msg)),
+                Output::NotMember { to } => self.send_control(to, PeerMsg::NotMember),
                 Output::Fatal(why) => {
                     error!("group channel failed: {why}; this node stops replicating");
                     let mut g = self.shared.lock();

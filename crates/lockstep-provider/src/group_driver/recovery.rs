@@ -107,7 +107,7 @@ impl Worker {
         }
         r.last_vote = Some(Instant::now());
         if let Ok(frame) = PeerMsg::Recovery(r.vote.clone()).to_frame() {
-            self.transport.broadcast(&frame);
+            self.transport.stage_broadcast(&mut self.staged, &frame);
         }
         for a in &r.addrs {
             self.transport.dial(a);
