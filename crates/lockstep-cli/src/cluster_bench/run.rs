@@ -56,6 +56,9 @@ pub fn lockstep_only<'a>(provider: &Provider, options: &'a str) -> &'a str {
 }
 
 fn is_galera_library(path: &std::path::Path) -> bool {
+    // A link's target names the library (Debian's libgalera_smm.so may be
+    // reached through one).
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     path.file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.starts_with("libgalera"))

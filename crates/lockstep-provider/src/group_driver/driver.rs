@@ -67,6 +67,12 @@ pub(super) type OnFailure = Box<dyn Fn(&str) + Send + Sync>;
 /// the hand-over instead of leaving its own to the thread at it.
 const AFTER_MAX: usize = 256;
 
+/// Rounds' lists one hand-over takes, at most, on a thread other than the
+/// group thread: the transport's event loop has its connections to get
+/// back to (ADR 0031) and a client thread its transaction; the group
+/// thread, woken, takes the rest.
+const HAND_OVER_MAX: usize = 8;
+
 /// How long a thread waits for another's hand-over, at most: it writes to
 /// sockets that never block, so this is only reached when that thread
 /// does not get a core for that long.
@@ -127,11 +133,12 @@ impl<W: Rounds> Driver<W> {
         left.queue.len() > AFTER_MAX
     }
 
-    /// Runs what rounds left, oldest first, on this thread, unless another
-    /// thread is at it (it runs this thread's too). With `wait`, waits
-    /// for that thread's hand-over to end first (at most `HAND_OVER_WAIT`
-    /// each time), and hands over what is left then.
-    fn hand_over(&self, wait: bool) {
+    /// Runs what rounds left, oldest first, on this thread, at most `max`
+    /// lists (then it wakes the group thread for the rest), unless another
+    /// thread is at it (it runs this thread's too). With `wait`, waits for
+    /// that thread's hand-over to end first (at most `HAND_OVER_WAIT` each
+    /// time), and hands over what is left then.
+    fn hand_over(&self, wait: bool, max: usize) {
         let mut left = self.after();
         loop {
             if !left.handing {
@@ -157,11 +164,21 @@ impl<W: Rounds> Driver<W> {
                 return;
             }
         }
+        let mut handed = 0;
         loop {
-            let Some(after) = left.queue.pop_front() else {
+            let next = if handed < max {
+                left.queue.pop_front()
+            } else {
+                None
+            };
+            let Some(after) = next else {
+                let more = !left.queue.is_empty();
                 left.handing = false;
                 drop(left);
                 self.handed.notify_all();
+                if more {
+                    self.inputs.wake();
+                }
                 return;
             };
             drop(left);
@@ -173,8 +190,16 @@ impl<W: Rounds> Driver<W> {
                     crate::log::panic_message(&*payload)
                 );
             }
+            handed += 1;
             left = self.after();
         }
+    }
+
+    /// So many rounds' lists wait that a thread other than the group
+    /// thread runs no round now (`AFTER_MAX`): the group thread, which
+    /// waits for the hand-over, runs the next.
+    fn crowded(&self) -> bool {
+        self.after().queue.len() > AFTER_MAX
     }
 
     /// The group thread: a round when woken or every `POLL`, until a round
@@ -207,12 +232,12 @@ impl<W: Rounds> Driver<W> {
                 // The last round's messages (a farewell) go before the
                 // connections close.
                 held.stopping = true;
-                self.hand_over(true);
+                self.hand_over(true, usize::MAX);
                 held.rounds.shut();
                 return;
             }
             drop(held);
-            self.hand_over(crowded);
+            self.hand_over(crowded, usize::MAX);
         }
     }
 }
@@ -234,15 +259,24 @@ impl<W: Rounds> Drain for Driver<W> {
             if held.stopping {
                 return false;
             }
+            if self.crowded() {
+                drop(held);
+                self.hand_over(false, HAND_OVER_MAX);
+                self.inputs.wake();
+                return true;
+            }
             let outcome = catch_unwind(AssertUnwindSafe(|| held.rounds.round()));
-            let crowded = outcome.is_ok() && self.leave_after(&mut held);
+            if outcome.is_ok() {
+                // Over `AFTER_MAX`, the next call runs no round (above).
+                self.leave_after(&mut held);
+            }
             match outcome {
                 Ok(false) => {}
                 Ok(true) => {
                     // Stop or a closed input: the group thread ends it.
                     held.stopping = true;
                     drop(held);
-                    self.hand_over(false);
+                    self.hand_over(false, HAND_OVER_MAX);
                     self.inputs.wake();
                     return false;
                 }
@@ -260,7 +294,7 @@ impl<W: Rounds> Drain for Driver<W> {
             drop(held);
             // The round's messages, outside the driver: the next round
             // need not wait for their socket writes.
-            self.hand_over(crowded);
+            self.hand_over(false, HAND_OVER_MAX);
             if !self.inputs.left_round() {
                 return true;
             }
@@ -492,18 +526,20 @@ mod tests {
     }
 
     /// What rounds leave is handed over outside the driver, one thread at
-    /// a time, in the order the rounds ran, and none is lost: with no
-    /// group thread, once every submitter has returned, every round's
-    /// number has been handed over, in order. (A leftover queued while
-    /// another thread hands over is that thread's to run.)
+    /// a time, in the order the rounds ran, and none is lost: once every
+    /// submitter has returned, every round's number has been handed over,
+    /// in order, or what is left waits for the group thread, which was
+    /// woken for it (a hand-over off the group thread stops after
+    /// `HAND_OVER_MAX`). The test thread stands in for the group thread.
     #[test]
     fn leftovers_are_handed_over_in_round_order_and_none_is_lost() {
         let (inputs, _taken, driver) = registered(None);
+        inputs.set_group_thread(thread::current());
         let submitters: Vec<_> = (0..THREADS)
             .map(|t| {
                 let inputs = inputs.clone();
                 thread::spawn(move || {
-                    for n in 1..=1_000u64 {
+                    for n in 1..=3_000u64 {
                         assert!(inputs.submit(Input::ReadFence {
                             id: n * THREADS + t
                         }));
@@ -513,6 +549,15 @@ mod tests {
             .collect();
         for s in submitters {
             s.join().unwrap();
+        }
+        if !driver.after().queue.is_empty() {
+            let t0 = Instant::now();
+            thread::park_timeout(Duration::from_secs(5));
+            assert!(
+                t0.elapsed() < Duration::from_secs(4),
+                "leftovers were left and the group thread was not woken"
+            );
+            driver.hand_over(false, usize::MAX);
         }
         let held = driver.held.lock().unwrap();
         let ran = held.rounds.ran;
@@ -527,5 +572,44 @@ mod tests {
             (1..=ran).collect::<Vec<u64>>(),
             "leftovers handed over out of round order, or lost"
         );
+    }
+
+    /// A thread other than the group thread hands over `HAND_OVER_MAX`
+    /// lists at most and wakes the group thread for the rest, which it
+    /// leaves queued in order (the event loop must get back to its
+    /// connections).
+    #[test]
+    fn a_hand_over_off_the_group_thread_is_bounded_and_wakes_the_group_thread() {
+        let (inputs, _taken, driver) = registered(None);
+        inputs.set_group_thread(thread::current());
+        {
+            let mut held = driver.held.lock().unwrap();
+            for _ in 0..20 {
+                driver.leave_after(&mut held);
+            }
+        }
+        let handed = || {
+            driver
+                .held
+                .lock()
+                .unwrap()
+                .rounds
+                .handed
+                .lock()
+                .unwrap()
+                .clone()
+        };
+        driver.hand_over(false, HAND_OVER_MAX);
+        assert_eq!(handed(), (1..=HAND_OVER_MAX as u64).collect::<Vec<u64>>());
+        assert_eq!(driver.after().queue.len(), 20 - HAND_OVER_MAX);
+        assert!(!driver.after().handing, "the turn is let go");
+        let t0 = Instant::now();
+        thread::park_timeout(Duration::from_secs(5));
+        assert!(
+            t0.elapsed() < Duration::from_secs(4),
+            "the group thread was not woken for the rest"
+        );
+        driver.hand_over(false, usize::MAX);
+        assert_eq!(handed(), (1..=20).collect::<Vec<u64>>());
     }
 }

@@ -477,7 +477,13 @@ impl Worker {
             .collect();
         for peer in peers {
             let sent = crate::state::mono_ns();
-            self.send_control(peer, PeerMsg::Ping { sent });
+            // Written now, not staged (ADR 0033): its time is taken here,
+            // and a wait for the hand-over would count in the round trip.
+            if let Ok(frame) = (PeerMsg::Ping { sent }).to_frame() {
+                let addr = self.address_of(peer);
+                self.transport
+                    .send(peer, Out::Frame(frame), Lane::Control, addr.as_deref());
+            }
         }
     }
 
