@@ -62,9 +62,10 @@ struct Held<W> {
 /// on it (`group_thread_failed`).
 pub(super) type OnFailure = Box<dyn Fn(&str) + Send + Sync>;
 
-/// Rounds' leftovers waiting for their hand-over, at most (plus one per
-/// thread that runs rounds): past it, a thread that ran a round waits for
-/// the hand-over instead of leaving its own to the thread at it.
+/// Rounds' leftovers waiting for their hand-over: past this many, only the
+/// group thread runs rounds, and it waits for the hand-over after each
+/// (`HAND_OVER_WAIT` at most each time), so the queue grows past it by at
+/// most one list per such wait.
 const AFTER_MAX: usize = 256;
 
 /// Rounds' lists one hand-over takes, at most, on a thread other than the
@@ -81,8 +82,8 @@ const HAND_OVER_WAIT: Duration = Duration::from_secs(1);
 /// What rounds left (`Rounds::take_after`), oldest first, and whether a
 /// thread is handing them over.
 struct Leftovers<A> {
-    /// Added to while the driver is held, so in round order; bounded by
-    /// `AFTER_MAX`.
+    /// Added to while the driver is held, so in round order; held near
+    /// `AFTER_MAX` (see there).
     queue: VecDeque<A>,
     /// A thread is handing over: it takes every leftover queued until it
     /// finds none, and then (under this same lock) lets go, so none is
@@ -122,8 +123,8 @@ impl<W: Rounds> Driver<W> {
     }
 
     /// Queues what the round just run left, while the driver is held.
-    /// `true` when so much waits that the caller should wait for the
-    /// hand-over (`AFTER_MAX`).
+    /// `true` when more than `AFTER_MAX` lists wait (the group thread
+    /// then waits for the hand-over).
     fn leave_after(&self, held: &mut Held<W>) -> bool {
         let after = held.rounds.take_after();
         let mut left = self.after();
@@ -329,15 +330,18 @@ mod tests {
         ran: u64,
         /// Where the numbers left are written when handed over.
         handed: Arc<Mutex<Vec<u64>>>,
+        /// Whether rounds leave anything (only the hand-over tests want
+        /// them: the others have no group thread to take what piles up).
+        leaves: bool,
     }
 
-    /// A round's leftover: its number, recorded when run, after a pause
-    /// so that other threads' rounds end meanwhile.
+    /// A round's leftover: its number (0: nothing left), recorded when
+    /// run, after a pause so that other threads' rounds end meanwhile.
     struct Numbered(u64, Arc<Mutex<Vec<u64>>>);
 
     impl After for Numbered {
         fn is_empty(&self) -> bool {
-            false
+            self.0 == 0
         }
 
         fn run(self) {
@@ -356,6 +360,9 @@ mod tests {
         type After = Numbered;
 
         fn take_after(&mut self) -> Numbered {
+            if !self.leaves {
+                return Numbered(0, self.handed.clone());
+            }
             self.ran += 1;
             Numbered(self.ran, self.handed.clone())
         }
@@ -400,6 +407,14 @@ mod tests {
     /// A driver of `Counting` rounds, registered with its input as the
     /// group thread registers it, and no group thread.
     fn registered(gate: Gate) -> (InputTx, Arc<Vec<AtomicU64>>, Arc<Driver<Counting>>) {
+        registered_leaving(gate, false)
+    }
+
+    /// [`registered`] with rounds that leave their number (`Numbered`).
+    fn registered_leaving(
+        gate: Gate,
+        leaves: bool,
+    ) -> (InputTx, Arc<Vec<AtomicU64>>, Arc<Driver<Counting>>) {
         let (tx, rx) = channel();
         let inputs = InputTx::new(tx);
         let taken: Arc<Vec<AtomicU64>> =
@@ -411,6 +426,7 @@ mod tests {
             inside: Arc::new(AtomicUsize::new(0)),
             gate,
             ran: 0,
+            leaves,
             handed: Arc::new(Mutex::new(Vec::new())),
         };
         let on_failure: OnFailure = Box::new(|why| panic!("no round panics here: {why}"));
@@ -533,7 +549,7 @@ mod tests {
     /// `HAND_OVER_MAX`). The test thread stands in for the group thread.
     #[test]
     fn leftovers_are_handed_over_in_round_order_and_none_is_lost() {
-        let (inputs, _taken, driver) = registered(None);
+        let (inputs, _taken, driver) = registered_leaving(None, true);
         inputs.set_group_thread(thread::current());
         let submitters: Vec<_> = (0..THREADS)
             .map(|t| {
@@ -580,7 +596,7 @@ mod tests {
     /// connections).
     #[test]
     fn a_hand_over_off_the_group_thread_is_bounded_and_wakes_the_group_thread() {
-        let (inputs, _taken, driver) = registered(None);
+        let (inputs, _taken, driver) = registered_leaving(None, true);
         inputs.set_group_thread(thread::current());
         {
             let mut held = driver.held.lock().unwrap();
