@@ -377,14 +377,8 @@ impl Transport {
         }
     }
 
-    /// Sends to every identified peer.
-    pub fn broadcast(&self, bytes: &[u8]) {
-        let mut staged = Staged::default();
-        self.stage_broadcast(&mut staged, bytes);
-        staged.send();
-    }
-
-    /// [`Transport::broadcast`] without the writes (see [`Transport::stage`]).
+    /// Stages a message to every identified peer (see
+    /// [`Transport::stage`]).
     pub fn stage_broadcast(&self, staged: &mut Staged, bytes: &[u8]) {
         let t = self.ctx.table.lock().unwrap_or_else(|p| p.into_inner());
         for conns in t.by_peer.values() {

@@ -435,6 +435,21 @@ mod tests {
         (inputs, taken, driver)
     }
 
+    /// Fails unless this thread, standing in for the group thread, was
+    /// woken (or is, within 4 s): an unwoken one would sleep the 5 s.
+    fn assert_woken(what: &str) {
+        let t0 = Instant::now();
+        thread::park_timeout(Duration::from_secs(5));
+        assert!(t0.elapsed() < Duration::from_secs(4), "{what}");
+    }
+
+    /// The numbers the rounds left, in the order they were handed over.
+    fn handed(driver: &Driver<Counting>) -> Vec<u64> {
+        let held = driver.held.lock().unwrap();
+        let handed = held.rounds.handed.lock().unwrap().clone();
+        handed
+    }
+
     /// The event loop runs at most `NETWORK_ROUNDS` rounds in a row: with
     /// inputs arriving during each of its rounds, its `submit_from_network`
     /// returns after that many and leaves the last input to the group
@@ -464,12 +479,7 @@ mod tests {
             "the last input is left to the group thread"
         );
         // The wake-up reached the group thread: it does not park now.
-        let t0 = Instant::now();
-        thread::park_timeout(Duration::from_secs(5));
-        assert!(
-            t0.elapsed() < Duration::from_secs(4),
-            "the group thread was not woken"
-        );
+        assert_woken("the group thread was not woken");
         go_tx.send(()).unwrap();
         assert!(driver.drain_if_free(usize::MAX));
         assert!(!inputs.left_round());
@@ -567,24 +577,16 @@ mod tests {
             s.join().unwrap();
         }
         if !driver.after().queue.is_empty() {
-            let t0 = Instant::now();
-            thread::park_timeout(Duration::from_secs(5));
-            assert!(
-                t0.elapsed() < Duration::from_secs(4),
-                "leftovers were left and the group thread was not woken"
-            );
+            assert_woken("leftovers were left and the group thread was not woken");
             driver.hand_over(false, usize::MAX);
         }
-        let held = driver.held.lock().unwrap();
-        let ran = held.rounds.ran;
-        let handed = held.rounds.handed.lock().unwrap().clone();
-        drop(held);
+        let ran = driver.held.lock().unwrap().rounds.ran;
         assert!(
             driver.after().queue.is_empty(),
             "a leftover was never handed over"
         );
         assert_eq!(
-            handed,
+            handed(&driver),
             (1..=ran).collect::<Vec<u64>>(),
             "leftovers handed over out of round order, or lost"
         );
@@ -604,28 +606,15 @@ mod tests {
                 driver.leave_after(&mut held);
             }
         }
-        let handed = || {
-            driver
-                .held
-                .lock()
-                .unwrap()
-                .rounds
-                .handed
-                .lock()
-                .unwrap()
-                .clone()
-        };
         driver.hand_over(false, HAND_OVER_MAX);
-        assert_eq!(handed(), (1..=HAND_OVER_MAX as u64).collect::<Vec<u64>>());
+        assert_eq!(
+            handed(&driver),
+            (1..=HAND_OVER_MAX as u64).collect::<Vec<u64>>()
+        );
         assert_eq!(driver.after().queue.len(), 20 - HAND_OVER_MAX);
         assert!(!driver.after().handing, "the turn is let go");
-        let t0 = Instant::now();
-        thread::park_timeout(Duration::from_secs(5));
-        assert!(
-            t0.elapsed() < Duration::from_secs(4),
-            "the group thread was not woken for the rest"
-        );
+        assert_woken("the group thread was not woken for the rest");
         driver.hand_over(false, usize::MAX);
-        assert_eq!(handed(), (1..=20).collect::<Vec<u64>>());
+        assert_eq!(handed(&driver), (1..=20).collect::<Vec<u64>>());
     }
 }

@@ -1106,26 +1106,17 @@ impl Worker {
         let frame = relay::encode(&msgs)
             .map_err(|e| e.to_string())
             .and_then(|b| PeerMsg::Relay(b).into_frame().map_err(|e| e.to_string()));
-        let addr = self.address_of(via);
         match frame {
             Ok(frame) => {
                 self.wan_bytes += frame.len() as u64;
-                self.transport.stage(
-                    &mut self.staged,
-                    via,
-                    Out::Frame(frame),
-                    Lane::Bulk,
-                    addr.as_deref(),
-                );
+                self.stage(via, Out::Frame(frame), Lane::Bulk);
             }
             Err(e) => {
                 info!("appends to {via}'s segment go one by one ({e})");
                 for msg in msgs {
                     let (to, out) = (msg.to, Out::Raft(msg));
                     self.wan_bytes += out.frame_len() as u64;
-                    let addr = self.address_of(to);
-                    self.transport
-                        .stage(&mut self.staged, to, out, Lane::Bulk, addr.as_deref());
+                    self.stage(to, out, Lane::Bulk);
                 }
             }
         }
@@ -1134,16 +1125,7 @@ impl Worker {
     /// As a relay, passes a leader's message on inside this segment.
     fn forward(&mut self, to: u64, msg: raft::eraftpb::Message) {
         match lockstep_core::group::peer::relayed_frame(&msg) {
-            Ok(frame) => {
-                let addr = self.address_of(to);
-                self.transport.stage(
-                    &mut self.staged,
-                    to,
-                    Out::Frame(frame),
-                    Lane::Bulk,
-                    addr.as_deref(),
-                );
-            }
+            Ok(frame) => self.stage(to, Out::Frame(frame), Lane::Bulk),
             Err(e) => warn!("cannot pass a leader's message on to {to}: {e}"),
         }
     }
@@ -1152,15 +1134,16 @@ impl Worker {
     /// framed is not sent).
     fn send_control(&mut self, to: u64, msg: PeerMsg) {
         if let Ok(frame) = msg.to_frame() {
-            let addr = self.address_of(to);
-            self.transport.stage(
-                &mut self.staged,
-                to,
-                Out::Frame(frame),
-                Lane::Control,
-                addr.as_deref(),
-            );
+            self.stage(to, Out::Frame(frame), Lane::Control);
         }
+    }
+
+    /// Stages `out` for member `to` on `lane`, to be written after the
+    /// round (ADR 0033); without a connection its address is dialed.
+    fn stage(&mut self, to: u64, out: Out, lane: Lane) {
+        let addr = self.address_of(to);
+        self.transport
+            .stage(&mut self.staged, to, out, lane, addr.as_deref());
     }
 
     fn address_of(&self, raft_id: u64) -> Option<String> {
@@ -1191,9 +1174,7 @@ impl Worker {
                     if self.group.in_other_segment(to) {
                         self.wan_bytes += out.frame_len() as u64;
                     }
-                    let addr = self.address_of(to);
-                    self.transport
-                        .stage(&mut self.staged, to, out, lane, addr.as_deref());
+                    self.stage(to, out, lane);
                 }
                 Output::Relay { via, msgs } => self.send_bundle(via, msgs),
                 Output::Forward { to, msg } => self.forward(to, msg),
