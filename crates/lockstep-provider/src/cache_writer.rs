@@ -22,11 +22,12 @@
 //! logged every `SLOW_WRITER`; every wait ends when the writer is gone.
 
 use crate::log::{info, warn};
+use crate::sleepers::Sleepers;
 use crate::writeset_cache::WritesetCache;
 use lockstep_core::writeset_cache::CachedEvent;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -107,10 +108,13 @@ impl Queue {
 
 struct Writes {
     queue: Mutex<Queue>,
-    /// The writer waits here for ops.
-    more: Condvar,
+    /// The writer waits here for ops. Like `progress`, it counts its
+    /// sleepers: the writer is mostly busy when a round ends its batch,
+    /// and committing threads mostly not yet waiting when a batch is
+    /// written, so most notifications need no system call.
+    more: Sleepers,
     /// Rounds, readers and committing threads wait here for the writer.
-    progress: Condvar,
+    progress: Sleepers,
     /// Locked by the writer while it writes, and by readers once it is
     /// idle (`CacheWriter::with_cache`).
     cache: Mutex<Option<WritesetCache>>,
@@ -186,11 +190,7 @@ impl Written {
                 );
                 return false;
             }
-            q = w
-                .progress
-                .wait_timeout(q, left)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            q = w.progress.wait(q, Some(left));
         }
         true
     }
@@ -204,8 +204,8 @@ impl CacheWriter {
         let max_record = cache.max_record();
         let writes = Arc::new(Writes {
             queue: Mutex::new(Queue::default()),
-            more: Condvar::new(),
-            progress: Condvar::new(),
+            more: Sleepers::default(),
+            progress: Sleepers::default(),
             cache: Mutex::new(None),
             disabled: AtomicBool::new(false),
             first: AtomicI64::new(-1),
@@ -336,12 +336,7 @@ impl CacheWriter {
         let mut said = Duration::ZERO;
         while behind(&q) && !q.gone {
             self.writes.more.notify_one();
-            q = self
-                .writes
-                .progress
-                .wait_timeout(q, IDLE)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            q = self.writes.progress.wait(q, Some(IDLE));
             if t0.elapsed() >= said + SLOW_WRITER {
                 said = t0.elapsed();
                 let queued = q.bytes >> 20;
@@ -418,11 +413,7 @@ fn write_loop(w: &Writes) {
     loop {
         let mut q = lock(&w.queue);
         while q.idle() && !q.closing {
-            q = w
-                .more
-                .wait_timeout(q, IDLE)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            q = w.more.wait(q, Some(IDLE));
         }
         if q.ops.is_empty() {
             return; // closing, all written

@@ -50,6 +50,7 @@ mod server;
 mod session;
 mod settings;
 mod shared;
+mod sleepers;
 mod state;
 mod state_lock;
 mod state_transfer;

@@ -16,8 +16,7 @@ use lockstep_core::options::table::Effect;
 use lockstep_core::options::{self, Options, OptionsError};
 use lockstep_core::saved_state::SavedState;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use wsrep_abi::{status, Gtid, Status};
 
@@ -197,11 +196,10 @@ impl Provider {
             store: Mutex::new(store),
             shared: Arc::new(Shared {
                 inner: Mutex::new(inner),
-                changed: Condvar::new(),
-                work: Condvar::new(),
-                resolved: Condvar::new(),
-                turns: std::array::from_fn(|_| Condvar::new()),
-                turn_sleepers: std::array::from_fn(|_| Default::default()),
+                changed: Default::default(),
+                work: Default::default(),
+                resolved: Default::default(),
+                turns: std::array::from_fn(|_| Default::default()),
                 detached: Default::default(),
                 stopping: Default::default(),
             }),
@@ -262,7 +260,8 @@ impl Provider {
             if ready(&mut guard) {
                 return (guard, true);
             }
-            let (cv, sleepers) = self.shared.condvar(wake(&guard));
+            let kind = wake(&guard);
+            let on = self.shared.condvar(kind);
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
                 return (guard, false);
@@ -275,20 +274,12 @@ impl Provider {
                 stall = None;
             }
             // A turn waiter looks again after TURN_RECHECK in any case.
-            let recheck = sleepers.map(|_| now + TURN_RECHECK);
+            let recheck = matches!(kind, Wake::Turn(_)).then_some(now + TURN_RECHECK);
             let until = [deadline, recheck, stall.map(|(at, _)| at)]
                 .into_iter()
                 .flatten()
                 .min();
-            // Counted under the lock, before `wait` releases it: a
-            // notifier that changed the state after this check sees it.
-            if let Some(s) = sleepers {
-                s.fetch_add(1, Ordering::AcqRel);
-            }
-            guard.wait(cv, until.map(|u| u.saturating_duration_since(now)));
-            if let Some(s) = sleepers {
-                s.fetch_sub(1, Ordering::AcqRel);
-            }
+            guard.sleep(on, until.map(|u| u.saturating_duration_since(now)));
         }
     }
 

@@ -1,10 +1,11 @@
 //! The state the rounds share with the server's threads: the one
 //! lock around [`Inner`] and the condition variables its waiters sleep on.
 
+use crate::sleepers::Sleepers;
 use crate::state::Inner;
 use lockstep_net::threads::Threads;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Condition variables for threads waiting for their turn at an ordering
@@ -25,27 +26,26 @@ pub const TURN_RECHECK: Duration = Duration::from_secs(20);
 const WAKE_APPLIERS_AT_ONCE: usize = 64;
 
 /// The state the rounds share with the server's threads: one lock
-/// (see `state`) and three condition variables, one per kind of waiter, so
+/// (see `state`) and condition variables, one per kind of waiter, so
 /// that the frequent changes wake only the threads that wait for them: on
 /// two cores, waking a dozen threads per commit costs more than the commit.
+/// Each counts its sleepers (`Sleepers`): a notification with none asleep
+/// makes no system call.
 pub struct Shared {
     pub inner: Mutex<Inner>,
     /// Anything else: ordering gates, transaction states, the life cycle.
-    pub changed: Condvar,
+    pub changed: Sleepers,
     /// Idle appliers waiting for an event to run.
-    pub work: Condvar,
+    pub work: Sleepers,
     /// Local threads waiting for their proposal's place in the order.
-    pub resolved: Condvar,
+    pub resolved: Sleepers,
     /// Threads waiting for a commit or apply level to reach a seqno:
     /// commit order and the apply gate, the waits of every transaction.
     /// Waking all of them at each commit (they were on `changed`) woke a
     /// dozen threads for the one whose turn it was: 37 `futex` calls and
     /// 61 context switches per transaction on 12-thread read-write load,
     /// against Galera's 27 and 53.
-    pub turns: [Condvar; TURN_SLOTS],
-    /// Threads asleep on each of `turns` (changed under the lock, read
-    /// after it: a notifier that saw no sleeper skips the system call).
-    pub turn_sleepers: [AtomicU32; TURN_SLOTS],
+    pub turns: [Sleepers; TURN_SLOTS],
     /// Threads no caller joins (IST senders, the freeing of big
     /// writesets): `free` waits for them, so none runs our code after the
     /// library is unloaded.
@@ -136,22 +136,16 @@ impl Shared {
     }
 
     fn notify_turn_slot(&self, slot: usize) {
-        if self.turn_sleepers[slot].load(Ordering::Acquire) > 0 {
-            self.turns[slot].notify_all();
-        }
+        self.turns[slot].notify_all();
     }
 
-    /// The condition variable of `wake`, and the sleeper count to keep
-    /// for it (turns only).
-    pub(crate) fn condvar(&self, wake: Wake) -> (&Condvar, Option<&AtomicU32>) {
+    /// The condition variable of `wake`.
+    pub(crate) fn condvar(&self, wake: Wake) -> &Sleepers {
         match wake {
-            Wake::Changed => (&self.changed, None),
-            Wake::Work => (&self.work, None),
-            Wake::Resolved => (&self.resolved, None),
-            Wake::Turn(level) => {
-                let slot = turn_slot(level);
-                (&self.turns[slot], Some(&self.turn_sleepers[slot]))
-            }
+            Wake::Changed => &self.changed,
+            Wake::Work => &self.work,
+            Wake::Resolved => &self.resolved,
+            Wake::Turn(level) => &self.turns[turn_slot(level)],
         }
     }
 }

@@ -4,9 +4,10 @@
 //! guard is generic, so the modules below `state` can name it.
 
 use crate::log::error;
+use crate::sleepers::Sleepers;
 use std::cell::Cell;
 use std::ops::{Deref, DerefMut};
-use std::sync::{Condvar, MutexGuard};
+use std::sync::MutexGuard;
 use std::time::Duration;
 
 thread_local! {
@@ -25,7 +26,7 @@ fn count_guard(delta: i32) {
 /// provider, which takes this lock) and a round
 /// (`InputTx::submit_from_network`; a round takes it too).
 pub struct Guard<'a, T> {
-    /// `None` only while the thread sleeps in [`Guard::wait`].
+    /// `None` only while the thread sleeps in [`Guard::sleep`].
     guard: Option<MutexGuard<'a, T>>,
 }
 
@@ -34,22 +35,17 @@ impl<'a, T> Guard<'a, T> {
         count_guard(1);
         Guard { guard: Some(guard) }
     }
+}
 
-    /// Sleeps on `cv`, the lock released meanwhile (`Condvar::wait`),
-    /// for at most `timeout` if one is given.
-    pub fn wait(&mut self, cv: &Condvar, timeout: Option<Duration>) {
+impl<T> Guard<'_, T> {
+    /// Sleeps on `on`, the lock released meanwhile, for at most
+    /// `timeout` if one is given.
+    pub fn sleep(&mut self, on: &Sleepers, timeout: Option<Duration>) {
         let Some(guard) = self.guard.take() else {
             return;
         };
         count_guard(-1);
-        let guard = match timeout {
-            None => cv.wait(guard).unwrap_or_else(|p| p.into_inner()),
-            Some(t) => {
-                cv.wait_timeout(guard, t)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0
-            }
-        };
+        let guard = on.wait(guard, timeout);
         count_guard(1);
         self.guard = Some(guard);
     }
@@ -109,13 +105,13 @@ mod tests {
     #[test]
     fn a_guard_counts_while_held_and_not_while_it_waits() {
         let m = Mutex::new(1);
-        let cv = Condvar::new();
+        let cv = Sleepers::default();
         assert!(!holds_state_lock());
         {
             let mut g = Guard::new(m.lock().unwrap());
             assert!(holds_state_lock());
             *g += 1;
-            g.wait(&cv, Some(Duration::from_millis(1)));
+            g.sleep(&cv, Some(Duration::from_millis(1)));
             assert!(holds_state_lock(), "held again after the wait");
             assert_eq!(*g, 2);
         }

@@ -35,6 +35,10 @@
 
 use std::collections::BTreeSet;
 
+/// The most voters among which a follower and its leader alone are a
+/// quorum.
+pub const MAX_VOTERS_COMMITTING_ON_STORE: usize = 3;
+
 /// What the rule is decided on: the follower's Raft state right now.
 #[derive(Debug, Clone)]
 pub struct FollowerView<'a> {
@@ -84,7 +88,7 @@ impl FollowerCommit {
             && v.leader != 0
             && v.leader != v.me
             && !v.joint
-            && v.voters.len() <= 3
+            && v.voters.len() <= MAX_VOTERS_COMMITTING_ON_STORE
             && v.voters.contains(&v.me)
             && v.voters.contains(&v.leader);
         if !quorum_of_two || v.stored_term != v.term {

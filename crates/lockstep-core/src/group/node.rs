@@ -27,7 +27,7 @@ use super::action::{
     decode_batch_shared, encode_batch, Action, CertFingerprint, MemberInfo, Proposal, Writeset,
     BINDING_VERSION,
 };
-use super::follower_commit::{FollowerCommit, FollowerView};
+use super::follower_commit::{FollowerCommit, FollowerView, MAX_VOTERS_COMMITTING_ON_STORE};
 use super::fragments::EncodedBody;
 use super::log_store::LogStore;
 use super::member_state::MemberState;
@@ -753,6 +753,9 @@ impl Group {
                 }
                 return;
             }
+            raft::eraftpb::MessageType::MsgAppendResponse if self.is_leader() => {
+                self.set_commit_broadcast();
+            }
             _ => {}
         }
         self.set_read_mode();
@@ -839,6 +842,30 @@ impl Group {
     /// driver keeps the time of its last tick.)
     pub fn set_clock(&mut self, now: u64) {
         self.lease_clock = self.lease_clock.max(now);
+    }
+
+    /// Whether the leader tells the followers each advance of its commit
+    /// index at once. raft-rs does, in an empty append to every follower
+    /// (each of which answers), on every append answer that moves the
+    /// index: two messages per follower per commit, most of a loaded
+    /// leader's sending. Where every other member commits what it stores
+    /// on arrival (at most three voters, no learner, no joint
+    /// configuration: `follower_commit`, ADR 0017) that pair tells nobody
+    /// anything, so the leader skips it. The index still rides on the
+    /// next append and on heartbeats, and raft-rs sends it regardless
+    /// while a configuration change is pending. With more voters, or a
+    /// learner catching up, the followers wait for the leader's index,
+    /// so it goes out at once as before. Decided from the configuration
+    /// each time the answer may move the index, so a change of members
+    /// takes effect at the next answer.
+    fn set_commit_broadcast(&mut self) {
+        let conf = self.raw.raft.prs().conf();
+        let learners = !conf.learners().is_empty() || !conf.learners_next().is_empty();
+        let skip = !learners && {
+            let cs = conf.to_conf_state();
+            cs.voters.len() <= MAX_VOTERS_COMMITTING_ON_STORE && cs.voters_outgoing.is_empty()
+        };
+        self.raw.skip_bcast_commit(skip);
     }
 
     /// How the leader answers a ReadIndex request right now: from its

@@ -545,6 +545,9 @@ pub struct Stats {
     pub forwarded: u64,
     /// Entries sent to their origin without data (`echo`).
     pub stubs: u64,
+    /// Raft appends sent without entries: a commit index told on its
+    /// own, a probe, or an answer to a rejection.
+    pub empty_appends: u64,
 }
 
 impl Stats {
@@ -578,6 +581,7 @@ impl Stats {
         self.bundles += o.bundles;
         self.forwarded += o.forwarded;
         self.stubs += o.stubs;
+        self.empty_appends += o.empty_appends;
         self.leader_commits += o.leader_commits;
         self.leader_commit_ms += o.leader_commit_ms;
         self.follower_commits += o.follower_commits;
@@ -1218,6 +1222,9 @@ impl Sim {
         match o {
             Output::Send { to, msg } => {
                 self.stats.stubs += msg.entries.iter().filter(|e| echo::is_stub(e)).count() as u64;
+                if msg.get_msg_type() == MessageType::MsgAppend && msg.entries.is_empty() {
+                    self.stats.empty_appends += 1;
+                }
                 self.send(slot, to, Payload::Raft(msg))
             }
             // Through the bundle's codec, as on the wire.
