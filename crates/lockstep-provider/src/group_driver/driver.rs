@@ -14,11 +14,12 @@
 use super::POLL;
 use crate::group_input::{Drain, InputTx};
 use crate::log::{error, warn};
+use crate::sleepers::Sleepers;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What the driver runs: the group's rounds (`Worker`; a counting stand-in
 /// in the tests below).
@@ -95,8 +96,9 @@ pub(super) struct Driver<W: Rounds> {
     held: Mutex<Held<W>>,
     /// Lock order: `held`, then `after`.
     after: Mutex<Leftovers<W::After>>,
-    /// Signalled when a hand-over ends.
-    handed: Condvar,
+    /// Signalled when a hand-over ends: at the end of almost every round,
+    /// and almost never waited on, so it counts its sleepers.
+    handed: Sleepers,
     inputs: InputTx,
     on_failure: OnFailure,
 }
@@ -112,7 +114,7 @@ impl<W: Rounds> Driver<W> {
                 queue: VecDeque::new(),
                 handing: false,
             }),
-            handed: Condvar::new(),
+            handed: Sleepers::default(),
             inputs,
             on_failure,
         }
@@ -152,12 +154,9 @@ impl<W: Rounds> Driver<W> {
             if !wait {
                 return;
             }
-            let (guard, waited) = self
-                .handed
-                .wait_timeout(left, HAND_OVER_WAIT)
-                .unwrap_or_else(|p| p.into_inner());
-            left = guard;
-            if waited.timed_out() && left.handing {
+            let asleep = Instant::now();
+            left = self.handed.wait(left, Some(HAND_OVER_WAIT));
+            if left.handing && asleep.elapsed() >= HAND_OVER_WAIT {
                 warn!(
                     "a round's messages waited {} ms for another thread to send its own",
                     HAND_OVER_WAIT.as_millis()
