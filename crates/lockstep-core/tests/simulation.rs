@@ -178,11 +178,14 @@ fn only_followers_that_need_it_are_told_each_commit() {
             sim.settle(20_000)
         });
         let commits = total.leader_commits + total.follower_commits;
-        assert!(
-            commits > 1000,
-            "{nodes} nodes: too few writesets: {total:?}"
-        );
-        let ratio = total.empty_appends as f64 / commits as f64;
+        // Not when one seed is replayed (`SIM_SEED`): too few writesets.
+        if std::env::var("SIM_SEED").is_err() {
+            assert!(
+                commits > 1000,
+                "{nodes} nodes: too few writesets: {total:?}"
+            );
+        }
+        let ratio = total.empty_appends as f64 / commits.max(1) as f64;
         eprintln!(
             "{nodes} nodes: {} empty appends for {commits} writesets ({ratio:.3} each)",
             total.empty_appends
@@ -190,6 +193,9 @@ fn only_followers_that_need_it_are_told_each_commit() {
         ratio
     };
     let (three, five) = (per_writeset(3), per_writeset(5));
+    if std::env::var("SIM_SEED").is_ok() {
+        return;
+    }
     // What is left with three: appends to a follower that raft-rs probes
     // again after the simulated network reordered two appends (TCP does
     // not). Without the skip it was 2.7 per writeset here.
