@@ -50,13 +50,38 @@ impl Cluster {
     /// comparing data across nodes. On timeout the error names the node
     /// furthest behind and carries its log.
     pub fn wait_for_equal_last_committed(&self, timeout: Duration) -> Result<i64> {
+        self.wait_for_last_committed(
+            timeout,
+            "the same wsrep_last_committed on every node",
+            |min, max| min == max,
+        )
+    }
+
+    /// Waits until every running node reports a `wsrep_last_committed` of
+    /// at least `seqno`: every node has committed as much. Unlike
+    /// [`Cluster::wait_for_equal_last_committed`] this ends while writes
+    /// go on (under load the nodes seldom agree at the instant of a poll).
+    pub fn wait_for_last_committed_at_least(&self, seqno: i64, timeout: Duration) -> Result<i64> {
+        let what = format!("wsrep_last_committed of at least {seqno} on every node");
+        self.wait_for_last_committed(timeout, &what, |min, _| min >= seqno)
+    }
+
+    /// Polls every running node's `wsrep_last_committed` until `done(min,
+    /// max)` holds; returns the minimum. On timeout the error names the
+    /// node furthest behind and carries its log.
+    fn wait_for_last_committed(
+        &self,
+        timeout: Duration,
+        waiting_for: &str,
+        done: impl Fn(i64, i64) -> bool,
+    ) -> Result<i64> {
         let t0 = Instant::now();
         loop {
             let seen = self.last_committed_all()?;
             let (min, max) = seen.iter().fold((i64::MAX, i64::MIN), |(lo, hi), (_, v)| {
                 (lo.min(*v), hi.max(*v))
             });
-            if min == max {
+            if done(min, max) {
                 return Ok(min);
             }
             if t0.elapsed() >= timeout {
@@ -68,7 +93,7 @@ impl Cluster {
                     .collect();
                 return Err(Error::Timeout {
                     node: laggard.name().to_string(),
-                    waiting_for: "the same wsrep_last_committed on every node".into(),
+                    waiting_for: waiting_for.into(),
                     waited: t0.elapsed(),
                     last_seen: shown.join(", "),
                     log: LogTail::read(laggard.error_log_path(), LOG_TAIL_LINES),
