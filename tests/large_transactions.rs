@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lockstep_testkit::{Cluster, Error};
-use multi_node::{check, fail, start_three_with_options, status, status_u64, OrLogs};
+use multi_node::{check, fail, start_three_with_options, status, OrLogs};
 
 const WAIT: Duration = Duration::from_secs(300);
 /// Rows of 1 MiB in the big transaction.
@@ -85,17 +85,10 @@ fn a_300_mb_writeset_replicates_while_another_node_keeps_committing() {
     let committed = t0.elapsed();
     // Every node applies it (node 2 keeps writing, so the nodes' last
     // committed seqnos are rarely equal: wait until each passed it).
-    let seqno = status_u64(node1, "wsrep_last_committed").or_logs(&cluster, "seqno");
-    for n in cluster.nodes() {
-        let applied = n.wait_until("the big writeset applied", WAIT, |n| {
-            let at = status_u64(n, "wsrep_last_committed")?;
-            Ok((
-                at >= seqno,
-                format!("last committed {at}, waiting for {seqno}"),
-            ))
-        });
-        applied.or_logs(&cluster, "every node applies the big writeset");
-    }
+    let seqno = node1.last_committed().or_logs(&cluster, "seqno");
+    cluster
+        .wait_for_last_committed_at_least(seqno, WAIT)
+        .or_logs(&cluster, "every node applies the big writeset");
     let applied = t0.elapsed();
     stop.store(true, Ordering::SeqCst);
     let done = match handle.join() {
@@ -216,17 +209,10 @@ fn commit_bypass(cluster: &Cluster) {
         .or_logs(cluster, "a 300 000-row insert");
     // Every node passes it (node 2 keeps writing, so their positions are
     // rarely equal until it stops).
-    let seqno = status_u64(node1, "wsrep_last_committed").or_logs(cluster, "seqno");
-    for n in cluster.nodes() {
-        let applied = n.wait_until("the insert applied", WAIT, |n| {
-            let at = status_u64(n, "wsrep_last_committed")?;
-            Ok((
-                at >= seqno,
-                format!("last committed {at}, waiting for {seqno}"),
-            ))
-        });
-        applied.or_logs(cluster, "every node applies the insert");
-    }
+    let seqno = node1.last_committed().or_logs(cluster, "seqno");
+    cluster
+        .wait_for_last_committed_at_least(seqno, WAIT)
+        .or_logs(cluster, "every node applies the insert");
     // The marker leaves a few seconds after the order is whole again, on a
     // later commit: node 2 keeps writing meanwhile.
     let t0 = Instant::now();
