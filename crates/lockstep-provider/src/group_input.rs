@@ -188,7 +188,7 @@ pub enum Input {
     ReadFence { id: u64 },
     /// Order an action already cut into fragment parts
     /// (`Group::propose_fragments`).
-    ProposeFragments { id: u64, parts: Vec<Vec<u8>> },
+    ProposeFragments { id: u64, parts: Vec<bytes::Bytes> },
     /// `gmcast.isolate`: cut every peer connection and refuse new ones
     /// (`true`), or connect again (`false`).
     Isolate(bool),

@@ -177,18 +177,23 @@ impl Provider {
     pub fn certify(
         &self,
         trx_id: u64,
-        trx: Option<&mut LocalTrx>,
+        mut trx: Option<&mut LocalTrx>,
         conn_id: u64,
         wsflags: u32,
         meta: &mut TrxMeta,
     ) -> Status {
         // A big writeset is encoded here, before the lock: O(size) work
         // under it would hold up every other session and applier, and on
-        // the round every heartbeat and every other writeset.
-        let body = trx
-            .as_deref()
-            .filter(|t| !t.oversized && t.size() > FRAGMENT_BYTES)
-            .map(|t| EncodedBody::encode(&t.keys, &t.data, FRAGMENT_BYTES));
+        // the round every heartbeat and every other writeset. Its data
+        // moves into a shared payload, as a small one's does below, which
+        // the fragments slice and the transaction keeps for a replay.
+        let body = match trx.as_deref_mut() {
+            Some(t) if !t.oversized && t.size() > FRAGMENT_BYTES => {
+                t.sent = Payload::from(std::mem::take(&mut t.data));
+                Some(EncodedBody::encode(&t.keys, &t.sent, FRAGMENT_BYTES))
+            }
+            _ => None,
+        };
         let g = self.lock();
         let member = g.member_id;
         *meta = TrxMeta::undefined();
@@ -228,11 +233,11 @@ impl Provider {
         if large.is_some() {
             info!(
                 "replicating a large writeset: {:.0} MiB of data, {} keys",
-                mib(trx.data.len()),
+                mib(trx.data_len()),
                 trx.key_count
             );
         }
-        let (size, data_len) = (trx.size(), trx.data.len());
+        let (size, data_len) = (trx.size(), trx.data_len());
         // A small writeset's data moves into a shared payload, which the
         // transaction keeps for a replay: the bytes are not copied again.
         if body.is_none() {
@@ -245,7 +250,8 @@ impl Provider {
             last_seen: g.last_committed(),
             flags: wsflags,
             // A big one's keys and data are in `body` already; they stay
-            // with the transaction, freed later outside the lock.
+            // with the transaction (the data shared with the fragments),
+            // freed later outside the lock.
             keys: match body {
                 Some(_) => Vec::new(),
                 None => std::mem::take(&mut trx.keys),

@@ -499,7 +499,7 @@ impl Inner {
 
     /// [`Inner::propose_to_drive`] of an action already cut into fragment
     /// parts.
-    pub fn propose_fragments_to_drive(&mut self, parts: Vec<Vec<u8>>) -> Option<u64> {
+    pub fn propose_fragments_to_drive(&mut self, parts: Vec<bytes::Bytes>) -> Option<u64> {
         self.send_proposal(true, false, |id| {
             crate::group_input::Input::ProposeFragments { id, parts }
         })

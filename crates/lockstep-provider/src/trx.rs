@@ -42,9 +42,9 @@ pub struct LocalTrx {
     /// Keys appended (the keys themselves move into the writeset).
     pub key_count: usize,
     pub data: Vec<u8>,
-    /// The data as replicated, shared with the writeset rather than copied
-    /// into it (a small writeset's `data` moves here at certification; a
-    /// big one keeps its `data`): what a replay applies.
+    /// The data as replicated, shared with the writeset (a small one) or
+    /// its fragments (a big one) rather than copied into them: `data`
+    /// moves here at certification. What a replay applies.
     pub sent: lockstep_core::group::payload::Payload,
     /// Flags given at certification, kept for a replay.
     pub flags: u32,
@@ -61,7 +61,12 @@ pub struct LocalTrx {
 
 impl LocalTrx {
     pub fn size(&self) -> usize {
-        self.key_bytes + self.data.len()
+        self.key_bytes + self.data_len()
+    }
+
+    /// The data's length, before or after it moved into `sent`.
+    pub fn data_len(&self) -> usize {
+        self.data.len() + self.sent.len()
     }
 
     /// The replicated data a replay applies.

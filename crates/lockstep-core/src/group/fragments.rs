@@ -10,24 +10,34 @@
 //! head (a few dozen bytes, with the `last_seen` seqno that must be read
 //! under the lock) is written later, by [`EncodedBody::with_head`].
 //!
+//! The data, most of a big writeset, is not copied at all: it comes last
+//! in the encoding, so its parts are slices of the buffers the server's
+//! rows were gathered in (`Bytes` shared with the transaction, which
+//! keeps them for a replay). Only the keys and the data's length are
+//! encoded into parts of their own; the parts before the data may
+//! therefore end short of `step`.
+//!
 //! [`encode_action`]: super::action::encode_action
 
 use super::action::{write_key, write_writeset_head, Writeset, ACTION_VERSION, T_WRITESET};
+use super::payload::Payload;
 use crate::certification::Key;
 use crate::wire::codec::Writer;
+use bytes::Bytes;
 
 /// A writeset's keys and data, encoded in parts of at most `step` bytes.
 #[derive(Debug)]
 pub struct EncodedBody {
     key_count: u32,
-    parts: Vec<Vec<u8>>,
+    parts: Vec<Bytes>,
 }
 
 impl EncodedBody {
-    /// Encodes `keys` and `data`; every byte is copied once, straight into
-    /// its part.
-    pub fn encode(keys: &[Key], data: &[u8], step: usize) -> EncodedBody {
-        let mut out = Parts::new(step.max(1));
+    /// Encodes `keys` (copied once, straight into their parts) and
+    /// `data` (sliced, not copied).
+    pub fn encode(keys: &[Key], data: &Payload, step: usize) -> EncodedBody {
+        let step = step.max(1);
+        let mut out = Parts::new(step);
         let mut w = Writer::new();
         for k in keys {
             w.buf.clear();
@@ -35,22 +45,30 @@ impl EncodedBody {
             out.put(&w.buf);
         }
         out.put(&(data.len() as u32).to_le_bytes());
-        out.put(data);
+        let mut parts: Vec<Bytes> = out.finish().into_iter().map(Bytes::from).collect();
+        for chunk in data.shared_chunks() {
+            let mut at = 0;
+            while at < chunk.len() {
+                let end = chunk.len().min(at + step);
+                parts.push(chunk.slice(at..end));
+                at = end;
+            }
+        }
         EncodedBody {
             key_count: keys.len() as u32,
-            parts: out.finish(),
+            parts,
         }
     }
 
     /// The fragments' bytes: a head part with `ws`'s fields, then the
     /// body. `ws` gives only its header fields; its own keys and data are
     /// ignored (they are the body's).
-    pub fn with_head(self, ws: &Writeset) -> Vec<Vec<u8>> {
+    pub fn with_head(self, ws: &Writeset) -> Vec<Bytes> {
         let mut w = Writer::new();
         w.u8(ACTION_VERSION).u8(T_WRITESET);
         write_writeset_head(&mut w, ws, self.key_count);
         let mut parts = Vec::with_capacity(self.parts.len() + 1);
-        parts.push(w.finish());
+        parts.push(Bytes::from(w.finish()));
         parts.extend(self.parts);
         parts
     }
@@ -117,8 +135,8 @@ mod tests {
         }
     }
 
-    fn split(ws: &Writeset, step: usize) -> Vec<Vec<u8>> {
-        let body = EncodedBody::encode(&ws.keys, &ws.data.contiguous(), step);
+    fn split(ws: &Writeset, step: usize) -> Vec<Bytes> {
+        let body = EncodedBody::encode(&ws.keys, &ws.data, step);
         let head = Writeset {
             keys: Vec::new(),
             data: Payload::default(),
@@ -128,12 +146,36 @@ mod tests {
     }
 
     #[test]
-    fn parts_are_step_sized_and_the_head_comes_first() {
+    fn parts_are_at_most_step_sized_and_the_head_comes_first() {
         let ws = writeset(10, 1000);
         let parts = split(&ws, 64);
-        assert!(parts[1..parts.len() - 1].iter().all(|p| p.len() == 64));
-        assert!(parts.last().is_some_and(|p| !p.is_empty() && p.len() <= 64));
+        assert!(parts.iter().all(|p| !p.is_empty() && p.len() <= 64));
         assert_eq!(parts[0][0], ACTION_VERSION);
+        // The data's parts are full ones but for the last.
+        let data_parts = 1000usize.div_ceil(64);
+        let tail = &parts[parts.len() - data_parts..];
+        assert!(tail[..data_parts - 1].iter().all(|p| p.len() == 64));
+    }
+
+    /// The data's parts point into the buffers it was gathered in, even
+    /// across several of them: nothing of it is copied.
+    #[test]
+    fn the_data_is_sliced_not_copied() {
+        let a = Bytes::from(vec![1u8; 100]);
+        let b = Bytes::from(vec![2u8; 30]);
+        let data = Payload::from_chunks([a.clone(), b.clone()]);
+        let body = EncodedBody::encode(&[], &data, 64);
+        let inside = |p: &Bytes, of: &Bytes| {
+            let (start, end) = (of.as_ptr() as usize, of.as_ptr() as usize + of.len());
+            p.as_ptr() as usize >= start && p.as_ptr() as usize + p.len() <= end
+        };
+        let data_parts: Vec<&Bytes> = body.parts.iter().skip(1).collect();
+        assert_eq!(
+            data_parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            vec![64, 36, 30]
+        );
+        assert!(inside(data_parts[0], &a) && inside(data_parts[1], &a));
+        assert!(inside(data_parts[2], &b));
     }
 
     proptest! {
@@ -143,7 +185,7 @@ mod tests {
         ) {
             let ws = writeset(keys, data);
             let parts = split(&ws, step);
-            let whole: Vec<u8> = parts.concat();
+            let whole: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
             let action = Action::Writeset(ws);
             prop_assert_eq!(&whole, &encode_action(&action));
             prop_assert_eq!(decode_action(&whole), Ok(action));

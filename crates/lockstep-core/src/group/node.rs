@@ -651,8 +651,7 @@ impl Group {
         let big = matches!(&action, Action::Writeset(ws) if ws.size() > self.cfg.fragment_bytes);
         match action {
             Action::Writeset(ws) if big => {
-                let body =
-                    EncodedBody::encode(&ws.keys, &ws.data.contiguous(), self.cfg.fragment_bytes);
+                let body = EncodedBody::encode(&ws.keys, &ws.data, self.cfg.fragment_bytes);
                 let head = Writeset {
                     keys: Vec::new(),
                     data: Payload::default(),
@@ -667,7 +666,7 @@ impl Group {
     /// Queues an action already cut into fragment parts (by
     /// [`EncodedBody`] on the replicating thread, so this thread does no
     /// O(size) work for it); it is delivered under proposal `id`.
-    pub fn propose_fragments(&mut self, id: u64, parts: Vec<Vec<u8>>) {
+    pub fn propose_fragments(&mut self, id: u64, parts: Vec<bytes::Bytes>) {
         let origin = self.me.raft_id;
         let count = parts.len() as u32;
         for (index, bytes) in parts.into_iter().enumerate() {
@@ -680,7 +679,7 @@ impl Group {
                     of: id,
                     index: index as u32,
                     count,
-                    bytes: bytes.into(),
+                    bytes,
                 },
             });
         }

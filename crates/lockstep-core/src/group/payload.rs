@@ -65,6 +65,11 @@ impl Payload {
         }
     }
 
+    /// The chunks themselves, to slice without copying.
+    pub fn shared_chunks(&self) -> &[Bytes] {
+        &self.chunks
+    }
+
     /// How many chunks hold the bytes.
     pub fn chunk_count(&self) -> usize {
         self.chunks.len()
