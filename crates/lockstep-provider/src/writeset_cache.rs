@@ -31,7 +31,7 @@
 
 use crate::log::{info, warn};
 use lockstep_core::writeset_cache::{
-    decode_file_header, decode_record, encode_file_header, encode_record, event_digest,
+    decode_file_header, decode_record, encode_file_header, event_digest, record_pieces,
     CachedEvent, CachedKind, Decoded, FILE_HEADER_LEN, RECORD_HEADER_LEN,
 };
 use std::fs::{self, File, OpenOptions};
@@ -73,7 +73,6 @@ pub struct WritesetCache {
     last_writeset: Option<(i64, u32)>,
     /// The newest event held: (seqno, `event_digest`).
     last_event: Option<(i64, u32)>,
-    scratch: Vec<u8>,
     /// `lockstep.cache_sync`: fsync what each batch wrote before its
     /// commits are acknowledged (power loss keeps them too).
     sync: bool,
@@ -231,7 +230,6 @@ impl WritesetCache {
             previous: None,
             last_writeset: None,
             last_event: None,
-            scratch: Vec::new(),
             sync: false,
             unsynced: false,
         };
@@ -433,14 +431,17 @@ impl WritesetCache {
         if !self.extends(ev.history, ev.seqno) && self.current.is_some() {
             self.start_over()?;
         }
-        self.scratch.clear();
-        encode_record(ev, &mut self.scratch);
+        // A writeset's data goes from its shared chunks to the file (a
+        // write past the buffer's size bypasses it): no copy of a big one.
+        let record = record_pieces(ev);
         let Some(w) = self.writer.as_mut() else {
             return Err(io::Error::other("the cache file is not open"));
         };
-        w.write_all(&self.scratch)?;
+        for piece in record.pieces() {
+            w.write_all(piece)?;
+        }
         self.unsynced = true;
-        self.current_bytes += self.scratch.len() as u64;
+        self.current_bytes += record.len() as u64;
         let digest = event_digest(ev);
         self.last_event = Some((ev.seqno, digest));
         if let CachedKind::Writeset { .. } = ev.kind {

@@ -691,11 +691,21 @@ fn read_action(r: &mut Reader<'_>, shared: Option<&Bytes>) -> Result<Action, Dec
 
 /// A writeset's fields (also the body of a writeset cache record).
 pub(crate) fn write_writeset(w: &mut Writer, ws: &Writeset) {
+    write_writeset_before_data(w, ws);
+    for chunk in ws.data.chunks() {
+        w.buf.extend_from_slice(chunk);
+    }
+}
+
+/// [`write_writeset`] up to the data's bytes (their length included): the
+/// encoding is this followed by `ws.data`'s chunks, which a caller that
+/// writes them elsewhere (the writeset cache's file) need not copy.
+pub(crate) fn write_writeset_before_data(w: &mut Writer, ws: &Writeset) {
     write_writeset_head(w, ws, ws.keys.len() as u32);
     for k in &ws.keys {
         write_key(w, k);
     }
-    w.bytes_in_pieces(ws.data.len(), ws.data.chunks());
+    w.u32(ws.data.len() as u32);
 }
 
 /// A writeset's fields before its keys, announcing `key_count` keys

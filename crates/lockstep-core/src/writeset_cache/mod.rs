@@ -16,8 +16,8 @@ mod record;
 mod stream;
 
 pub use record::{
-    decode_record, encode_record, event_digest, membership_digest, CachedEvent, CachedKind,
-    CachedMember, CachedMembers, Decoded, RecordError, RECORD_HEADER_LEN,
+    decode_record, encode_record, event_digest, membership_digest, record_pieces, CachedEvent,
+    CachedKind, CachedMember, CachedMembers, Decoded, RecordError, RecordPieces, RECORD_HEADER_LEN,
 };
 pub use stream::{
     decode_file_header, decode_stream_header, encode_file_header, encode_stream_header,

@@ -26,7 +26,8 @@
 //! 5 failed in Galera (no fields: read back from Galera's cache).
 
 use crate::certification::{CertFailure, CertOutcome, KeyType};
-use crate::group::action::{read_key, read_writeset, write_key, write_writeset};
+use crate::group::action::{read_key, read_writeset, write_key, write_writeset_before_data};
+use crate::group::payload::Payload;
 use crate::group::Writeset;
 use crate::wire::codec::{DecodeError, Reader, Writer};
 use std::fmt;
@@ -123,12 +124,50 @@ pub enum Decoded {
 
 /// Appends `ev`'s frame to `out`.
 pub fn encode_record(ev: &CachedEvent, out: &mut Vec<u8>) {
+    let record = record_pieces(ev);
+    out.reserve(record.len());
+    for piece in record.pieces() {
+        out.extend_from_slice(piece);
+    }
+}
+
+/// A record as [`encode_record`] writes it, in pieces that leave a
+/// writeset's data where it is: `head` is the frame header and every
+/// payload byte before the data, then come the data's chunks. A 300 MB
+/// writeset is thus written to the cache file without being copied into
+/// a buffer first (twice, before), which held up every commit queued
+/// behind it for as long.
+pub struct RecordPieces<'a> {
+    head: Vec<u8>,
+    data: Option<&'a Payload>,
+}
+
+impl RecordPieces<'_> {
+    /// The record's length in bytes, frame header included.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.data.map_or(0, Payload::len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The record's bytes, in order.
+    pub fn pieces(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        std::iter::once(&self.head[..]).chain(self.data.into_iter().flat_map(Payload::chunks))
+    }
+}
+
+/// [`encode_record`] of `ev`, in pieces (see [`RecordPieces`]).
+pub fn record_pieces(ev: &CachedEvent) -> RecordPieces<'_> {
     let mut w = Writer::new();
+    let mut data = None;
     match &ev.kind {
         CachedKind::Writeset { ws, outcome } => {
             w.u8(K_WRITESET).uuid(&ev.history).i64(ev.seqno);
             write_outcome(&mut w, outcome);
-            write_writeset(&mut w, ws);
+            write_writeset_before_data(&mut w, ws);
+            data = Some(&ws.data);
         }
         CachedKind::View { members, who: None } => {
             w.u8(K_VIEW).uuid(&ev.history).i64(ev.seqno).u32(*members);
@@ -151,10 +190,24 @@ pub fn encode_record(ev: &CachedEvent, out: &mut Vec<u8>) {
             w.u8(K_END).uuid(&ev.history).i64(ev.seqno);
         }
     }
-    let payload = w.finish();
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    out.extend_from_slice(&payload);
+    let before_data = w.finish();
+    let payload_len = before_data.len() + data.map_or(0, Payload::len);
+    let crc = crc_of(&before_data, data);
+    let mut head = Vec::with_capacity(RECORD_HEADER_LEN + before_data.len());
+    head.extend_from_slice(&(payload_len as u32).to_le_bytes());
+    head.extend_from_slice(&crc.to_le_bytes());
+    head.extend_from_slice(&before_data);
+    RecordPieces { head, data }
+}
+
+/// CRC-32 of `before` followed by `data`'s chunks.
+fn crc_of(before: &[u8], data: Option<&Payload>) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(before);
+    for chunk in data.into_iter().flat_map(Payload::chunks) {
+        h.update(chunk);
+    }
+    h.finalize()
 }
 
 /// CRC-32 of a view's `conf_id` (i64) and its member UUIDs in ascending
@@ -178,10 +231,13 @@ pub fn membership_digest(conf_id: i64, members: impl Iterator<Item = [u8; 16]>) 
 pub fn event_digest(ev: &CachedEvent) -> u32 {
     let mut w = Writer::new();
     w.uuid(&ev.history).i64(ev.seqno);
+    let mut data = None;
     match &ev.kind {
         CachedKind::Writeset { ws, outcome } => {
             w.u8(K_WRITESET).u8(u8::from(outcome.is_pass()));
-            write_writeset(&mut w, ws);
+            // The data is hashed where it is, not copied first.
+            write_writeset_before_data(&mut w, ws);
+            data = Some(&ws.data);
         }
         // The member list is not part of the identity: a record with it
         // and one without describe the same view.
@@ -192,7 +248,7 @@ pub fn event_digest(ev: &CachedEvent) -> u32 {
             w.u8(K_END);
         }
     }
-    crc32fast::hash(&w.finish())
+    crc_of(&w.finish(), data)
 }
 
 /// Decodes the record at the start of `buf`, refusing payloads over
@@ -552,7 +608,68 @@ mod tests {
         ));
     }
 
+    /// The record and the digest as they were made before the data was
+    /// left in its chunks: one buffer with everything copied into it.
+    fn copied_record_and_digest(ev: &CachedEvent) -> (Vec<u8>, u32) {
+        let CachedKind::Writeset { ws, outcome } = &ev.kind else {
+            unreachable!("writesets only");
+        };
+        let mut w = Writer::new();
+        w.u8(K_WRITESET).uuid(&ev.history).i64(ev.seqno);
+        write_outcome(&mut w, outcome);
+        crate::group::action::write_writeset(&mut w, ws);
+        let payload = w.finish();
+        let mut record = (payload.len() as u32).to_le_bytes().to_vec();
+        record.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        record.extend_from_slice(&payload);
+        let mut d = Writer::new();
+        d.uuid(&ev.history).i64(ev.seqno);
+        d.u8(K_WRITESET).u8(u8::from(outcome.is_pass()));
+        crate::group::action::write_writeset(&mut d, ws);
+        (record, crc32fast::hash(&d.finish()))
+    }
+
     proptest! {
+        /// A writeset's record in pieces (its data left in the chunks it
+        /// arrived in) has the bytes and the digest of the copied one,
+        /// however the data is cut.
+        #[test]
+        fn a_record_in_pieces_is_the_copied_record(
+            data in proptest::collection::vec(any::<u8>(), 0..2048),
+            cuts in proptest::collection::vec(0usize..2048, 0..6),
+            pass in any::<bool>(),
+        ) {
+            let mut cuts: Vec<usize> = cuts.into_iter().filter(|c| *c < data.len()).collect();
+            cuts.sort_unstable();
+            let mut chunks = Vec::new();
+            let mut at = 0;
+            for c in cuts.into_iter().chain([data.len()]) {
+                chunks.push(bytes::Bytes::copy_from_slice(&data[at..c.max(at)]));
+                at = c.max(at);
+            }
+            let mut ws = (*writeset(Vec::new())).clone();
+            ws.data = Payload::from_chunks(chunks);
+            let outcome = if pass {
+                CertOutcome::Pass { depends_on: 3 }
+            } else {
+                CertOutcome::Fail { reason: CertFailure::FailedInGalera }
+            };
+            let ev = CachedEvent {
+                history: H,
+                seqno: 12,
+                kind: CachedKind::Writeset { ws: Arc::new(ws), outcome },
+            };
+            let (copied, digest) = copied_record_and_digest(&ev);
+            let pieces = record_pieces(&ev);
+            let joined: Vec<u8> = pieces.pieces().flat_map(|p| p.iter().copied()).collect();
+            prop_assert_eq!(pieces.len(), copied.len());
+            prop_assert_eq!(&joined, &copied);
+            prop_assert_eq!(event_digest(&ev), digest);
+            let mut encoded = Vec::new();
+            encode_record(&ev, &mut encoded);
+            prop_assert_eq!(encoded, copied);
+        }
+
         #[test]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let _ = decode_record(&bytes, 1 << 16);
