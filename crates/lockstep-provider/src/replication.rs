@@ -189,7 +189,10 @@ impl Provider {
         // the fragments slice and the transaction keeps for a replay.
         let body = match trx.as_deref_mut() {
             Some(t) if !t.oversized && t.size() > FRAGMENT_BYTES => {
-                t.sent = Payload::from(std::mem::take(&mut t.data));
+                // Moved once: `sent` keeps it if this is asked again.
+                if !t.data.is_empty() {
+                    t.sent = Payload::from(std::mem::take(&mut t.data));
+                }
                 Some(EncodedBody::encode(&t.keys, &t.sent, FRAGMENT_BYTES))
             }
             _ => None,
