@@ -75,7 +75,12 @@ fn dial_from(ip: std::net::IpAddr, to: SocketAddr) -> std::io::Result<TcpStream>
     Ok(s.into())
 }
 
-pub(super) fn accept_loop(listener: TcpListener, ctx: Ctx) {
+/// Accepts peers until the transport stops. The listener is
+/// non-blocking; between bursts the thread sleeps in `waiting` (a
+/// readiness poll on the listener and on the transport's `Waker` for it,
+/// `ListenerWait`) instead of polling the socket every 20 ms, which woke
+/// every idle node 50 times a second.
+pub(super) fn accept_loop(listener: TcpListener, ctx: Ctx, mut waiting: ListenerWait) {
     while !ctx.stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((stream, _)) if ctx.isolated.load(Ordering::SeqCst) => {
@@ -115,10 +120,58 @@ pub(super) fn accept_loop(listener: TcpListener, ctx: Ctx) {
                 });
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                thread::sleep(Duration::from_millis(20));
+                waiting.until_ready();
             }
             Err(e) => {
                 warn!("group channel accept failed: {e}");
+                thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+/// What the listener thread sleeps on between connections: readiness of
+/// the listener (accept would not block) or a wake-up from
+/// `Transport::shutdown`. Edge-triggered, as mio is: the loop accepts until
+/// `WouldBlock` before it waits again.
+pub(super) struct ListenerWait {
+    poll: mio::Poll,
+    events: mio::Events,
+}
+
+/// How long the listener thread sleeps at most between two looks at the
+/// stop flag, should a wake-up be lost.
+const LISTENER_IDLE: Duration = Duration::from_secs(2);
+
+const LISTENER_READY: mio::Token = mio::Token(0);
+const LISTENER_WAKE: mio::Token = mio::Token(1);
+
+impl ListenerWait {
+    /// Registers `listener` (already non-blocking); the `Waker` ends a
+    /// wait early (`Transport::shutdown`).
+    pub(super) fn new(listener: &TcpListener) -> std::io::Result<(ListenerWait, mio::Waker)> {
+        use std::os::fd::AsRawFd;
+        let poll = mio::Poll::new()?;
+        let fd = listener.as_raw_fd();
+        poll.registry().register(
+            &mut mio::unix::SourceFd(&fd),
+            LISTENER_READY,
+            mio::Interest::READABLE,
+        )?;
+        let waker = mio::Waker::new(poll.registry(), LISTENER_WAKE)?;
+        let waiting = ListenerWait {
+            poll,
+            events: mio::Events::with_capacity(4),
+        };
+        Ok((waiting, waker))
+    }
+
+    /// Sleeps until a peer connects, the transport wakes this thread, or
+    /// `LISTENER_IDLE` passes.
+    fn until_ready(&mut self) {
+        if let Err(e) = self.poll.poll(&mut self.events, Some(LISTENER_IDLE)) {
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                warn!("group channel listener: waiting for connections failed: {e}");
                 thread::sleep(Duration::from_millis(100));
             }
         }

@@ -33,7 +33,7 @@ pub use table::{MAX_ACCEPTS_PER_HOST_PER_SEC, MAX_OPENING, MAX_OPENING_PER_HOST}
 use crate::identity::{describe, short, CertFingerprint};
 use crate::secure::PeerSecurity;
 use crate::threads::Threads;
-use connection::{accept_loop, dial, run_connection};
+use connection::{accept_loop, dial, run_connection, ListenerWait};
 use lockstep_core::group::peer::PeerMsg;
 use lockstep_core::wire::lanes::Lane;
 use log::{info, warn};
@@ -146,6 +146,8 @@ pub struct Transport {
     /// What every connection thread shares with the transport.
     ctx: Ctx,
     listener: Option<thread::JoinHandle<()>>,
+    /// Ends the listener thread's wait for connections (`shutdown`).
+    listener_waker: Option<mio::Waker>,
 }
 
 impl Transport {
@@ -188,6 +190,7 @@ impl Transport {
                 lp,
             },
             listener: None,
+            listener_waker: None,
         };
         let ctx = t.context();
         if !t
@@ -198,10 +201,13 @@ impl Transport {
             return Err("cannot start the group connections' event loop thread".into());
         }
         let ctx = t.context();
+        let (waiting, waker) =
+            ListenerWait::new(&listener).map_err(|e| format!("listener on {listen}: {e}"))?;
+        t.listener_waker = Some(waker);
         t.listener = Some(
             thread::Builder::new()
                 .name("lockstep-accept".into())
-                .spawn(move || accept_loop(listener, ctx))
+                .spawn(move || accept_loop(listener, ctx, waiting))
                 .map_err(|e| format!("cannot start the listener thread: {e}"))?,
         );
         Ok(t)
@@ -435,6 +441,9 @@ impl Transport {
             .unwrap_or_else(|p| p.into_inner())
             .open
             .clear();
+        if let Some(w) = &self.listener_waker {
+            let _ = w.wake();
+        }
         if let Some(h) = self.listener.take() {
             let _ = h.join();
         }

@@ -415,6 +415,30 @@ fn shutdown_returns_once_every_connection_thread_has_ended() {
     assert!(t0.elapsed() < SHUTDOWN_WAIT, "it waited for the deadline");
 }
 
+/// The listener thread sleeps on the listener's readiness between
+/// connections: a peer that dials after a quiet spell gets in at once,
+/// and `shutdown` wakes the thread rather than waiting for its idle look
+/// (`LISTENER_IDLE`, 2 s).
+#[test]
+fn the_sleeping_listener_accepts_at_once_and_shutdown_wakes_it() {
+    let (mut a, rx_a) = start("c", 1);
+    let (b, rx_b) = start("c", 2);
+    std::thread::sleep(Duration::from_millis(300)); // the listener sleeps
+    let t0 = Instant::now();
+    b.dial(&a.local_addr().unwrap().to_string());
+    assert_eq!(peer_up(&rx_a), Some(2));
+    assert_eq!(peer_up(&rx_b), Some(1));
+    assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+    // The listener went back to sleep right after it accepted.
+    let t0 = Instant::now();
+    a.shutdown();
+    assert!(
+        t0.elapsed() < Duration::from_secs(1),
+        "shutdown waited {:?} for the listener",
+        t0.elapsed()
+    );
+}
+
 /// ADR 0014, issue 34 item 5: a peer holding a certificate of the
 /// cluster's CA that claims a member's Raft id, bound to another
 /// certificate, is refused and logged; the member itself gets in.
