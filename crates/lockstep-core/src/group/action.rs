@@ -692,9 +692,7 @@ fn read_action(r: &mut Reader<'_>, shared: Option<&Bytes>) -> Result<Action, Dec
 /// A writeset's fields (also the body of a writeset cache record).
 pub(crate) fn write_writeset(w: &mut Writer, ws: &Writeset) {
     write_writeset_before_data(w, ws);
-    for chunk in ws.data.chunks() {
-        w.buf.extend_from_slice(chunk);
-    }
+    ws.data.append_to(&mut w.buf);
 }
 
 /// [`write_writeset`] up to the data's bytes (their length included): the

@@ -77,18 +77,6 @@ impl Writer {
         self.buf.extend_from_slice(v);
         self
     }
-    /// Like [`Writer::bytes`], for bytes in several pieces (`len` in all).
-    pub fn bytes_in_pieces<'a>(
-        &mut self,
-        len: usize,
-        pieces: impl Iterator<Item = &'a [u8]>,
-    ) -> &mut Self {
-        self.u32(len as u32);
-        for p in pieces {
-            self.buf.extend_from_slice(p);
-        }
-        self
-    }
     pub fn str(&mut self, v: &str) -> &mut Self {
         self.bytes(v.as_bytes())
     }
