@@ -35,6 +35,10 @@ pub struct LargeTrxPlan {
     pub slave_threads: u32,
     /// Extra provider options for Lockstep's cluster only.
     pub lockstep_options: String,
+    /// Streaming replication for the `UPDATE` (both providers): a fragment
+    /// every this many rows (`wsrep_trx_fragment_unit='rows'`); `None`
+    /// replicates it as one writeset at commit.
+    pub fragment_rows: Option<u64>,
 }
 
 impl Default for LargeTrxPlan {
@@ -45,6 +49,7 @@ impl Default for LargeTrxPlan {
             delay: Duration::from_secs(5),
             slave_threads: 4,
             lockstep_options: String::new(),
+            fragment_rows: None,
         }
     }
 }
@@ -207,7 +212,7 @@ fn measure(
     std::thread::sleep(plan.delay);
     progress(tag, &format!("UPDATE of {} rows on node 1", plan.rows));
     let t = Instant::now();
-    let updated = node1.sql("UPDATE bench_large.big SET k = k + 1");
+    let updated = node1.sql(&update_statement(plan.fragment_rows));
     run.update_secs = t.elapsed().as_secs_f64();
     let t = Instant::now();
     // Every node has committed as much as node 1 had once its UPDATE
@@ -242,6 +247,18 @@ fn measure(
     Ok(())
 }
 
+/// The big `UPDATE`, streamed in fragments of `fragment_rows` if given.
+fn update_statement(fragment_rows: Option<u64>) -> String {
+    let update = "UPDATE bench_large.big SET k = k + 1";
+    match fragment_rows {
+        Some(rows) => format!(
+            "SET SESSION wsrep_trx_fragment_unit = 'rows'; \
+             SET SESSION wsrep_trx_fragment_size = {rows}; {update}"
+        ),
+        None => update.to_string(),
+    }
+}
+
 fn summarize(report: &SysbenchReport, run: &mut LargeTrxRun) {
     run.per_second = report.intervals.iter().map(|s| s.tps).collect();
     run.median_tps = median(&run.per_second);
@@ -254,8 +271,11 @@ fn summarize(report: &SysbenchReport, run: &mut LargeTrxRun) {
 
 /// The side-by-side text report.
 pub fn to_text(plan: &LargeTrxPlan, runs: &[LargeTrxRun]) -> String {
+    let streamed = plan.fragment_rows.map_or(String::new(), |rows| {
+        format!(", streamed in {rows}-row fragments")
+    });
     let mut s = format!(
-        "\nlarge transaction: UPDATE of {} rows on node 1, 4-thread point updates on node 2 for {} s\n",
+        "\nlarge transaction: UPDATE of {} rows on node 1{streamed}, 4-thread point updates on node 2 for {} s\n",
         plan.rows,
         plan.time.as_secs()
     );
@@ -293,6 +313,18 @@ pub fn to_text(plan: &LargeTrxPlan, runs: &[LargeTrxRun]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_update_streams_only_when_asked() {
+        assert_eq!(
+            update_statement(None),
+            "UPDATE bench_large.big SET k = k + 1"
+        );
+        let streamed = update_statement(Some(10_000));
+        assert!(streamed.contains("wsrep_trx_fragment_unit = 'rows'"));
+        assert!(streamed.contains("wsrep_trx_fragment_size = 10000;"));
+        assert!(streamed.ends_with("UPDATE bench_large.big SET k = k + 1"));
+    }
 
     #[test]
     fn the_worst_second_is_a_fraction_of_the_median() {

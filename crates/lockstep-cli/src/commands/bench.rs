@@ -85,6 +85,11 @@ pub struct Args {
     /// large_trx: seconds of point updates on node 2 (the UPDATE starts after 5).
     #[arg(long, default_value_t = 30, value_name = "SECS")]
     large_time: u64,
+    /// large_trx: stream the UPDATE (both providers) in fragments of this
+    /// many rows (`wsrep_trx_fragment_size`); by default it replicates as
+    /// one writeset at commit.
+    #[arg(long, value_name = "ROWS")]
+    large_fragment_rows: Option<u64>,
 }
 
 /// `large_trx` is not a sysbench script: it is split off the list and run
@@ -174,6 +179,7 @@ fn run_large_trx(args: &Args, providers: &[Provider], out: &std::path::Path) -> 
         time: Duration::from_secs(args.large_time.max(10)),
         slave_threads: args.slave_threads.max(1),
         lockstep_options: args.lockstep_options.clone(),
+        fragment_rows: args.large_fragment_rows.filter(|rows| *rows > 0),
         ..LargeTrxPlan::default()
     };
     let runs = large_trx::run(&plan, providers, out);
