@@ -27,6 +27,25 @@ pub struct Frame {
     pub payload: Vec<u8>,
 }
 
+/// A frame still in the decoder's buffer: a chunk of a big message can be
+/// copied from there straight into the message, with no allocation of
+/// its own (64 KiB per chunk, allocated and freed at the rate of the
+/// network, made the allocator grow and trim its heap over and over).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameRef<'a> {
+    pub kind: u8,
+    pub payload: &'a [u8],
+}
+
+impl FrameRef<'_> {
+    pub fn to_owned(self) -> Frame {
+        Frame {
+            kind: self.kind,
+            payload: self.payload.to_vec(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FrameError {
     BadMagic([u8; 4]),
@@ -130,8 +149,6 @@ pub fn encode_with(
     Ok(())
 }
 
-/// Decodes `bytes` as exactly one frame, reusing its allocation for the
-/// payload (a reassembled message may be hundreds of megabytes).
 /// Checks a whole frame header (magic, version, reserved bits, the bound
 /// on its payload); returns its kind and payload length.
 pub fn check_header(
@@ -146,6 +163,8 @@ pub fn check_header(
     Ok((head[5], len))
 }
 
+/// Decodes `bytes` as exactly one frame, reusing its allocation for the
+/// payload (a reassembled message may be hundreds of megabytes).
 pub fn decode_one(mut bytes: Vec<u8>, max_payload: usize) -> Result<Frame, FrameError> {
     let mut head = FrameDecoder::new(max_payload);
     head.push(&bytes[..bytes.len().min(HEADER_LEN)]);
@@ -224,6 +243,12 @@ impl FrameDecoder {
 
     /// The next complete frame, `None` if more bytes are needed.
     pub fn next_frame(&mut self) -> Result<Option<Frame>, FrameError> {
+        Ok(self.next_frame_ref()?.map(FrameRef::to_owned))
+    }
+
+    /// The next complete frame, borrowed from the decoder until the next
+    /// call; `None` if more bytes are needed.
+    pub fn next_frame_ref(&mut self) -> Result<Option<FrameRef<'_>>, FrameError> {
         if self.failed {
             return Err(FrameError::Poisoned);
         }
@@ -234,11 +259,17 @@ impl FrameDecoder {
                 self.start = 0;
                 Err(e)
             }
-            ok => ok,
+            Ok(None) => Ok(None),
+            Ok(Some((kind, body))) => Ok(Some(FrameRef {
+                kind,
+                payload: &self.buf[body],
+            })),
         }
     }
 
-    fn parse(&mut self) -> Result<Option<Frame>, FrameError> {
+    /// The next frame's kind and where its payload lies in `buf`; the
+    /// frame counts as taken.
+    fn parse(&mut self) -> Result<Option<(u8, std::ops::Range<usize>)>, FrameError> {
         let buf = &self.buf[self.start..];
         // Validate what we have of the header as early as possible, so a
         // stranger is refused after 4 bytes rather than after 16 MiB.
@@ -283,12 +314,10 @@ impl FrameDecoder {
                 actual,
             });
         }
-        let frame = Frame {
-            kind: buf[5],
-            payload: buf[HEADER_LEN..body_end].to_vec(),
-        };
+        let kind = buf[5];
+        let body = self.start + HEADER_LEN..self.start + body_end;
         self.start += total;
-        Ok(Some(frame))
+        Ok(Some((kind, body)))
     }
 }
 

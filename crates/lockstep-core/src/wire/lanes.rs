@@ -16,7 +16,7 @@
 //! [`Outbox::take_next`] for the bytes to write and hands each frame it
 //! reads to [`Inbox::accept`].
 
-use super::frame::{self, Frame, FrameError, HEADER_LEN, TRAILER_LEN};
+use super::frame::{self, Frame, FrameError, FrameRef, HEADER_LEN, TRAILER_LEN};
 use std::collections::VecDeque;
 use std::fmt;
 
@@ -345,14 +345,28 @@ impl Inbox {
         if !matches!(f.kind, K_PART | K_END) {
             return Ok(Some(f));
         }
-        let n = self.received + f.payload.len();
+        self.accept_chunk(f.kind, &f.payload)
+    }
+
+    /// As [`Inbox::accept`], for a frame still in the decoder's buffer: a
+    /// chunk is copied once, into its message; any other frame is copied
+    /// out whole.
+    pub fn accept_ref(&mut self, f: FrameRef<'_>) -> Result<Option<Frame>, InboxError> {
+        if !matches!(f.kind, K_PART | K_END) {
+            return Ok(Some(f.to_owned()));
+        }
+        self.accept_chunk(f.kind, f.payload)
+    }
+
+    fn accept_chunk(&mut self, kind: u8, payload: &[u8]) -> Result<Option<Frame>, InboxError> {
+        let n = self.received + payload.len();
         if n > self.max {
             self.reset();
             return Err(InboxError::TooLarge(n));
         }
         self.received = n;
-        let outcome = match self.take(&f.payload) {
-            Ok(()) if f.kind == K_PART => return Ok(None),
+        let outcome = match self.take(payload) {
+            Ok(()) if kind == K_PART => return Ok(None),
             Ok(()) => self.finish(),
             Err(e) => Err(e),
         };
@@ -633,6 +647,42 @@ mod tests {
             // Control is queued first, so all of it arrives before bulk.
             let first_bulk = got.iter().position(|f| f.kind == 3).unwrap_or(got.len());
             prop_assert!(got[first_bulk..].iter().all(|f| f.kind == 3));
+        }
+
+        /// Taking frames borrowed from the decoder (chunks copied once,
+        /// into their message) gives what taking owned frames gives, in
+        /// whatever pieces the bytes arrive.
+        #[test]
+        fn borrowed_frames_reassemble_as_owned_ones(
+            lens in proptest::collection::vec(0usize..300_000, 1..8),
+            piece in 1usize..100_000,
+        ) {
+            let mut out = Outbox::default();
+            for (i, len) in lens.iter().enumerate() {
+                let lane = if len % 3 == 0 { Lane::Control } else { Lane::Bulk };
+                let len = if lane == Lane::Control { len % 2000 } else { *len };
+                out.push(lane, framed(i as u8, len, i as u8)).unwrap();
+            }
+            let mut wire = Vec::new();
+            while let Some(bytes) = out.next_write() {
+                wire.extend_from_slice(&bytes);
+            }
+            let (mut owned, mut borrowed) = (Vec::new(), Vec::new());
+            let (mut in_owned, mut in_borrowed) = (Inbox::default(), Inbox::default());
+            let mut dec_owned = FrameDecoder::new(MAX_WIRE_FRAME);
+            let mut dec_borrowed = FrameDecoder::new(MAX_WIRE_FRAME);
+            for bytes in wire.chunks(piece) {
+                dec_owned.push(bytes);
+                while let Some(f) = dec_owned.next_frame().unwrap() {
+                    owned.extend(in_owned.accept(f).unwrap());
+                }
+                dec_borrowed.push(bytes);
+                while let Some(f) = dec_borrowed.next_frame_ref().unwrap() {
+                    borrowed.extend(in_borrowed.accept_ref(f).unwrap());
+                }
+            }
+            prop_assert_eq!(owned.len(), lens.len());
+            prop_assert_eq!(&borrowed, &owned);
         }
     }
 }

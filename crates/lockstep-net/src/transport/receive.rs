@@ -25,7 +25,7 @@ pub(super) fn next_message(
     peer: &str,
 ) -> Result<Option<PeerMsg>, Dropped> {
     loop {
-        let f = match dec.next_frame() {
+        let f = match dec.next_frame_ref() {
             Ok(Some(f)) => f,
             Ok(None) => return Ok(None),
             Err(e) => {
@@ -34,8 +34,8 @@ pub(super) fn next_message(
             }
         };
         let whole = match inbox.as_deref_mut() {
-            None => f,
-            Some(inbox) => match inbox.accept(f) {
+            None => f.to_owned(),
+            Some(inbox) => match inbox.accept_ref(f) {
                 Ok(Some(f)) => {
                     if let Some(t0) = started.take() {
                         if f.payload.len() >= LOG_BIG {
