@@ -17,18 +17,8 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PROVIDER=${1:?usage: scripts/cpu-split.sh <provider> [seconds]}
 SECS=${2:-15}
 DIR=$(mktemp -d /tmp/lockstep-cpu-split.XXXXXX)
-chmod 755 "$DIR" # mariadbd runs as the unprivileged user `lockstep`
-LOCKSTEP="$REPO/target/release/lockstep"
-trap '"$LOCKSTEP" down --dir "$DIR/cluster" >/dev/null 2>&1 || true' EXIT
-"$LOCKSTEP" up --provider "$PROVIDER" --dir "$DIR/cluster" --no-tls --slave-threads 4 >"$DIR/up.log" 2>&1 ||
-  { cat "$DIR/up.log" >&2; exit 1; }
-SOCK="$DIR/cluster/node1/mysqld.sock"
-SB=(sysbench oltp_write_only --mysql-socket="$SOCK" --mysql-user=root --tables=4
-    --table-size=10000 --db-driver=mysql)
-mysql -S "$SOCK" -uroot -e "CREATE DATABASE IF NOT EXISTS sbtest"
-"${SB[@]}" prepare >/dev/null
+. "$REPO/scripts/write-load-cluster.sh"
 "${SB[@]}" --threads=8 --time=3 run >/dev/null
-PIDS=$(python3 -c "import json,sys; print(','.join(str(n['pid']) for n in json.load(open(sys.argv[1]))['nodes']))" "$DIR/cluster/cluster.json")
 perf record -F 199 -g -p "$PIDS" -o "$DIR/perf.data" -- sleep "$SECS" >/dev/null 2>&1 &
 PERF=$!
 "${SB[@]}" --threads=8 --time=$((SECS + 1)) run | grep -E "transactions:"

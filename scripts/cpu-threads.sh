@@ -19,19 +19,9 @@ SECS=${2:-10}
 PROVIDER=$WHAT
 [ "$WHAT" = floor ] && PROVIDER=lockstep
 DIR=$(mktemp -d /tmp/lockstep-cpu-threads.XXXXXX)
-chmod 755 "$DIR" # mariadbd runs as the unprivileged user `lockstep`
-LOCKSTEP="$REPO/target/release/lockstep"
-trap '"$LOCKSTEP" down --dir "$DIR/cluster" >/dev/null 2>&1 || true' EXIT
-"$LOCKSTEP" up --provider "$PROVIDER" --dir "$DIR/cluster" --no-tls --slave-threads 4 >"$DIR/up.log" 2>&1 ||
-  { cat "$DIR/up.log" >&2; exit 1; }
-SOCK="$DIR/cluster/node1/mysqld.sock"
-SB=(sysbench oltp_write_only --mysql-socket="$SOCK" --mysql-user=root --tables=4
-    --table-size=10000 --db-driver=mysql)
-mysql -S "$SOCK" -uroot -e "CREATE DATABASE IF NOT EXISTS sbtest"
-"${SB[@]}" prepare >/dev/null
+. "$REPO/scripts/write-load-cluster.sh"
 [ "$WHAT" = floor ] && mysql -S "$SOCK" -uroot -e "SET GLOBAL wsrep_on=OFF"
 commits() { mysql -S "$SOCK" -uroot -N -e "SHOW GLOBAL STATUS LIKE 'Com_commit'" | awk '{print $2}'; }
-PIDS=$(python3 -c "import json,sys; print(','.join(str(n['pid']) for n in json.load(open(sys.argv[1]))['nodes']))" "$DIR/cluster/cluster.json")
 "${SB[@]}" --threads=8 --time=$((SECS + 6)) run >"$DIR/sysbench.txt" &
 LOAD=$!
 sleep 3
