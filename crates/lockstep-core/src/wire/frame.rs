@@ -27,10 +27,9 @@ pub struct Frame {
     pub payload: Vec<u8>,
 }
 
-/// A frame still in the decoder's buffer: a chunk of a big message can be
-/// copied from there straight into the message, with no allocation of
-/// its own (64 KiB per chunk, allocated and freed at the rate of the
-/// network, made the allocator grow and trim its heap over and over).
+/// A frame still in the decoder's buffer: a chunk of a big message is
+/// copied from there straight into the message, without an allocation
+/// and a copy of its own for each 64 KiB chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameRef<'a> {
     pub kind: u8,
@@ -38,7 +37,8 @@ pub struct FrameRef<'a> {
 }
 
 impl FrameRef<'_> {
-    pub fn to_owned(self) -> Frame {
+    /// The frame with a payload of its own.
+    pub fn into_frame(self) -> Frame {
         Frame {
             kind: self.kind,
             payload: self.payload.to_vec(),
@@ -243,7 +243,7 @@ impl FrameDecoder {
 
     /// The next complete frame, `None` if more bytes are needed.
     pub fn next_frame(&mut self) -> Result<Option<Frame>, FrameError> {
-        Ok(self.next_frame_ref()?.map(FrameRef::to_owned))
+        Ok(self.next_frame_ref()?.map(FrameRef::into_frame))
     }
 
     /// The next complete frame, borrowed from the decoder until the next

@@ -353,7 +353,7 @@ impl Inbox {
     /// out whole.
     pub fn accept_ref(&mut self, f: FrameRef<'_>) -> Result<Option<Frame>, InboxError> {
         if !matches!(f.kind, K_PART | K_END) {
-            return Ok(Some(f.to_owned()));
+            return Ok(Some(f.into_frame()));
         }
         self.accept_chunk(f.kind, f.payload)
     }

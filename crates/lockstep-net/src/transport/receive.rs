@@ -34,7 +34,7 @@ pub(super) fn next_message(
             }
         };
         let whole = match inbox.as_deref_mut() {
-            None => f.to_owned(),
+            None => f.into_frame(),
             Some(inbox) => match inbox.accept_ref(f) {
                 Ok(Some(f)) => {
                     if let Some(t0) = started.take() {
