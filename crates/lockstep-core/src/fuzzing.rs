@@ -15,7 +15,7 @@ use crate::group::{MemberInfo, Sequencer};
 use crate::options::Options;
 use crate::saved_state::SavedState;
 use crate::saved_view::SavedView;
-use crate::wire::frame::{encode, Frame, FrameDecoder};
+use crate::wire::frame::{encode, Frame, FrameDecoder, FrameRef};
 use crate::wire::lanes::Inbox;
 use crate::writeset_cache::{
     decode_file_header, decode_record, decode_stream_header, encode_record, Decoded,
@@ -48,30 +48,32 @@ pub fn cluster_address(data: &[u8]) {
     }
 }
 
-/// The frame layer, fed in odd-sized pieces as a socket delivers them.
+/// The frame layer, fed in odd-sized pieces as a socket delivers them,
+/// taken as the event loop takes it (frames borrowed from the decoder).
 pub fn frame(data: &[u8]) {
     let mut d = FrameDecoder::new(1 << 16);
     for chunk in data.chunks(7) {
         d.push(chunk);
-        while let Ok(Some(f)) = d.next_frame() {
+        while let Ok(Some(f)) = d.next_frame_ref() {
             let mut out = Vec::new();
-            encode(f.kind, &f.payload, 1 << 16, &mut out).expect("within bound");
+            encode(f.kind, f.payload, 1 << 16, &mut out).expect("within bound");
         }
     }
 }
 
 /// Chunked messages: frames (kind byte, payload length byte, payload)
-/// into one connection's inbox, bounded at 64 KiB per message.
+/// into one connection's inbox, bounded at 64 KiB per message, taken as
+/// the event loop takes them (borrowed, `Inbox::accept_ref`).
 pub fn lanes_inbox(data: &[u8]) {
     let mut inbox = Inbox::new(1 << 16);
     let mut rest = data;
     while let [kind, len, tail @ ..] = rest {
         let n = (*len as usize).min(tail.len());
-        let f = Frame {
+        let f = FrameRef {
             kind: *kind,
-            payload: tail[..n].to_vec(),
+            payload: &tail[..n],
         };
-        if let Ok(Some(whole)) = inbox.accept(f) {
+        if let Ok(Some(whole)) = inbox.accept_ref(f) {
             assert!(whole.payload.len() <= 1 << 16, "a message above the bound");
         }
         assert!(
