@@ -5,8 +5,10 @@ set -euo pipefail
 
 PKGS=(mariadb-server mariadb-client mariadb-backup mariadb-test galera-4
       sysbench rsync socat lsof iproute2 procps fonts-dejavu-core
-      python3 openssl)  # python3: the WAN emulator (make wan-bench); openssl: the
-                        # encrypted-key test makes its key with the openssl command
+      python3 python3-pymysql openssl)
+      # python3: the WAN emulator (make wan-bench); python3-pymysql: README's
+      # retry loop, run by tests/demo.rs; openssl: the encrypted-key test
+      # makes its key with the openssl command
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -24,7 +26,13 @@ if ((${#missing[@]})); then
   if command -v systemctl >/dev/null && systemctl is-active --quiet mariadb 2>/dev/null; then
     $SUDO systemctl stop mariadb || true
   fi
-  pkill -x mariadbd 2>/dev/null || true
+  # Without systemd the package's init script started it: stop that one
+  # only. Servers of our clusters (started with --defaults-file, perhaps by
+  # a test running this script through `make demo`) are left alone.
+  [[ -x /etc/init.d/mariadb ]] && $SUDO /etc/init.d/mariadb stop >/dev/null 2>&1 || true
+  for pid in $(pgrep -x mariadbd || true); do
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- '--defaults-file=' || $SUDO kill "$pid" 2>/dev/null || true
+  done
 fi
 
 # Everything the tests start must be there now: a missing piece fails here,

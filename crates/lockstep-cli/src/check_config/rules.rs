@@ -436,9 +436,11 @@ fn reads(s: &ServerSettings, out: &mut Findings) {
             Level::Note,
             "innodb_snapshot_isolation",
             snapshot.map(|set| &set.origin),
-            "OFF: under REPEATABLE READ (the default) a transaction may overwrite a row \
-             changed since its snapshot, a lost update (P4; `make jepsen` finds it on Lockstep \
-             and Galera alike). Set innodb_snapshot_isolation=ON to get an error instead"
+            "OFF: under REPEATABLE READ (the default) a read-modify-write may overwrite a row \
+             changed since its snapshot, a lost update (about a fifth of a contended counter's \
+             increments on Lockstep and Galera alike, README \"Conflicts and retries\"). Set \
+             innodb_snapshot_isolation=ON and have applications retry error 1020 as they retry \
+             1213"
                 .into(),
         );
     }

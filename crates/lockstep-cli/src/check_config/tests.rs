@@ -248,6 +248,12 @@ fn durability_and_reads_that_differ_from_expectations() {
         "innodb_snapshot_isolation",
         "lost update",
     );
+    expect(
+        &with("innodb_snapshot_isolation=OFF"),
+        Level::Note,
+        "innodb_snapshot_isolation",
+        "retry error 1020 as they retry 1213",
+    );
 }
 
 #[test]
