@@ -465,3 +465,139 @@ fn a_certificate_of_the_cluster_s_ca_cannot_take_a_member_s_raft_id() {
         .or_logs(&cluster, "replication after the impostor");
     }
 }
+
+/// Issue 52 item 1 (ADR 0014, "Every message against its sender"): a peer
+/// holding a certificate of the cluster's own CA, under a fresh Raft id
+/// (the transport admits it: joiners look the same), sends node2 every
+/// message kind that acts for someone else: a relayed append claiming to
+/// be another member's (where peers are authenticated there are no relays,
+/// so node2 refuses it), a Raft append claiming another member as its
+/// sender, and a removal notice (only a member of node2's last view may
+/// send one). node2 refuses and logs each, `wsrep_lockstep_refused_messages`
+/// counts them, and the cluster loses nothing: still three Synced members,
+/// bound as before, replicating, identical. (Under a member's id the
+/// connection itself is refused: the test above.)
+#[test]
+fn an_impostor_with_a_certificate_of_the_cluster_s_ca_is_refused_message_by_message() {
+    use lockstep_core::group::peer::PeerMsg;
+    use lockstep_net::transport::Inbound;
+    use protobuf::Message as _;
+    const MALLORY: u64 = 0x5eed_0002;
+    let cluster = Cluster::builder(3)
+        .tls(true)
+        .cluster_name("impostor_msgs")
+        .start()
+        .unwrap_or_else(|e| panic!("starting 3 TLS nodes: {e}"));
+    for n in cluster.nodes() {
+        n.wait_for_status("wsrep_lockstep_bound_members", "3", WAIT)
+            .or_logs(&cluster, "every member bound to its certificate");
+    }
+    cluster
+        .node(0)
+        .sql("CREATE DATABASE m; CREATE TABLE m.t (id INT PRIMARY KEY); INSERT INTO m.t VALUES (1)")
+        .or_logs(&cluster, "write before the impostor");
+
+    // Mallory dials node1 and node2 and learns their Raft ids.
+    let (mallory, rx) = impostor(&cluster, MALLORY);
+    let port_of = |i: usize| cluster.node(i).base_port();
+    for i in [0, 1] {
+        mallory.dial(&format!("127.0.0.1:{}", port_of(i)));
+    }
+    let mut ids = std::collections::HashMap::new();
+    let deadline = Instant::now() + WAIT;
+    while ids.len() < 2 {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(Inbound::PeerUp {
+                raft_id, peer_addr, ..
+            }) => {
+                for i in [0, 1] {
+                    if peer_addr.ends_with(&format!(":{}", port_of(i))) {
+                        ids.insert(i, raft_id);
+                    }
+                }
+            }
+            _ if Instant::now() > deadline => fail(&cluster, "node1 and node2 never took mallory"),
+            _ => {}
+        }
+    }
+    let (node1_id, node2_id) = (ids[&0], ids[&1]);
+    let forged = {
+        let mut m = raft::eraftpb::Message::default();
+        m.set_msg_type(raft::eraftpb::MessageType::MsgAppend);
+        m.from = node1_id;
+        m.to = node2_id;
+        m.term = 1_000_000;
+        m.log_term = 1_000_000;
+        m.index = 1 << 40;
+        m.commit = 1 << 40;
+        m.entries = vec![raft::eraftpb::Entry {
+            term: 1_000_000,
+            index: (1 << 40) + 1,
+            data: b"forged writeset".to_vec().into(),
+            ..Default::default()
+        }]
+        .into();
+        m.write_to_bytes().expect("encoding a raft message")
+    };
+    let node2 = cluster.node(1);
+    let cases: [(&str, PeerMsg, String); 3] = [
+        (
+            "a relayed append",
+            PeerMsg::Relayed(forged.clone()),
+            format!("refused relayed MsgAppend (claims sender {node1_id:#x}) from peer {MALLORY:#x}: relays are off"),
+        ),
+        (
+            "a Raft append claiming node1",
+            PeerMsg::Raft(forged.clone()),
+            format!("refused a Raft MsgAppend claiming sender {node1_id:#x} from peer {MALLORY:#x}"),
+        ),
+        (
+            "a removal notice",
+            PeerMsg::NotMember,
+            format!("refused a removal notice from peer {MALLORY:#x}"),
+        ),
+    ];
+    for (what, msg, logged) in cases {
+        let frame = msg.to_frame().expect("a frame");
+        check(
+            &cluster,
+            mallory.sender().send_control(node2_id, frame),
+            || format!("mallory could not send {what}"),
+        );
+        node2
+            .wait_until(&format!("node2 to refuse {what}"), WAIT, |n| {
+                let c = multi_node::log_count(n, &logged);
+                Ok((c >= 1, c.to_string()))
+            })
+            .or_logs(&cluster, &format!("node2's refusal of {what}: {logged:?}"));
+    }
+    let refused = status_u64(node2, "wsrep_lockstep_refused_messages").unwrap_or(0);
+    check(&cluster, refused >= 3, || {
+        format!("wsrep_lockstep_refused_messages = {refused} on node2, 3 refusals logged")
+    });
+    drop(mallory);
+
+    // Nothing lost, nothing moved.
+    cluster
+        .node(1)
+        .sql("INSERT INTO m.t VALUES (2)")
+        .or_logs(&cluster, "write on node2 after the impostor");
+    for n in cluster.nodes() {
+        n.wait_for_status("wsrep_local_state_comment", "Synced", WAIT)
+            .or_logs(&cluster, "Synced after the impostor");
+        check(
+            &cluster,
+            status_u64(n, "wsrep_cluster_size").unwrap_or(0) == 3
+                && status_u64(n, "wsrep_lockstep_bound_members").unwrap_or(0) == 3,
+            || format!("{}: another cluster size or binding table", n.name()),
+        );
+        let rows = n
+            .query_rows(
+                "SET SESSION wsrep_sync_wait=1; SELECT GROUP_CONCAT(id ORDER BY id) FROM m.t",
+            )
+            .or_logs(&cluster, "a causal read after the impostor");
+        check(&cluster, rows == vec![vec!["1,2".to_string()]], || {
+            format!("{} holds {rows:?}", n.name())
+        });
+    }
+}

@@ -27,6 +27,7 @@ pub type Body = fn(&[u8]);
 /// Every target, by name (the names of `fuzz/fuzz_targets/*.rs`).
 pub const TARGETS: &[(&str, Body)] = &[
     ("cluster_address", cluster_address),
+    ("forged_senders", forged_senders),
     ("frame", frame),
     ("galera_cache", galera_cache),
     ("lanes_inbox", lanes_inbox),
@@ -160,6 +161,84 @@ pub fn raft_message(data: &[u8]) {
         };
         let back = decode_raft(bytes).expect("and parses again");
         assert_eq!(format!("{back:?}"), format!("{m:?}"));
+    }
+}
+
+/// Raft and relayed messages with forged senders, stepped into a group of
+/// one member that leads, as the group driver steps them (ADR 0014): a
+/// Raft message whose `from` is not its connection's id is dropped first,
+/// a relayed one goes through `Group::step_relayed`. Each input is a list
+/// of (connection id, kind, length, message bytes); connection ids are the
+/// member itself or strangers, and half of the inputs run with
+/// authenticated peers. Whatever the messages say, the group must not
+/// panic, and no stranger gets into its membership, its bindings or its
+/// order: everything delivered is the member's own.
+pub fn forged_senders(data: &[u8]) {
+    use crate::group::node::{Group, GroupConfig, Output};
+    use crate::group::Delivery;
+    use protobuf::Message as _;
+    const ME: u64 = 7;
+    let Some((&flags, mut rest)) = data.split_first() else {
+        return;
+    };
+    let me = MemberInfo {
+        raft_id: ME,
+        uuid: [7; 16],
+        name: "fuzzed".into(),
+        incoming: String::new(),
+        peer_addr: "127.0.0.1:4567".into(),
+        segment: 0,
+    };
+    let cfg = GroupConfig {
+        randomized_election: false,
+        checked_senders: flags & 1 == 1,
+        ..GroupConfig::default()
+    };
+    let Ok(mut g) = Group::bootstrap(me, cfg, [9; 16], 0, 0) else {
+        return;
+    };
+    let mut now = 0;
+    let check = |g: &mut Group| {
+        for out in g.poll() {
+            if let Output::Deliver(Delivery::Writeset { origin, .. }) = out {
+                assert_eq!(origin, ME, "a stranger's writeset was ordered");
+            }
+        }
+        let members: Vec<u64> = g
+            .sequencer()
+            .members()
+            .iter()
+            .map(|m| m.info.raft_id)
+            .collect();
+        assert!(members.iter().all(|id| *id == ME), "members {members:?}");
+        assert!(
+            g.sequencer().bindings().keys().all(|id| *id == ME),
+            "a stranger bound"
+        );
+    };
+    check(&mut g);
+    while rest.len() >= 4 {
+        let (head, tail) = rest.split_at(4);
+        let from = match head[0] % 3 {
+            0 => ME,
+            1 => ME + 1,
+            _ => u64::from(head[0]) << 32 | 0x5eed,
+        };
+        let relayed = head[1] & 1 == 1;
+        let len = (usize::from(head[2]) << 8 | usize::from(head[3])).min(tail.len());
+        let (bytes, tail) = tail.split_at(len);
+        rest = tail;
+        now += 10;
+        g.tick(now);
+        let Ok(msg) = raft::eraftpb::Message::parse_from_bytes(bytes) else {
+            continue;
+        };
+        if relayed {
+            g.step_relayed(from, msg);
+        } else if msg.from == from {
+            g.step(msg);
+        }
+        check(&mut g);
     }
 }
 

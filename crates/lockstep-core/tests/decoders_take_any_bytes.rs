@@ -59,6 +59,55 @@ impl Rng {
     }
 }
 
+/// A `forged_senders` input worth mutating: with authenticated peers, a
+/// stranger's proposal binding the member to its certificate, a relayed
+/// append claiming the member as its sender, and a stranger's vote
+/// request a term ahead.
+fn forged_senders_input() -> Vec<u8> {
+    use lockstep_core::group::{Action, Proposal};
+    use protobuf::Message as _;
+    use raft::eraftpb::{Entry, Message, MessageType};
+    let msg = |kind: MessageType, from: u64, entries: Vec<Entry>| {
+        let mut m = Message::default();
+        m.set_msg_type(kind);
+        m.from = from;
+        m.to = 7;
+        m.term = 1_000;
+        m.log_term = 1_000;
+        m.index = 3;
+        m.commit = 3;
+        m.entries = entries.into();
+        m.write_to_bytes().expect("a raft message encodes")
+    };
+    let bind = encode_batch(&[Proposal {
+        origin: 7,
+        id: 1,
+        action: Action::Bind {
+            raft_id: 7,
+            fingerprint: [0xee; 32],
+        },
+    }]);
+    let entry = Entry {
+        data: bind.into(),
+        ..Default::default()
+    };
+    let mut out = vec![1];
+    for (from_sel, relayed, bytes) in [
+        (
+            1u8,
+            0u8,
+            msg(MessageType::MsgPropose, 8, vec![entry.clone()]),
+        ),
+        (1, 1, msg(MessageType::MsgAppend, 7, vec![entry])),
+        (2, 0, msg(MessageType::MsgRequestVote, 0x5eed, vec![])),
+    ] {
+        out.extend_from_slice(&[from_sel, relayed]);
+        out.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
+        out.extend_from_slice(&bytes);
+    }
+    out
+}
+
 /// Valid encodings to mutate: frames, messages, a batch, option strings.
 fn seeds() -> Vec<Vec<u8>> {
     let hello = PeerMsg::Hello {
@@ -91,6 +140,7 @@ fn seeds() -> Vec<Vec<u8>> {
     galera_buffer.extend_from_slice(&[0; 24]);
     vec![
         galera_buffer,
+        forged_senders_input(),
         hello,
         frame,
         peer_msg,

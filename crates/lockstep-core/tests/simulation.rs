@@ -1010,6 +1010,32 @@ fn leaders_leaving_together_with_others() {
     assert!(total.leaves >= sim::seeds(200).len() as u64);
 }
 
+/// A crafted Raft message of `kind` at `term`, far beyond any log, with a
+/// forged entry and commit index.
+fn forged(
+    kind: raft::eraftpb::MessageType,
+    from: u64,
+    to: u64,
+    term: u64,
+) -> raft::eraftpb::Message {
+    let mut m = raft::eraftpb::Message::default();
+    m.set_msg_type(kind);
+    m.from = from;
+    m.to = to;
+    m.term = term;
+    m.log_term = term;
+    m.index = 1 << 40;
+    m.commit = 1 << 40;
+    m.entries = vec![raft::eraftpb::Entry {
+        term,
+        index: 1 << 40,
+        data: b"forged".to_vec().into(),
+        ..Default::default()
+    }]
+    .into();
+    m
+}
+
 /// Raft messages from a peer outside the configuration, the worst a
 /// crafted stream can say: a term far ahead, an append with a forged
 /// entry, a vote request, a heartbeat, a snapshot, all claiming to come
@@ -1020,7 +1046,7 @@ fn leaders_leaving_together_with_others() {
 /// one; `chaos` covers that case.)
 #[test]
 fn strangers_cannot_disturb_the_group() {
-    use raft::eraftpb::{Entry, Message, MessageType};
+    use raft::eraftpb::MessageType;
     const STRANGER: u64 = 0x5eed_5eed;
     let ignored = std::sync::atomic::AtomicU64::new(0);
     let total = run_seeds("strangers_cannot_disturb_the_group", 100, |name, seed| {
@@ -1048,22 +1074,7 @@ fn strangers_cannot_disturb_the_group() {
                     MessageType::MsgTimeoutNow,
                 ];
                 let kind = kinds[(round / 7) as usize % kinds.len()];
-                let mut m = Message::default();
-                m.set_msg_type(kind);
-                m.from = STRANGER;
-                m.to = to;
-                m.term = term;
-                m.log_term = term;
-                m.index = 1 << 40;
-                m.commit = 1 << 40;
-                m.entries = vec![Entry {
-                    term,
-                    index: 1 << 40,
-                    data: b"forged".to_vec().into(),
-                    ..Default::default()
-                }]
-                .into();
-                g.step(m);
+                g.step(forged(kind, STRANGER, to, term));
             }
         })?;
         for node in &sim.nodes {
@@ -1083,6 +1094,217 @@ fn strangers_cannot_disturb_the_group() {
     if std::env::var("SIM_SEED").is_err() {
         let ignored = ignored.load(std::sync::atomic::Ordering::Relaxed);
         assert!(ignored > 0, "no follower ever ignored a stranger");
+    }
+}
+
+/// A member cannot propose for another (ADR 0014, `sender_checks`). A
+/// follower forwards to the leader a proposal that binds another member's
+/// Raft id to a certificate of its own choosing and sets that member's
+/// weight, as a member holding a valid certificate could craft it: the
+/// leader refuses it, so no node ever holds the forged binding (checked
+/// after every injection; members re-bind themselves, so a forged binding
+/// would not last to the end) or the forged weight. Control, at the end of
+/// each seed: a weight the member proposes itself is ordered, so the check
+/// would see a forged one that got through.
+#[test]
+fn a_member_cannot_propose_for_another() {
+    use lockstep_core::group::action::encode_batch;
+    use lockstep_core::group::Proposal;
+    use raft::eraftpb::{Entry, Message, MessageType};
+    const FORGED: [u8; 32] = [0xee; 32];
+    let refused = std::sync::atomic::AtomicU64::new(0);
+    let weights = |sim: &Sim| -> Vec<u32> {
+        sim.running()
+            .filter_map(|(_, n)| n.group.as_ref())
+            .flat_map(|g| g.sequencer().members().iter().map(|m| m.weight))
+            .collect()
+    };
+    let total = run_seeds("a_member_cannot_propose_for_another", 50, |name, seed| {
+        let (cfg, rng) = setup(name, seed);
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        sim.wait_formed(20_000)?;
+        let mut round = 0u64;
+        let mut forged_bound = None;
+        sim.run(3000, |sim| {
+            round += 1;
+            let bound: Vec<u64> = sim
+                .running()
+                .filter_map(|(_, n)| n.group.as_ref())
+                .flat_map(|g| {
+                    let b = g.sequencer().bindings();
+                    b.iter()
+                        .filter(|(_, f)| **f == FORGED)
+                        .map(|(id, _)| *id)
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            if !bound.is_empty() && forged_bound.is_none() {
+                forged_bound = Some(bound);
+            }
+            if !round.is_multiple_of(41) {
+                return;
+            }
+            let Some(l) = sim.leader_slot() else { return };
+            let leader = sim.nodes[l].id;
+            let ids: Vec<u64> = sim.running().map(|(_, n)| n.id).collect();
+            let Some(&forger) = ids.iter().find(|&&id| id != leader) else {
+                return;
+            };
+            // The victim: the leader itself or another member.
+            let victim = ids[(round as usize / 41) % ids.len()];
+            if victim == forger {
+                return;
+            }
+            let id = (1 << 63) | round;
+            let batch = encode_batch(&[
+                Proposal {
+                    origin: victim,
+                    id,
+                    action: Action::Bind {
+                        raft_id: victim,
+                        fingerprint: FORGED,
+                    },
+                },
+                Proposal {
+                    origin: victim,
+                    id: id + 1,
+                    action: Action::Weight {
+                        raft_id: victim,
+                        weight: 7,
+                    },
+                },
+            ]);
+            let mut m = Message::default();
+            m.set_msg_type(MessageType::MsgPropose);
+            m.from = forger;
+            m.to = leader;
+            m.entries = vec![Entry {
+                data: batch.into(),
+                ..Default::default()
+            }]
+            .into();
+            if let Some(g) = sim.nodes[l].group.as_mut() {
+                g.step(m);
+            }
+        })?;
+        check(forged_bound.is_none(), &mut sim, || {
+            format!("a forged binding was ordered for {forged_bound:x?}")
+        })?;
+        let stats = sim.settle(20_000)?;
+        for (_, node) in sim.running() {
+            if let Some(g) = node.group.as_ref() {
+                refused.fetch_add(g.refused_total(), std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        let w = weights(&sim);
+        check(!w.contains(&7), &mut sim, || {
+            format!("a forged weight was ordered: {w:?}")
+        })?;
+        // Control: a member sets its own weight.
+        let Some((slot, me)) = sim.running().map(|(s, n)| (s, n.id)).next() else {
+            return Ok(stats);
+        };
+        sim.propose(
+            slot,
+            Action::Weight {
+                raft_id: me,
+                weight: 3,
+            },
+        );
+        sim.run(2000, |_| {})?;
+        let w = weights(&sim);
+        check(w.contains(&3), &mut sim, || {
+            format!("the member's own weight was not ordered: {w:?}")
+        })?;
+        Ok(stats)
+    });
+    assert_exercised("a_member_cannot_propose_for_another", &total);
+    if std::env::var("SIM_SEED").is_err() {
+        let refused = refused.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(refused > 0, "the leader never refused a forged proposal");
+    }
+}
+
+/// A relayed message proves nothing about its first sender (ADR 0014):
+/// where peers are authenticated the leader sends no bundles, and a
+/// relayed append claiming to be the leader's, a term ahead, with a
+/// forged entry and commit index, is refused by every node: no term moves,
+/// and the usual checks (one stream everywhere) hold. Control: a node
+/// that does not check senders takes the same message's term.
+#[test]
+fn relayed_messages_are_refused_where_peers_are_authenticated() {
+    use raft::eraftpb::MessageType;
+    let forged_term = |g: &lockstep_core::group::Group, leader: u64| {
+        forged(MessageType::MsgAppend, leader, g.me().raft_id, g.term() + 1)
+    };
+    let took = std::sync::atomic::AtomicU64::new(0);
+    let total = run_seeds(
+        "relayed_messages_are_refused_where_peers_are_authenticated",
+        60,
+        |name, seed| {
+            let (mut cfg, rng) = setup(name, seed);
+            // Every node checks in even seeds; none in odd ones (control).
+            let checked = seed % 2 == 0;
+            cfg.group.checked_senders = checked;
+            // Three sites, so that the leader would relay if it might.
+            cfg.nodes = 5;
+            cfg.host_segment = vec![0, 1, 1, 2, 2];
+            let mut sim = Sim::new(name, seed, cfg, rng);
+            sim.wait_formed(20_000)?;
+            let mut round = 0u64;
+            let mut failure = None;
+            sim.run(2000, |sim| {
+                round += 1;
+                if !round.is_multiple_of(53) || failure.is_some() {
+                    return;
+                }
+                let Some(l) = sim.leader_slot() else { return };
+                let leader = sim.nodes[l].id;
+                let ids: Vec<u64> = sim.running().map(|(_, n)| n.id).collect();
+                let Some(&relay) = ids.iter().find(|&&id| id != leader) else {
+                    return;
+                };
+                for node in sim.nodes.iter_mut() {
+                    let Some(g) = node.group.as_mut() else {
+                        continue;
+                    };
+                    let me = g.me().raft_id;
+                    if me == leader || me == relay {
+                        continue;
+                    }
+                    let before = g.term();
+                    let m = forged_term(g, leader);
+                    g.step_relayed(relay, m);
+                    if g.term() > before {
+                        if checked {
+                            failure = Some(format!("node {me} took a relayed term"));
+                        }
+                        took.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            })?;
+            if let Some(f) = failure {
+                sim.fail(f);
+                return Err(sim.report_failure());
+            }
+            if !checked {
+                // The control's group was disturbed on purpose; its
+                // checks are not the point.
+                return Ok(Stats::default());
+            }
+            let bundles = sim.stats.bundles;
+            check(bundles == 0, &mut sim, || {
+                format!("{bundles} bundles with authenticated peers")
+            })?;
+            sim.settle(20_000)
+        },
+    );
+    assert!(total.seqnos > 0, "no checked seed ordered anything");
+    if std::env::var("SIM_SEED").is_err() {
+        assert!(
+            took.load(std::sync::atomic::Ordering::Relaxed) > 0,
+            "control: no node without checks took the relayed term"
+        );
     }
 }
 

@@ -19,6 +19,8 @@ pub struct RoundStatus {
     pub cluster_version: u32,
     /// Members bound to their certificates (ADR 0014).
     pub bound_members: usize,
+    /// Peer messages refused because of their sender (ADR 0014).
+    pub refused_messages: u64,
     /// What crossed to other segments (`gmcast.segment`, ADR 0020), and
     /// the bytes of it.
     pub wan: WanCounters,
@@ -35,6 +37,7 @@ impl Default for RoundStatus {
             cert_stats_base: CertStats::default(),
             cluster_version: lockstep_core::group::peer::MIN_PROTOCOL_VERSION,
             bound_members: 0,
+            refused_messages: 0,
             wan: WanCounters::default(),
             wan_bytes_sent: 0,
             cluster_weight: 0,

@@ -169,6 +169,14 @@ impl Provider {
             // Members bound to the certificate they joined with (ADR
             // 0014): with TLS, every member once the cluster runs at 11.
             ("lockstep_bound_members", Int(g.status.bound_members as i64)),
+            // Peer messages refused because of who sent them: a forged
+            // sender, a relayed message where peers are authenticated
+            // (ADR 0014). Each is also logged (at most one warning per
+            // sender and reason every 10 s).
+            (
+                "lockstep_refused_messages",
+                Int(g.status.refused_messages as i64),
+            ),
             // What crossed to other segments (ADR 0020): entries a remote
             // segment got once each when the relay works, their bytes,
             // bundles sent as leader, messages passed on as a relay.

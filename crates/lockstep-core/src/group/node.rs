@@ -53,9 +53,11 @@ const READ_RETRY_TICKS: u64 = 4;
 
 mod founding;
 mod local_reads;
+mod sender_checks;
 
 pub use founding::{HoldsAll, MayLack};
 pub use local_reads::LOCAL_READS_VERSION;
+pub use sender_checks::Refusal;
 
 /// Default `GroupConfig::fragment_bytes`: the part size of a big
 /// writeset, also what the provider cuts on its replicating thread.
@@ -153,6 +155,11 @@ pub struct GroupConfig {
     /// off only in the simulation's control, which shows that follower
     /// reads are stale without it.
     pub release_gate: bool,
+    /// Peers are authenticated (TLS, ids bound to certificates, ADR 0014):
+    /// no relays, since a relayed message cannot show who first sent it
+    /// (`sender_checks`). Off in plain TCP, where a sender proves nothing,
+    /// and in half of the simulations' seeds.
+    pub checked_senders: bool,
 }
 
 impl Default for GroupConfig {
@@ -177,6 +184,7 @@ impl Default for GroupConfig {
             stateless: false,
             protocol_max: crate::group::peer::PROTOCOL_VERSION,
             release_gate: true,
+            checked_senders: false,
         }
     }
 }
@@ -353,6 +361,8 @@ pub struct Group {
     retired: bool,
     /// Raft messages dropped because their sender is not a member.
     strangers_ignored: u64,
+    /// Messages refused because of their sender (`sender_checks`).
+    refusals: sender_checks::Refusals,
     /// Causal reads waiting for their fence, and the leader's lease.
     fences: ReadFences,
     /// The latest time given to `set_clock`.
@@ -452,6 +462,7 @@ impl Group {
             failed: false,
             retired: false,
             strangers_ignored: 0,
+            refusals: Default::default(),
             fences: ReadFences::new(
                 lease_ms(cfg.election_ticks, cfg.tick_ms),
                 cfg.tick_ms * READ_RETRY_TICKS,
@@ -714,6 +725,13 @@ impl Group {
             return;
         }
         if self.ignores_stranger(&msg) {
+            return;
+        }
+        if msg.get_msg_type() == raft::eraftpb::MessageType::MsgPropose
+            && self.is_leader()
+            && !self.proposals_are_senders_own(&msg)
+        {
+            self.refuse(msg.from, &msg, "Raft", "a proposal acts for another member");
             return;
         }
         if msg.to != self.me.raft_id {
@@ -1477,11 +1495,14 @@ impl Group {
             if self.now >= self.relay_review {
                 self.review_relays(fresh);
             }
-            let sites = self
-                .seq
-                .members()
-                .iter()
-                .any(|m| m.info.segment != self.me.segment);
+            // No relays where peers are authenticated: a relayed message
+            // cannot show who first sent it (`sender_checks`).
+            let sites = !self.cfg.checked_senders
+                && self
+                    .seq
+                    .members()
+                    .iter()
+                    .any(|m| m.info.segment != self.me.segment);
             let (mut direct, mut bundles) = if sites {
                 let segments: HashMap<u64, u8> = self
                     .seq

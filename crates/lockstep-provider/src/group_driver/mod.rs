@@ -17,6 +17,7 @@ mod driver;
 mod identities;
 mod read_ask;
 mod recovery;
+mod refusals;
 
 use driver::{Driver, Rounds};
 
@@ -115,7 +116,10 @@ pub struct GroupChannel {
 }
 
 impl GroupChannel {
-    pub fn start(setup: Setup, shared: Arc<Shared>) -> Result<(GroupChannel, InputTx), String> {
+    pub fn start(mut setup: Setup, shared: Arc<Shared>) -> Result<(GroupChannel, InputTx), String> {
+        // Authenticated peers: no relays, whose first sender cannot be
+        // checked (ADR 0014, `sender_checks`).
+        setup.config.checked_senders = setup.security.enforces_bindings();
         let (sender, rx) = channel();
         let tx = InputTx::new(sender);
         let now = 0;
@@ -184,6 +188,7 @@ impl GroupChannel {
             rx,
             inputs: tx.clone(),
             identities: identities::Identities::new(setup.security.clone()),
+            refusals: refusals::RefusalLog::default(),
         };
         let on_panic = worker.shared.clone();
         let failed = on_panic.clone();
@@ -297,6 +302,8 @@ struct Worker {
     last_ping: Instant,
     /// Proposals taken from the input (`Proposals::publish`).
     taken: u64,
+    /// Messages refused because of their sender, and their warnings.
+    refusals: refusals::RefusalLog,
     /// Bytes sent to members of other segments (`RoundStatus::wan_bytes_sent`).
     wan_bytes: u64,
     /// The group's input; a round takes all of it (`InputTx` counts it).
@@ -391,11 +398,16 @@ impl Rounds for Worker {
         // The round's one look at the provider's state before Raft's
         // step (one lock, not one per concern: on two busy cores each
         // contended lock can cost a sleep and a wake-up).
+        // Counted by the group; logged here.
+        for r in self.group.take_refusals() {
+            self.refusals.warn(r.from, &r.what, r.why);
+        }
         let mut g = self.shared.lock();
         let weight_moved = self.publish_local(&mut g);
         if let Some(bound) = bound {
             g.status.bound_members = bound;
         }
+        g.status.refused_messages = self.refusals.total() + self.group.refused_total();
         let flow = self.flow_control(&mut g);
         // Each round, not only on deliveries: an applier may finish an
         // asked-about seqno while nothing else is ordered.
@@ -536,9 +548,14 @@ impl Worker {
             // one streamed, most of it page faults).
             PeerMsg::Raft(bytes) => match lockstep_core::group::peer::decode_raft(bytes) {
                 Ok(m) if m.from == from => self.group.step(m),
-                Ok(m) => warn!(
-                    "peer {from} sent a Raft message claiming to be from {}; dropped",
-                    m.from
+                Ok(m) => self.refusals.refused(
+                    from,
+                    &format!(
+                        "a Raft {:?} claiming sender {:#x}",
+                        m.get_msg_type(),
+                        m.from
+                    ),
+                    "a peer speaks only for the Raft id its connection is bound to",
                 ),
                 Err(e) => warn!("peer {from} sent an undecodable Raft message: {e}"),
             },
@@ -548,7 +565,7 @@ impl Worker {
             },
             // A leader's message passed on by a member of this segment.
             PeerMsg::Relayed(bytes) => match lockstep_core::group::peer::decode_raft(bytes) {
-                Ok(m) => self.group.step(m),
+                Ok(m) => self.group.step_relayed(from, m),
                 Err(e) => warn!("peer {from} relayed an undecodable Raft message: {e}"),
             },
             PeerMsg::Join(info) if info.raft_id == from => {
@@ -560,7 +577,17 @@ impl Worker {
             PeerMsg::Farewell => {
                 self.group.handle_farewell(from);
             }
-            PeerMsg::NotMember => self.removed_notice(from),
+            // Only a member of this node's last view may tell it that the
+            // primary component removed it: a stranger's word would make
+            // it rejoin by state transfer.
+            PeerMsg::NotMember if self.group.sequencer().is_member(from) => {
+                self.removed_notice(from)
+            }
+            PeerMsg::NotMember => self.refusals.refused(
+                from,
+                "a removal notice",
+                "only a member of this node's last view tells it that it was removed",
+            ),
             PeerMsg::Lease(m) => {
                 // A grant binds from the moment it is sent: the clock is
                 // read after the ping arrived (`read_grants`).
