@@ -120,3 +120,116 @@ fn a_panic_in_the_group_thread_takes_the_node_out_and_the_others_go_on() {
     }
     multi_node::verify_acked_rows(&cluster, &load.stop(), 200, "the restart");
 }
+
+/// Unmounts a test's file system even when an assertion fails.
+struct Mounted(PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Issue 52 item 2: a full disk under the writeset cache (a real `ENOSPC`:
+/// node3's `gcache.dir` on a 1 MiB tmpfs) must not leave the node
+/// acknowledging commits without its cache, which flush-0 recovery relies
+/// on (ADR 0026). The first event it cannot cache fails: the node stops
+/// acknowledging and leaves the cluster with the reason in its log and in
+/// `wsrep_lockstep_cache_failure`; `mariadbd` stays up for the operator;
+/// the other two keep committing. With the disk fixed and node3 restarted,
+/// every acknowledged insert, node3's own included, is on every node.
+#[test]
+fn a_full_cache_disk_takes_the_node_out_before_it_acknowledges_without_the_cache() {
+    let mut cluster = Cluster::builder(3)
+        .cluster_name("cache_enospc")
+        .provider_options("evs.suspect_timeout=PT3S")
+        .start()
+        .unwrap_or_else(|e| panic!("starting 3 nodes: {e}"));
+    cluster
+        .node(0)
+        .sql("CREATE DATABASE c; CREATE TABLE c.t (id INT PRIMARY KEY)")
+        .or_logs(&cluster, "create database");
+
+    // node3's cache moves onto a small file system.
+    let small = cluster.base_dir().join("node3-small-disk");
+    std::fs::create_dir_all(&small).expect("a mount point");
+    cluster.node_mut(2).stop().or_logs(&cluster, "stop node3");
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m,mode=0777", "tmpfs"])
+        .arg(&small)
+        .status()
+        .is_ok_and(|s| s.success());
+    check(&cluster, mounted, || {
+        format!(
+            "mounting a 1 MiB tmpfs on {} failed: this test needs root (make test runs as root)",
+            small.display()
+        )
+    });
+    let _mount = Mounted(small.clone());
+    let dir = small.display().to_string();
+    multi_node::edit_cnf(cluster.node(2), |text| {
+        text.replace(
+            "wsrep_provider_options=\"",
+            &format!("wsrep_provider_options=\"gcache.dir={dir}; "),
+        )
+    });
+    cluster
+        .node_mut(2)
+        .start()
+        .or_logs(&cluster, "node3 on the small disk");
+    for n in cluster.nodes() {
+        n.wait_for_status("wsrep_cluster_size", "3", WAIT)
+            .or_logs(&cluster, "three members");
+    }
+
+    let load = AckedLoad::start(&cluster, "c.acked").or_logs(&cluster, "start the load");
+    let node3 = cluster.node(2);
+    node3
+        .wait_until("node3 to leave on the full disk", WAIT, |n| {
+            let ready = n.status("wsrep_ready")?.unwrap_or_default();
+            Ok((ready == "OFF", format!("wsrep_ready={ready}")))
+        })
+        .or_logs(&cluster, "node3 stops serving");
+    let why = status(node3, "wsrep_lockstep_cache_failure").or_logs(&cluster, "the status");
+    check(&cluster, why.contains("No space left on device"), || {
+        format!("wsrep_lockstep_cache_failure = {why:?}")
+    });
+    check(
+        &cluster,
+        log_count(
+            node3,
+            "this node leaves the cluster (every commit it acknowledged is in the cache)",
+        ) == 1,
+        || "node3's log does not say once why it left".into(),
+    );
+    check(&cluster, node3.is_running(), || {
+        "mariadbd on node3 died with its cache".into()
+    });
+    let write = node3.sql("INSERT INTO c.t VALUES (1)");
+    check(&cluster, write.is_err(), || {
+        "node3 took a write without its cache".into()
+    });
+    for i in 0..2 {
+        cluster
+            .node(i)
+            .wait_for_status("wsrep_cluster_size", "2", WAIT)
+            .or_logs(&cluster, "two members left");
+    }
+    load.wait_for_progress(100, WAIT)
+        .or_logs(&cluster, "commits on the other two");
+
+    // The disk fixed (the cache back in the datadir), node3 comes back.
+    cluster.node_mut(2).stop().or_logs(&cluster, "stop node3");
+    multi_node::edit_cnf(cluster.node(2), |text| {
+        text.replace(&format!("gcache.dir={dir}; "), "")
+    });
+    cluster
+        .node_mut(2)
+        .start()
+        .or_logs(&cluster, "restart node3");
+    for n in cluster.nodes() {
+        n.wait_for_status("wsrep_cluster_size", "3", WAIT)
+            .or_logs(&cluster, "three members again");
+    }
+    multi_node::verify_acked_rows(&cluster, &load.stop(), 100, "the full disk");
+}

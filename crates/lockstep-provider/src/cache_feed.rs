@@ -4,8 +4,8 @@
 //! and how far back the group log itself reaches. The round decides what
 //! is cached; the cache's own thread writes it (`cache_writer`, ADR 0032).
 //!
-//! A write error disables the cache there, in one place: the node runs on
-//! and joiners that need its events take a full SST.
+//! A write error fails the cache there, in one place: the node then
+//! commits nothing more and leaves the cluster (`cache_writer`).
 
 use crate::cache_writer::{CacheWriter, Written};
 use crate::log::info;
@@ -42,6 +42,12 @@ impl CacheFeed {
     /// Whether a cache is open and written.
     pub fn is_open(&self) -> bool {
         self.writer.as_ref().is_some_and(CacheWriter::is_open)
+    }
+
+    /// Why the cache failed, if it did (ADR 0032): the node then commits
+    /// nothing more and leaves the cluster.
+    pub fn failure(&self) -> Option<String> {
+        self.writer.as_ref().and_then(CacheWriter::failure)
     }
 
     /// Runs `f` on the cache once everything queued is written (IST, a
@@ -181,7 +187,10 @@ mod tests {
         assert!(feed.takes(2, 10));
         feed.append(H, 2, view(), 0);
         feed.end_batch();
-        assert!(feed.written(H, 2).wait(std::time::Duration::from_secs(5)));
+        assert_eq!(
+            feed.written(H, 2).wait(std::time::Duration::from_secs(5)),
+            Ok(())
+        );
         assert_eq!(feed.cached_downto(), 2);
         feed.set_log_after(Some(0));
         assert_eq!(feed.cached_downto(), 1, "the group log reaches further");

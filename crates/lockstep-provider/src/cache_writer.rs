@@ -20,6 +20,13 @@
 //! deadline (`ACK_WAIT`); the round's and the readers' waits for the
 //! writer have none (they wait for the disk, as the round did) but are
 //! logged every `SLOW_WRITER`; every wait ends when the writer is gone.
+//!
+//! A cache that fails (a write or fsync error, a writer that panicked, or
+//! an event still unwritten at the commit's deadline: a stuck disk) fails
+//! every commit that waits on it from then on (`Written::wait` gives the
+//! reason): the node stops acknowledging and leaves the cluster
+//! (`Replication::cached_first`, ADR 0032's update), since it would
+//! otherwise acknowledge commits that a crash of every node may lose.
 
 use crate::log::{info, warn};
 use crate::sleepers::Sleepers;
@@ -35,10 +42,12 @@ use std::time::{Duration, Instant};
 /// always let in): the rounds get ahead of the disk by this much.
 pub const MAX_QUEUED_BYTES: usize = 64 << 20;
 
-/// How long a commit waits for its event to be written before
-/// it goes ahead with a warning: a disk that takes this long is failing,
-/// and holding the client forever would turn it into a stall.
-pub const ACK_WAIT: Duration = Duration::from_secs(10);
+/// How long a commit waits for its event to be written: a disk that
+/// takes this long is stuck, and the node leaves the cluster rather than
+/// hold its clients for ever or acknowledge without the cache. (The
+/// largest cached event is half of `gcache.size`; writing one takes well
+/// under a second on a working disk.)
+pub const ACK_WAIT: Duration = Duration::from_secs(30);
 
 /// How often a round or a reader that waits for the writer says so.
 const SLOW_WRITER: Duration = Duration::from_secs(10);
@@ -118,8 +127,10 @@ struct Writes {
     /// Locked by the writer while it writes, and by readers once it is
     /// idle (`CacheWriter::with_cache`).
     cache: Mutex<Option<WritesetCache>>,
-    /// The cache was dropped after a write error.
+    /// The cache was dropped after a write error (or a panic).
     disabled: AtomicBool,
+    /// Why the cache failed, for commits that wait on it and the status.
+    failure: Mutex<Option<String>>,
     /// The lowest seqno held (`WritesetCache::first`), -1 for none:
     /// status queries read it without waiting for a write.
     first: AtomicI64,
@@ -130,6 +141,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Writes {
+    /// The reason the cache failed, if it did (a writer closed on purpose
+    /// has not failed: nothing waits for it).
+    fn failed(&self) -> Option<String> {
+        lock(&self.failure).clone()
+    }
+
+    fn fail(&self, why: String) {
+        lock(&self.failure).get_or_insert(why);
+        self.disabled.store(true, Ordering::Release);
+    }
+
     fn publish_first(&self, cache: &Option<WritesetCache>) {
         let first = cache.as_ref().and_then(WritesetCache::first).unwrap_or(-1);
         self.first.store(first, Ordering::Release);
@@ -162,37 +184,45 @@ impl Written {
         }
     }
 
-    /// Whether the event is written (or cannot be waiting).
+    /// Whether the event is written (or cannot be waiting), and the cache
+    /// has not failed.
     pub fn done(&self) -> bool {
         self.writes
             .as_ref()
-            .is_none_or(|w| lock(&w.queue).reached(self.at))
+            .is_none_or(|w| w.failed().is_none() && lock(&w.queue).reached(self.at))
     }
 
-    /// Waits until the event is written, at most `deadline`; `false` if
-    /// it passed (logged).
-    pub fn wait(&self, deadline: Duration) -> bool {
+    /// Waits until the event is written, at most `deadline`. `Err` with
+    /// the reason if the cache failed, or the event is still not written
+    /// at the deadline (a stuck disk: the cache is then failed too, so
+    /// later commits do not wait for it again).
+    pub fn wait(&self, deadline: Duration) -> Result<(), String> {
         let Some(w) = &self.writes else {
-            return true;
+            return Ok(());
         };
         let t0 = Instant::now();
         let mut q = lock(&w.queue);
-        while !q.reached(self.at) {
+        loop {
+            if let Some(why) = w.failed() {
+                return Err(why);
+            }
+            if q.reached(self.at) {
+                return Ok(());
+            }
             let left = deadline.saturating_sub(t0.elapsed());
             if left.is_zero() {
                 drop(q);
-                warn!(
-                    "the writeset cache's writer is {} ms behind: seqno {} is committed \
-                     before it is in the cache file (a crash of every node now may lose it \
-                     if the storage engine did not flush it)",
-                    t0.elapsed().as_millis(),
-                    self.at.1
+                let why = format!(
+                    "seqno {} is still not written to the writeset cache after {} s (the disk \
+                     under gcache.dir is stuck)",
+                    self.at.1,
+                    t0.elapsed().as_secs()
                 );
-                return false;
+                w.fail(why.clone());
+                return Err(why);
             }
             q = w.progress.wait(q, Some(left));
         }
-        true
     }
 }
 
@@ -208,6 +238,7 @@ impl CacheWriter {
             progress: Sleepers::default(),
             cache: Mutex::new(None),
             disabled: AtomicBool::new(false),
+            failure: Mutex::new(None),
             first: AtomicI64::new(-1),
         });
         {
@@ -239,6 +270,11 @@ impl CacheWriter {
     /// The cache is still written (no write error dropped it).
     pub fn is_open(&self) -> bool {
         !self.writes.disabled.load(Ordering::Acquire)
+    }
+
+    /// Why the cache failed, if it did (`wsrep_lockstep_cache_failure`).
+    pub fn failure(&self) -> Option<String> {
+        self.writes.failed()
     }
 
     pub fn max_record(&self) -> u64 {
@@ -403,7 +439,8 @@ fn write_loop(w: &Writes) {
             q.ops.clear();
             drop(q);
             if std::thread::panicking() {
-                self.0.disabled.store(true, Ordering::Release);
+                self.0
+                    .fail("the writeset cache's writer thread panicked".into());
                 drop(lock(&self.0.cache).take());
             }
             self.0.progress.notify_all();
@@ -477,7 +514,7 @@ fn write(w: &Writes, ops: VecDeque<Op>) -> (Option<At>, Vec<std::path::PathBuf>)
 
 fn disable(w: &Writes, cache: &mut Option<WritesetCache>, e: &std::io::Error) {
     crate::writeset_cache::disable(cache, e);
-    w.disabled.store(true, Ordering::Release);
+    w.fail(format!("writing the writeset cache failed: {e}"));
 }
 
 #[cfg(test)]
@@ -526,7 +563,7 @@ mod tests {
             }
             w.end_batch();
             let last = w.written(H, batch * 4 + 4);
-            assert!(last.wait(Duration::from_secs(5)), "batch {batch}");
+            assert_eq!(last.wait(Duration::from_secs(5)), Ok(()), "batch {batch}");
             assert!(last.done());
             assert!(w.written(H, batch * 4 + 1).done(), "an older one too");
         }
@@ -554,7 +591,7 @@ mod tests {
         let w = CacheWriter::start(open(dir.path())).expect("a thread");
         w.append(view(5), 0);
         w.end_batch();
-        assert!(w.written(H, 5).wait(Duration::from_secs(5)));
+        assert_eq!(w.written(H, 5).wait(Duration::from_secs(5)), Ok(()));
         let held = lock(&w.writes.cache); // the writer cannot write
         w.append(view(6), 0);
         w.end_batch();
@@ -564,16 +601,13 @@ mod tests {
             !w.written([9; 16], 1).done(),
             "another history's 1 waits too while something is queued"
         );
-        let t0 = Instant::now();
-        assert!(!ack.wait(Duration::from_millis(100)), "not written yet");
-        assert!(t0.elapsed() >= Duration::from_millis(100));
         let waiter = {
             let ack = ack.clone();
             std::thread::spawn(move || ack.wait(Duration::from_secs(10)))
         };
         std::thread::sleep(Duration::from_millis(50));
         drop(held);
-        assert!(waiter.join().unwrap(), "woken once written");
+        assert_eq!(waiter.join().unwrap(), Ok(()), "woken once written");
         w.append(view(7), 0);
         w.end_batch();
         let cache = w.close().unwrap();
@@ -581,7 +615,64 @@ mod tests {
             cache.covers(Uuid::from_bytes(H), 4, 7),
             "closing wrote the queue"
         );
-        assert!(Written::nothing().wait(Duration::ZERO));
+        assert_eq!(Written::nothing().wait(Duration::ZERO), Ok(()));
+    }
+
+    /// A stuck disk: a commit whose event is still unwritten at its
+    /// deadline fails with the reason, and so does every later wait, at
+    /// once, even after the writer moves on: the node must not go back to
+    /// acknowledging commits a crash of every node may lose.
+    #[test]
+    fn a_commit_fails_when_the_disk_is_stuck_and_so_do_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = CacheWriter::start(open(dir.path())).expect("a thread");
+        let held = lock(&w.writes.cache); // the disk does not answer
+        w.append(view(1), 0);
+        w.end_batch();
+        let t0 = Instant::now();
+        let why = w.written(H, 1).wait(Duration::from_millis(200));
+        assert!(t0.elapsed() >= Duration::from_millis(200));
+        assert!(
+            why.as_ref()
+                .is_err_and(|e| e.contains("seqno 1 is still not written")),
+            "{why:?}"
+        );
+        drop(held);
+        w.append(view(2), 0);
+        w.end_batch();
+        let t0 = Instant::now();
+        let again = w.written(H, 2).wait(Duration::from_secs(5));
+        assert!(
+            again.is_err() && t0.elapsed() < Duration::from_secs(1),
+            "{again:?}"
+        );
+        assert!(!w.written(H, 2).done());
+        assert_eq!(w.failure(), why.err());
+    }
+
+    /// A write error (here `ENOSPC`) fails the commits that wait, with the
+    /// error in the reason; before it nothing had failed.
+    #[test]
+    fn a_write_error_fails_the_commits_that_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = CacheWriter::start(open(dir.path())).expect("a thread");
+        w.append(view(1), 0);
+        w.end_batch();
+        assert_eq!(w.written(H, 1).wait(Duration::from_secs(5)), Ok(()));
+        assert_eq!(w.failure(), None);
+        {
+            let mut c = lock(&w.writes.cache);
+            disable(&w.writes, &mut c, &std::io::Error::from_raw_os_error(28));
+        }
+        w.append(view(2), 0);
+        w.end_batch();
+        let why = w.written(H, 2).wait(Duration::from_secs(5));
+        assert!(
+            why.as_ref()
+                .is_err_and(|e| e.contains("No space left on device")),
+            "{why:?}"
+        );
+        assert!(!w.is_open());
     }
 
     /// A later session that joins the same history below what the cache
@@ -595,7 +686,7 @@ mod tests {
             w.append(view(s), 0);
         }
         w.end_batch();
-        assert!(w.written(H, 10).wait(Duration::from_secs(5)));
+        assert_eq!(w.written(H, 10).wait(Duration::from_secs(5)), Ok(()));
         w.pause(true);
         w.append(view(6), 0); // starts the cache over at 6
         w.end_batch();
@@ -604,7 +695,7 @@ mod tests {
             "10 was written, but before 6 came again"
         );
         w.pause(false);
-        assert!(w.written(H, 6).wait(Duration::from_secs(5)));
+        assert_eq!(w.written(H, 6).wait(Duration::from_secs(5)), Ok(()));
         assert!(w
             .with_cache(|c| c.covers(Uuid::from_bytes(H), 5, 6))
             .unwrap());
@@ -635,7 +726,7 @@ mod tests {
         assert!(!round.is_finished(), "the second event waits for room");
         drop(held);
         round.join().unwrap();
-        assert!(w.written(H, 2).wait(Duration::from_secs(10)));
+        assert_eq!(w.written(H, 2).wait(Duration::from_secs(10)), Ok(()));
         assert!(w
             .with_cache(|c| c.covers(Uuid::from_bytes(H), 0, 2))
             .unwrap());

@@ -43,6 +43,9 @@ pub enum Event {
     Rejoin,
     /// A consistency vote found this node inconsistent: leave (the reason).
     Inconsistent(String),
+    /// The writeset cache cannot take events (a write error, a stuck
+    /// disk): leave, not diverged (the reason).
+    CacheFailed(String),
     /// This node lost contact with the majority: a non-primary view.
     NonPrimary,
     /// Time to tell the server it is synced.

@@ -325,14 +325,51 @@ impl Provider {
     /// position, and every acknowledged commit is in it. Usually it is
     /// written by now and this is one look; otherwise the lock is let go
     /// while the writer catches up (at most `ACK_WAIT`).
-    pub(crate) fn cached_first<'a>(&'a self, g: StateGuard<'a>, seqno: i64) -> StateGuard<'a> {
+    ///
+    /// If the cache failed (a write error, a stuck disk), the event must
+    /// not be committed: `Err` with the reason (logged once, and in
+    /// `wsrep_lockstep_cache_failure`). The caller then fails the event
+    /// and the node leaves the cluster: an applier at once
+    /// (`fail_session`), a client's thread through the applier
+    /// (`failed_cache_from_client`).
+    pub(crate) fn cached_first<'a>(
+        &'a self,
+        g: StateGuard<'a>,
+        seqno: i64,
+    ) -> Result<StateGuard<'a>, String> {
         let written = g.cached(seqno);
         if written.done() {
-            return g;
+            return Ok(g);
         }
         drop(g);
-        written.wait(ACK_WAIT);
-        self.lock()
+        match written.wait(ACK_WAIT) {
+            Ok(()) => Ok(self.lock()),
+            Err(why) => {
+                let mut g = self.lock();
+                if g.status.cache_failure.is_empty() {
+                    error!(
+                        "{why}: seqno {seqno} and every later event are refused, and this node \
+                         leaves the cluster (every commit it acknowledged is in the cache). Fix \
+                         the disk under gcache.dir, then restart the server"
+                    );
+                    g.status.cache_failure = why.clone();
+                }
+                Err(format!("the writeset cache failed ({why})"))
+            }
+        }
+    }
+
+    /// A client's commit or statement found the cache failed: it fails
+    /// (nothing is acknowledged), and an applier takes the node out of
+    /// the cluster (`Event::CacheFailed`).
+    fn failed_cache_from_client(&self, why: String) -> Status {
+        let mut g = self.lock();
+        if g.conn == Conn::Open {
+            g.enqueue(crate::event::Event::CacheFailed(why));
+        }
+        drop(g);
+        self.notify();
+        status::NODE_FAIL
     }
 
     pub fn commit_order_enter(&self, trx_id: u64, h: &Handle, meta: &TrxMeta) -> Status {
@@ -363,7 +400,10 @@ impl Provider {
         }
         // A local event: the engine commits it next (a remote one waited
         // before its apply, `apply_remote`).
-        let mut g = self.cached_first(g, seqno);
+        let mut g = match self.cached_first(g, seqno) {
+            Ok(g) => g,
+            Err(why) => return self.failed_cache_from_client(why),
+        };
         let depends_on = g.trxs.depends_on(trx_id).unwrap_or(seqno - 1);
         if g.bypass.holds_back(seqno, g.gates.commit_level()) {
             // Its marker on disk before anything passes the large writeset.
@@ -660,7 +700,10 @@ impl Provider {
             conn: conn_id,
         };
         // The statement changes the engine next: its event first.
-        let g = self.cached_first(g, seqno);
+        let g = match self.cached_first(g, seqno) {
+            Ok(g) => g,
+            Err(why) => return self.failed_cache_from_client(why),
+        };
         // Total order isolation: everything before it has finished, and it
         // holds commit order until to_execute_end.
         let (mut g, _) = self.wait_until(g, Until::Progress(IN_ORDER), |s| {
@@ -764,7 +807,10 @@ impl Provider {
         };
         // Applying changes the engine (a TOI at once, a writeset at its
         // commit): its event first.
-        let mut g = self.cached_first(self.lock(), seqno);
+        let mut g = match self.cached_first(self.lock(), seqno) {
+            Ok(g) => g,
+            Err(why) => return Some(self.fail_session(ctx, &why)),
+        };
         g.gates.arrive_apply(seqno);
         let (mut g, _) = self.wait_on(Wake::Turn(depends_on), g, Until::Progress(IN_ORDER), |s| {
             (s.last_committed() >= depends_on && s.may_commit(seqno)) || s.conn == Conn::Closed

@@ -21,6 +21,9 @@ pub struct RoundStatus {
     pub bound_members: usize,
     /// Peer messages refused because of their sender (ADR 0014).
     pub refused_messages: u64,
+    /// Why the writeset cache failed ("" while it works): the node then
+    /// refuses to commit and leaves the cluster (ADR 0032).
+    pub cache_failure: String,
     /// What crossed to other segments (`gmcast.segment`, ADR 0020), and
     /// the bytes of it.
     pub wan: WanCounters,
@@ -38,6 +41,7 @@ impl Default for RoundStatus {
             cluster_version: lockstep_core::group::peer::MIN_PROTOCOL_VERSION,
             bound_members: 0,
             refused_messages: 0,
+            cache_failure: String::new(),
             wan: WanCounters::default(),
             wan_bytes_sent: 0,
             cluster_weight: 0,

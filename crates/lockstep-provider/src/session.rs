@@ -646,6 +646,9 @@ impl Provider {
                 self.lock().set_diverged(&self.data_dir);
                 Some(self.fail_session(ctx, &why))
             }
+            // Not diverged: every commit it acknowledged is in the cache,
+            // and nothing is committed past it (`cached_first`).
+            Event::CacheFailed(why) => Some(self.fail_session(ctx, &why)),
             Event::Synced => {
                 let mut g = self.lock();
                 let due = g.local.caught_up();
@@ -681,7 +684,10 @@ impl Provider {
         let seqno = view.state_id.seqno;
         // The server stores the view with its seqno as the engine's
         // checkpoint: the view's event first (ADR 0032).
-        let g = self.cached_first(self.lock(), seqno);
+        let g = match self.cached_first(self.lock(), seqno) {
+            Ok(g) => g,
+            Err(why) => return Some(self.fail_session(ctx, &why)),
+        };
         // A view takes a seqno: not while the provider is paused below it
         // (a donor's SST copies the storage meanwhile; the server would
         // store this view in it without the position that goes with it,
@@ -732,7 +738,10 @@ impl Provider {
     /// their rows.
     fn pass_past_view(&self, ctx: ThreadCtx, seqno: i64, view: Option<&View>) -> Option<Status> {
         // The view's event before the server stores it (ADR 0032).
-        let g = self.cached_first(self.lock(), seqno);
+        let g = match self.cached_first(self.lock(), seqno) {
+            Ok(g) => g,
+            Err(why) => return Some(self.fail_session(ctx, &why)),
+        };
         let (g, _) = self.wait_until(g, Until::Progress(IN_ORDER_UNPAUSED), |s| {
             (s.last_committed() >= seqno - 1 && s.may_commit(seqno)) || s.conn == Conn::Closed
         });

@@ -177,6 +177,15 @@ impl Provider {
                 "lockstep_refused_messages",
                 Int(g.status.refused_messages as i64),
             ),
+            // Why the writeset cache failed ("" while it works): the node
+            // then stopped acknowledging and left the cluster (ADR 0032).
+            (
+                "lockstep_cache_failure",
+                Str(g
+                    .cache
+                    .failure()
+                    .unwrap_or_else(|| g.status.cache_failure.clone())),
+            ),
             // What crossed to other segments (ADR 0020): entries a remote
             // segment got once each when the relay works, their bytes,
             // bundles sent as leader, messages passed on as a relay.

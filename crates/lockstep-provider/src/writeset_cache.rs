@@ -617,8 +617,8 @@ impl Iterator for CacheReader {
 pub fn disable(cache: &mut Option<WritesetCache>, e: &io::Error) {
     if cache.take().is_some() {
         warn!(
-            "writeset cache disabled after a write error ({e}); joiners that need events \
-             from this node will take a full SST"
+            "writeset cache disabled after a write error ({e}); the next event this node \
+             would commit fails, and it leaves the cluster"
         );
     }
 }
