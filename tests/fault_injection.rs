@@ -97,19 +97,8 @@ fn a_panic_in_the_group_thread_takes_the_node_out_and_the_others_go_on() {
     check(&cluster, st != "Synced", || {
         format!("node3 still says {st} without a group thread")
     });
-    let write = node3.sql("INSERT INTO c.t VALUES (1)");
-    check(&cluster, write.is_err(), || {
-        "node3 took a write without a group thread".into()
-    });
     // The other two see it go and keep committing.
-    for i in 0..2 {
-        cluster
-            .node(i)
-            .wait_for_status("wsrep_cluster_size", "2", WAIT)
-            .or_logs(&cluster, "two members left");
-    }
-    load.wait_for_progress(100, WAIT)
-        .or_logs(&cluster, "commits after the panic");
+    refuses_writes_while_the_others_commit(&cluster, &load, "without a group thread");
 
     // Restarted, node3 is a member again and has every acknowledged row.
     let r = cluster.node_mut(2).restart();
@@ -119,6 +108,23 @@ fn a_panic_in_the_group_thread_takes_the_node_out_and_the_others_go_on() {
             .or_logs(&cluster, "three members again");
     }
     multi_node::verify_acked_rows(&cluster, &load.stop(), 200, "the restart");
+}
+
+/// node3, out of the cluster, refuses a write; the other two see it go
+/// and keep committing.
+fn refuses_writes_while_the_others_commit(cluster: &Cluster, load: &AckedLoad, how: &str) {
+    let write = cluster.node(2).sql("INSERT INTO c.t VALUES (1)");
+    check(cluster, write.is_err(), || {
+        format!("node3 took a write {how}")
+    });
+    for i in 0..2 {
+        cluster
+            .node(i)
+            .wait_for_status("wsrep_cluster_size", "2", WAIT)
+            .or_logs(cluster, "two members left");
+    }
+    load.wait_for_progress(100, WAIT)
+        .or_logs(cluster, &format!("commits on the other two, node3 {how}"));
 }
 
 /// Unmounts a test's file system even when an assertion fails.
@@ -205,18 +211,7 @@ fn a_full_cache_disk_takes_the_node_out_before_it_acknowledges_without_the_cache
     check(&cluster, node3.is_running(), || {
         "mariadbd on node3 died with its cache".into()
     });
-    let write = node3.sql("INSERT INTO c.t VALUES (1)");
-    check(&cluster, write.is_err(), || {
-        "node3 took a write without its cache".into()
-    });
-    for i in 0..2 {
-        cluster
-            .node(i)
-            .wait_for_status("wsrep_cluster_size", "2", WAIT)
-            .or_logs(&cluster, "two members left");
-    }
-    load.wait_for_progress(100, WAIT)
-        .or_logs(&cluster, "commits on the other two");
+    refuses_writes_while_the_others_commit(&cluster, &load, "without its cache");
 
     // The disk fixed (the cache back in the datadir), node3 comes back.
     cluster.node_mut(2).stop().or_logs(&cluster, "stop node3");
