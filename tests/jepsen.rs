@@ -1,8 +1,9 @@
 //! The short Jepsen-style run of `make test` (issue 33): three real
 //! Lockstep nodes, list-append and register clients on every node with
-//! causal reads, and three faults one after the other (the whole cluster
+//! causal reads, and four faults one after the other (the whole cluster
 //! killed and restarted the systemd way, the Raft leader paused past the
-//! suspect timeout, the leader cut off). Every history must be free of
+//! suspect timeout, the leader cut off, the three nodes killed 1.5 s apart
+//! and started plainly). Every history must be free of
 //! the anomalies strong snapshot isolation forbids, and the cluster whole
 //! again. `make jepsen` runs the full matrix beside Galera.
 //!
@@ -44,11 +45,12 @@ fn describe(r: &RunResult) -> String {
 }
 
 #[test]
-fn lockstep_histories_under_crash_pause_and_partition_show_no_anomaly() {
+fn lockstep_histories_under_crashes_pause_and_partition_show_no_anomaly() {
     for nemesis in [
         Nemesis::CrashAll(Restart::Systemd),
         Nemesis::PauseLeader,
         Nemesis::IsolateLeader,
+        Nemesis::CrashSuccession(Restart::Plain),
     ] {
         let r = run(&short(nemesis), &out_dir());
         eprintln!(

@@ -62,10 +62,20 @@ pub enum Nemesis {
     /// A follower paused, the other two killed meanwhile and restarted the
     /// systemd way, then the paused one resumed.
     PauseCrash,
+    /// kill -9 of a follower (not the leader), then a plain restart.
+    KillFollower,
+    /// Every node killed in quick succession, a follower first and the
+    /// leader last, [`SUCCESSION`] apart (Jepsen's first Galera finding),
+    /// then all restarted.
+    CrashSuccession(Restart),
 }
 
+/// Time between two kills of [`Nemesis::CrashSuccession`]: the survivors
+/// are still settling the last view when the next one dies.
+const SUCCESSION: Duration = Duration::from_millis(1500);
+
 impl Nemesis {
-    pub const ALL: [Nemesis; 13] = [
+    pub const ALL: [Nemesis; 16] = [
         Nemesis::None,
         Nemesis::KillOne,
         Nemesis::CrashAll(Restart::Plain),
@@ -79,6 +89,9 @@ impl Nemesis {
         Nemesis::CutBridge,
         Nemesis::PartitionCrash,
         Nemesis::PauseCrash,
+        Nemesis::KillFollower,
+        Nemesis::CrashSuccession(Restart::Plain),
+        Nemesis::CrashSuccession(Restart::Systemd),
     ];
 
     pub fn name(self) -> &'static str {
@@ -96,6 +109,9 @@ impl Nemesis {
             Nemesis::CutBridge => "cut-bridge",
             Nemesis::PartitionCrash => "partition-crash",
             Nemesis::PauseCrash => "pause-crash",
+            Nemesis::KillFollower => "kill-follower",
+            Nemesis::CrashSuccession(Restart::Plain) => "crash-succession-plain",
+            Nemesis::CrashSuccession(Restart::Systemd) => "crash-succession-systemd",
         }
     }
 
@@ -108,7 +124,12 @@ impl Nemesis {
     pub fn crashes(self) -> bool {
         matches!(
             self,
-            Nemesis::KillOne | Nemesis::CrashAll(_) | Nemesis::PartitionCrash | Nemesis::PauseCrash
+            Nemesis::KillOne
+                | Nemesis::CrashAll(_)
+                | Nemesis::PartitionCrash
+                | Nemesis::PauseCrash
+                | Nemesis::KillFollower
+                | Nemesis::CrashSuccession(_)
         )
     }
 
@@ -144,6 +165,29 @@ impl Nemesis {
                 std::thread::sleep(DOWN);
                 note(format!("start node {} plainly", leader + 1));
                 restart(cluster, &[leader], Restart::Plain, &mut note)?;
+            }
+            Nemesis::KillFollower => {
+                note(format!("kill -9 node {} (a follower)", follower + 1));
+                kill_nodes(cluster, &[follower])?;
+                std::thread::sleep(DOWN);
+                restart(cluster, &[follower], Restart::Plain, &mut note)?;
+            }
+            Nemesis::CrashSuccession(how) => {
+                let mut order: Vec<usize> = (0..cluster.len()).filter(|&i| i != leader).collect();
+                order.push(leader);
+                for (k, &i) in order.iter().enumerate() {
+                    if k > 0 {
+                        std::thread::sleep(SUCCESSION);
+                    }
+                    note(format!(
+                        "kill -9 node {}{}",
+                        i + 1,
+                        if i == leader { " (leader)" } else { "" }
+                    ));
+                    kill_nodes(cluster, &[i])?;
+                }
+                std::thread::sleep(DOWN);
+                restart(cluster, &order, how, &mut note)?;
             }
             Nemesis::CrashAll(how) => {
                 note("kill -9 every node".into());
