@@ -395,13 +395,14 @@ impl Rounds for Worker {
         self.report_committed();
         self.report_weight();
         let bound = self.identities.round(&mut self.group, &self.transport);
-        // The round's one look at the provider's state before Raft's
-        // step (one lock, not one per concern: on two busy cores each
-        // contended lock can cost a sleep and a wake-up).
-        // Counted by the group; logged here.
+        // Messages the group refused because of their sender (it counts
+        // them; they are logged here).
         for r in self.group.take_refusals() {
             self.refusals.warn(r.from, &r.what, r.why);
         }
+        // The round's one look at the provider's state before Raft's
+        // step (one lock, not one per concern: on two busy cores each
+        // contended lock can cost a sleep and a wake-up).
         let mut g = self.shared.lock();
         let weight_moved = self.publish_local(&mut g);
         if let Some(bound) = bound {
