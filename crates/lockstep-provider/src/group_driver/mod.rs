@@ -578,17 +578,13 @@ impl Worker {
             PeerMsg::Farewell => {
                 self.group.handle_farewell(from);
             }
-            // Only a member of this node's last view may tell it that the
-            // primary component removed it: a stranger's word would make
-            // it rejoin by state transfer.
-            PeerMsg::NotMember if self.group.sequencer().is_member(from) => {
-                self.removed_notice(from)
-            }
-            PeerMsg::NotMember => self.refusals.refused(
-                from,
-                "a removal notice",
-                "only a member of this node's last view tells it that it was removed",
-            ),
+            // Taken from any peer, not only from a member of this node's
+            // last view: after a crash of the others the leader that
+            // removed it is a new member it never saw (`pause-crash`: a
+            // check here kept the paused node out for good, ADR 0014
+            // item 15). It acts only on a node without a leader, which
+            // rejoins through the safe-bootstrap checks.
+            PeerMsg::NotMember => self.removed_notice(from),
             PeerMsg::Lease(m) => {
                 // A grant binds from the moment it is sent: the clock is
                 // read after the ping arrived (`read_grants`).
