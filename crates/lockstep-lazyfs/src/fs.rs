@@ -1,0 +1,1068 @@
+//! The FUSE side: a passthrough to the backing directory in which file
+//! data waits in [`Overlay`]s until fsync or writeback, and name changes
+//! are done at once with their undo kept in the [`Journal`] until the
+//! directory's fsync. One lock over the state: this is a test rig, and
+//! one lock keeps a cut atomic against every operation in flight.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fs::{self, File, Metadata, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirEntryExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use fuser::{
+    AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
+    INodeNo, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,
+    WriteFlags,
+};
+
+use crate::faults::Faults;
+use crate::journal::{Journal, Undo};
+use crate::overlay::Overlay;
+
+/// Where unlinked and replaced files wait as hard links until their
+/// directory is synced; hidden from the mount.
+pub const STASH: &str = ".lazyfs-stash";
+
+const TTL: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Writeback makes changes older than this durable, as the kernel's
+    /// `dirty_expire` does.
+    pub writeback_age: Duration,
+    /// Bound on unsynced file data held in memory; past it the oldest
+    /// files are written back, as under memory pressure.
+    pub max_unsynced: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            writeback_age: Duration::from_secs(5),
+            max_unsynced: 512 << 20,
+        }
+    }
+}
+
+/// Counters, for tests and the run's log.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub writes: u64,
+    pub fsyncs: u64,
+    pub dir_fsyncs: u64,
+    pub unsynced_bytes: u64,
+    pub pending_names: u64,
+    pub injected_errors: u64,
+}
+
+/// What a cut threw away.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CutReport {
+    pub dropped_bytes: u64,
+    pub undone_names: u64,
+    /// The file and offset of a torn page, and how many of its new bytes
+    /// reached the disk.
+    pub torn: Option<(PathBuf, u64, usize)>,
+    /// Undo steps that failed (a name changed again since): logged, the
+    /// cut goes on.
+    pub errors: Vec<String>,
+}
+
+struct FileState {
+    fd: File,
+    overlay: Option<Overlay>,
+    open: u32,
+}
+
+pub(crate) struct State {
+    root: PathBuf,
+    root_ino: u64,
+    /// Backing inode number to its path relative to the root.
+    paths: HashMap<u64, PathBuf>,
+    files: HashMap<u64, FileState>,
+    /// Open handle to (inode, opened with O_APPEND).
+    handles: HashMap<u64, (u64, bool)>,
+    next_fh: u64,
+    journal: Journal,
+    pub(crate) faults: Faults,
+    /// After a cut every operation fails, until the mount is gone.
+    dead: bool,
+    unsynced: usize,
+    last_written: Option<u64>,
+    stash_seq: u64,
+    pub(crate) stats: Stats,
+}
+
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    pub(crate) opts: Options,
+}
+
+impl Shared {
+    pub(crate) fn new(root: &Path, opts: Options) -> io::Result<Shared> {
+        let root = root.canonicalize()?;
+        let stash = root.join(STASH);
+        if stash.exists() {
+            fs::remove_dir_all(&stash)?;
+        }
+        fs::create_dir(&stash)?;
+        let root_ino = fs::metadata(&root)?.ino();
+        let mut paths = HashMap::new();
+        paths.insert(root_ino, PathBuf::new());
+        Ok(Shared {
+            state: Mutex::new(State {
+                root,
+                root_ino,
+                paths,
+                files: HashMap::new(),
+                handles: HashMap::new(),
+                next_fh: 1,
+                journal: Journal::default(),
+                faults: Faults::none(),
+                dead: false,
+                unsynced: 0,
+                last_written: None,
+                stash_seq: 0,
+                stats: Stats::default(),
+            }),
+            opts,
+        })
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn errno(e: io::Error) -> Errno {
+    Errno::from(e)
+}
+
+fn err(code: i32) -> io::Error {
+    io::Error::from_raw_os_error(code)
+}
+
+fn kind(meta: &Metadata) -> FileType {
+    FileType::from_std(meta.file_type()).unwrap_or(FileType::RegularFile)
+}
+
+fn time(secs: i64, nanos: i64) -> SystemTime {
+    if secs >= 0 {
+        UNIX_EPOCH + Duration::new(secs as u64, nanos.clamp(0, 999_999_999) as u32)
+    } else {
+        UNIX_EPOCH
+    }
+}
+
+impl State {
+    fn abs(&self, rel: &Path) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn fuse_ino(&self, ino: u64) -> INodeNo {
+        if ino == self.root_ino {
+            INodeNo::ROOT
+        } else {
+            INodeNo(ino)
+        }
+    }
+
+    fn backing_ino(&self, ino: INodeNo) -> u64 {
+        if ino == INodeNo::ROOT {
+            self.root_ino
+        } else {
+            ino.0
+        }
+    }
+
+    fn alive(&self) -> io::Result<()> {
+        if self.dead {
+            Err(err(nix::libc::EIO))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn path(&self, ino: INodeNo) -> io::Result<PathBuf> {
+        self.alive()?;
+        self.paths
+            .get(&self.backing_ino(ino))
+            .cloned()
+            .ok_or_else(|| err(nix::libc::ENOENT))
+    }
+
+    fn child(&self, parent: INodeNo, name: &OsStr) -> io::Result<PathBuf> {
+        let dir = self.path(parent)?;
+        if dir.as_os_str().is_empty() && name == STASH {
+            return Err(err(nix::libc::ENOENT));
+        }
+        Ok(dir.join(name))
+    }
+
+    fn attr(&self, meta: &Metadata) -> FileAttr {
+        let ino = meta.ino();
+        let size = self
+            .files
+            .get(&ino)
+            .and_then(|f| f.overlay.as_ref())
+            .map_or(meta.len(), Overlay::size);
+        FileAttr {
+            ino: self.fuse_ino(ino),
+            size,
+            blocks: size.div_ceil(512),
+            atime: time(meta.atime(), meta.atime_nsec()),
+            mtime: time(meta.mtime(), meta.mtime_nsec()),
+            ctime: time(meta.ctime(), meta.ctime_nsec()),
+            crtime: UNIX_EPOCH,
+            kind: kind(meta),
+            perm: (meta.mode() & 0o7777) as u16,
+            nlink: meta.nlink() as u32,
+            uid: meta.uid(),
+            gid: meta.gid(),
+            rdev: meta.rdev() as u32,
+            blksize: 4096,
+            flags: 0,
+        }
+    }
+
+    /// The entry at `rel`, remembered under its inode number.
+    fn entry(&mut self, rel: PathBuf) -> io::Result<FileAttr> {
+        let meta = fs::symlink_metadata(self.abs(&rel))?;
+        self.paths.insert(meta.ino(), rel);
+        Ok(self.attr(&meta))
+    }
+
+    fn metadata(&self, ino: u64) -> io::Result<Metadata> {
+        if let Some(rel) = self.paths.get(&ino) {
+            if let Ok(m) = fs::symlink_metadata(self.abs(rel)) {
+                if m.ino() == ino {
+                    return Ok(m);
+                }
+            }
+        }
+        match self.files.get(&ino) {
+            Some(f) => f.fd.metadata(),
+            None => Err(err(nix::libc::ENOENT)),
+        }
+    }
+
+    fn file(&mut self, ino: u64) -> io::Result<&mut FileState> {
+        if !self.files.contains_key(&ino) {
+            let rel = self.paths.get(&ino).ok_or_else(|| err(nix::libc::ENOENT))?;
+            let abs = self.abs(rel);
+            let fd = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&abs)
+                .or_else(|_| File::open(&abs))?;
+            self.files.insert(
+                ino,
+                FileState {
+                    fd,
+                    overlay: None,
+                    open: 0,
+                },
+            );
+        }
+        Ok(self.files.get_mut(&ino).expect("inserted above"))
+    }
+
+    fn write_fault(&mut self) -> io::Result<()> {
+        if let Some(code) = self.faults.write {
+            self.stats.injected_errors += 1;
+            return Err(err(code));
+        }
+        Ok(())
+    }
+
+    fn overlay(&mut self, ino: u64) -> io::Result<&mut Overlay> {
+        let f = self.file(ino)?;
+        if f.overlay.is_none() {
+            f.overlay = Some(Overlay::new(f.fd.metadata()?.len(), Instant::now()));
+        }
+        Ok(f.overlay.as_mut().expect("set above"))
+    }
+
+    fn write(&mut self, ino: u64, offset: u64, data: &[u8], append: bool) -> io::Result<()> {
+        self.alive()?;
+        self.write_fault()?;
+        self.overlay(ino)?;
+        let f = self.files.get_mut(&ino).expect("overlay() opened it");
+        let FileState { fd, overlay, .. } = f;
+        let ov = overlay.as_mut().expect("overlay() made it");
+        let before = ov.bytes();
+        let at = if append { ov.size() } else { offset };
+        ov.write(at, data, &mut |off, buf| read_full(fd, off, buf))?;
+        self.unsynced = self.unsynced + ov.bytes() - before;
+        self.last_written = Some(ino);
+        self.stats.writes += 1;
+        Ok(())
+    }
+
+    fn read(&mut self, ino: u64, offset: u64, size: usize) -> io::Result<Vec<u8>> {
+        self.alive()?;
+        let f = self.file(ino)?;
+        match &f.overlay {
+            Some(ov) => ov.read(offset, size, &mut |off, buf| read_full(&f.fd, off, buf)),
+            None => {
+                let len = f.fd.metadata()?.len();
+                let end = len.min(offset.saturating_add(size as u64));
+                let mut buf = vec![0u8; end.saturating_sub(offset) as usize];
+                read_full(&f.fd, offset, &mut buf)?;
+                Ok(buf)
+            }
+        }
+    }
+
+    fn truncate(&mut self, ino: u64, size: u64) -> io::Result<()> {
+        self.alive()?;
+        let ov = self.overlay(ino)?;
+        let grows = size > ov.size();
+        if grows {
+            self.write_fault()?;
+        }
+        let ov = self.overlay(ino)?;
+        let before = ov.bytes();
+        ov.truncate(size);
+        let after = ov.bytes();
+        self.unsynced = self.unsynced + after - before;
+        Ok(())
+    }
+
+    /// Puts a file's unsynced data in the backing file; with `sync`, an
+    /// fsync of it too (the backing disk is never cut, so that only
+    /// matters to the host).
+    fn write_back(&mut self, ino: u64) -> io::Result<()> {
+        let Some(f) = self.files.get_mut(&ino) else {
+            return Ok(());
+        };
+        let Some(ov) = f.overlay.take() else {
+            return Ok(());
+        };
+        self.unsynced -= ov.bytes();
+        let fd = &f.fd;
+        ov.write_back(&mut |off, data| fd.write_all_at(data, off), &mut |n| {
+            fd.set_len(n)
+        })?;
+        if f.open == 0 {
+            self.files.remove(&ino);
+        }
+        Ok(())
+    }
+
+    fn drop_unsynced(&mut self, ino: u64) {
+        if let Some(f) = self.files.get_mut(&ino) {
+            if let Some(ov) = f.overlay.take() {
+                self.unsynced -= ov.bytes();
+            }
+        }
+    }
+
+    /// Writeback of what is older than `age` (all of it for zero).
+    pub(crate) fn write_back_older(&mut self, age: Duration) -> io::Result<()> {
+        if self.dead {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let old: Vec<u64> = self
+            .files
+            .iter()
+            .filter(|(_, f)| {
+                f.overlay
+                    .as_ref()
+                    .is_some_and(|o| now.duration_since(o.dirtied_at) >= age)
+            })
+            .map(|(&i, _)| i)
+            .collect();
+        for ino in old {
+            self.write_back(ino)?;
+        }
+        let stashes = if age.is_zero() {
+            self.journal.commit_all()
+        } else {
+            self.journal.age_out(now, age)
+        };
+        self.remove_stashes(stashes);
+        Ok(())
+    }
+
+    /// Memory pressure: the oldest files go to the backing file until the
+    /// unsynced data fits its bound again.
+    fn relieve(&mut self, max: usize) -> io::Result<()> {
+        while self.unsynced > max {
+            let oldest = self
+                .files
+                .iter()
+                .filter_map(|(&i, f)| f.overlay.as_ref().map(|o| (o.dirtied_at, i)))
+                .min();
+            match oldest {
+                Some((_, ino)) => self.write_back(ino)?,
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    fn remove_stashes(&mut self, stashes: Vec<PathBuf>) {
+        for s in stashes {
+            let _ = fs::remove_file(self.abs(&s));
+        }
+    }
+
+    fn stash(&mut self, rel: &Path) -> io::Result<PathBuf> {
+        self.stash_seq += 1;
+        let stash = Path::new(STASH).join(self.stash_seq.to_string());
+        fs::hard_link(self.abs(rel), self.abs(&stash))?;
+        Ok(stash)
+    }
+
+    fn parent_of(rel: &Path) -> PathBuf {
+        rel.parent().map(Path::to_path_buf).unwrap_or_default()
+    }
+
+    /// A new name: its owner is the caller, as on a real file system
+    /// (the servers open their files with owner-only flags).
+    fn created(&mut self, rel: &Path, req: &Request, undo: Undo) -> io::Result<()> {
+        std::os::unix::fs::lchown(self.abs(rel), Some(req.uid()), Some(req.gid()))?;
+        self.journal
+            .push(Instant::now(), vec![State::parent_of(rel)], vec![undo]);
+        Ok(())
+    }
+
+    fn rename(&mut self, from: &Path, to: &Path, noreplace: bool) -> io::Result<()> {
+        let moved = fs::symlink_metadata(self.abs(from))?;
+        let mut undo = vec![Undo::Move {
+            now: to.to_path_buf(),
+            was: from.to_path_buf(),
+        }];
+        if let Ok(target) = fs::symlink_metadata(self.abs(to)) {
+            if noreplace {
+                return Err(err(nix::libc::EEXIST));
+            }
+            if target.ino() == moved.ino() {
+                return Ok(());
+            }
+            if target.is_dir() {
+                undo.push(Undo::MakeDir(to.to_path_buf()));
+            } else {
+                let stash = self.stash(to)?;
+                undo.push(Undo::Restore {
+                    stash,
+                    to: to.to_path_buf(),
+                });
+            }
+        }
+        fs::rename(self.abs(from), self.abs(to))?;
+        self.journal.push(
+            Instant::now(),
+            vec![State::parent_of(from), State::parent_of(to)],
+            undo,
+        );
+        for p in self.paths.values_mut() {
+            if let Ok(rest) = p.strip_prefix(from) {
+                *p = to.join(rest);
+            }
+        }
+        self.paths.insert(moved.ino(), to.to_path_buf());
+        Ok(())
+    }
+
+    /// The power goes: unsynced data is dropped (the last page torn if
+    /// asked), names go back to their durable state, and every later
+    /// operation fails.
+    pub(crate) fn cut(&mut self, tear: Option<usize>) -> CutReport {
+        let mut report = CutReport {
+            dropped_bytes: self.unsynced as u64,
+            ..CutReport::default()
+        };
+        if let (Some(n), Some(ino)) = (tear, self.last_written) {
+            if let Some(f) = self.files.get(&ino) {
+                if let Some((start, page)) = f.overlay.as_ref().and_then(Overlay::last_page) {
+                    let n = n.min(page.len());
+                    if f.fd.write_all_at(&page[..n], start).is_ok() {
+                        let name = self.paths.get(&ino).cloned().unwrap_or_default();
+                        report.torn = Some((name, start, n));
+                    }
+                }
+            }
+        }
+        self.dead = true;
+        self.files.clear();
+        self.handles.clear();
+        self.unsynced = 0;
+        for step in self.journal.take_undo() {
+            report.undone_names += 1;
+            if let Err(e) = self.undo(&step) {
+                report.errors.push(format!("{step:?}: {e}"));
+            }
+        }
+        report
+    }
+
+    fn undo(&self, step: &Undo) -> io::Result<()> {
+        match step {
+            Undo::Remove(p) => fs::remove_file(self.abs(p)),
+            Undo::RemoveDir(p) => fs::remove_dir_all(self.abs(p)),
+            Undo::MakeDir(p) => fs::create_dir(self.abs(p)),
+            Undo::Move { now, was } => fs::rename(self.abs(now), self.abs(was)),
+            Undo::Restore { stash, to } => fs::rename(self.abs(stash), self.abs(to)),
+        }
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        Stats {
+            unsynced_bytes: self.unsynced as u64,
+            pending_names: self.journal.len() as u64,
+            ..self.stats
+        }
+    }
+}
+
+/// Reads `buf.len()` bytes at `offset`, zeros past the end of the file.
+fn read_full(fd: &File, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        match fd.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf[done..].fill(0);
+    Ok(())
+}
+
+pub(crate) struct LazyFs {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl LazyFs {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.shared.lock()
+    }
+}
+
+impl Filesystem for LazyFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
+        let _ = config.set_max_write(1 << 20);
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let mut s = self.state();
+        match s.child(parent, name).and_then(|rel| s.entry(rel)) {
+            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        let s = self.state();
+        let r = s.alive().and_then(|()| s.metadata(s.backing_ino(ino)));
+        match r {
+            Ok(meta) => reply.attr(&TTL, &s.attr(&meta)),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<TimeOrNow>,
+        _mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let mut s = self.state();
+        let b = s.backing_ino(ino);
+        let r = (|| {
+            let rel = s.path(ino)?;
+            if let Some(mode) = mode {
+                fs::set_permissions(s.abs(&rel), fs::Permissions::from_mode(mode & 0o7777))?;
+            }
+            if uid.is_some() || gid.is_some() {
+                std::os::unix::fs::lchown(s.abs(&rel), uid, gid)?;
+            }
+            if let Some(size) = size {
+                s.truncate(b, size)?;
+            }
+            s.metadata(b)
+        })();
+        match r {
+            Ok(meta) => reply.attr(&TTL, &s.attr(&meta)),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        let s = self.state();
+        match s.path(ino).and_then(|rel| fs::read_link(s.abs(&rel))) {
+            Ok(target) => reply.data(target.as_os_str().as_encoded_bytes()),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let mut s = self.state();
+        let r = (|| {
+            s.write_fault()?;
+            let rel = s.child(parent, name)?;
+            let abs = s.abs(&rel);
+            fs::create_dir(&abs)?;
+            fs::set_permissions(&abs, fs::Permissions::from_mode(mode & !umask & 0o7777))?;
+            s.created(&rel, req, Undo::RemoveDir(rel.clone()))?;
+            s.entry(rel)
+        })();
+        match r {
+            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let mut s = self.state();
+        let r = (|| {
+            let rel = s.child(parent, name)?;
+            let meta = fs::symlink_metadata(s.abs(&rel))?;
+            let stash = s.stash(&rel)?;
+            fs::remove_file(s.abs(&rel))?;
+            s.journal.push(
+                Instant::now(),
+                vec![State::parent_of(&rel)],
+                vec![Undo::Restore {
+                    stash,
+                    to: rel.clone(),
+                }],
+            );
+            if s.paths.get(&meta.ino()) == Some(&rel) {
+                s.paths.remove(&meta.ino());
+            }
+            Ok(())
+        })();
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let mut s = self.state();
+        let r = (|| {
+            let rel = s.child(parent, name)?;
+            fs::remove_dir(s.abs(&rel))?;
+            s.journal.push(
+                Instant::now(),
+                vec![State::parent_of(&rel)],
+                vec![Undo::MakeDir(rel)],
+            );
+            Ok(())
+        })();
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        let mut s = self.state();
+        let r = (|| {
+            s.write_fault()?;
+            let rel = s.child(parent, link_name)?;
+            std::os::unix::fs::symlink(target, s.abs(&rel))?;
+            s.created(&rel, req, Undo::Remove(rel.clone()))?;
+            s.entry(rel)
+        })();
+        match r {
+            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let mut s = self.state();
+        let r = (|| {
+            if flags.contains(RenameFlags::RENAME_EXCHANGE) {
+                return Err(err(nix::libc::EINVAL));
+            }
+            let from = s.child(parent, name)?;
+            let to = s.child(newparent, newname)?;
+            s.rename(&from, &to, flags.contains(RenameFlags::RENAME_NOREPLACE))
+        })();
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let mut s = self.state();
+        let r = (|| {
+            s.write_fault()?;
+            let from = s.path(ino)?;
+            let rel = s.child(newparent, newname)?;
+            fs::hard_link(s.abs(&from), s.abs(&rel))?;
+            s.journal.push(
+                Instant::now(),
+                vec![State::parent_of(&rel)],
+                vec![Undo::Remove(rel.clone())],
+            );
+            s.entry(rel)
+        })();
+        match r {
+            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let mut s = self.state();
+        let b = s.backing_ino(ino);
+        let r = s.alive().and_then(|()| s.file(b).map(|f| f.open += 1));
+        match r {
+            Ok(()) => {
+                let fh = s.next_fh;
+                s.next_fh += 1;
+                s.handles
+                    .insert(fh, (b, flags.0 & nix::libc::O_APPEND != 0));
+                reply.opened(FileHandle(fh), FopenFlags::empty());
+            }
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let mut s = self.state();
+        let b = s.backing_ino(ino);
+        match s.read(b, offset, size as usize) {
+            Ok(data) => reply.data(&data),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let mut s = self.state();
+        let b = s.backing_ino(ino);
+        let append = s.handles.get(&fh.0).is_some_and(|h| h.1);
+        let max = self.shared.opts.max_unsynced;
+        match s
+            .write(b, offset, data, append)
+            .and_then(|()| s.relieve(max))
+        {
+            Ok(()) => reply.written(data.len() as u32),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        // close() makes nothing durable.
+        reply.ok();
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        let mut s = self.state();
+        if let Some((ino, _)) = s.handles.remove(&fh.0) {
+            if let Some(f) = s.files.get_mut(&ino) {
+                f.open = f.open.saturating_sub(1);
+                if f.open == 0 && f.overlay.is_none() {
+                    s.files.remove(&ino);
+                }
+            }
+        }
+        reply.ok();
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        let stall = self.state().faults.fsync_stall;
+        if !stall.is_zero() {
+            std::thread::sleep(stall);
+        }
+        let mut s = self.state();
+        let b = s.backing_ino(ino);
+        s.stats.fsyncs += 1;
+        let r = s.alive().and_then(|()| {
+            if let Some(code) = s.faults.fsync {
+                s.stats.injected_errors += 1;
+                s.drop_unsynced(b);
+                return Err(err(code));
+            }
+            s.write_back(b)
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.state().path(ino) {
+            Ok(_) => reply.opened(FileHandle(0), FopenFlags::empty()),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let s = self.state();
+        let r = (|| {
+            let rel = s.path(ino)?;
+            let mut names: Vec<(u64, FileType, std::ffi::OsString)> = vec![
+                (s.backing_ino(ino), FileType::Directory, ".".into()),
+                (s.backing_ino(ino), FileType::Directory, "..".into()),
+            ];
+            let mut rest = Vec::new();
+            for e in fs::read_dir(s.abs(&rel))? {
+                let e = e?;
+                if rel.as_os_str().is_empty() && e.file_name() == STASH {
+                    continue;
+                }
+                let kind = e
+                    .file_type()
+                    .ok()
+                    .and_then(FileType::from_std)
+                    .unwrap_or(FileType::RegularFile);
+                rest.push((e.ino(), kind, e.file_name()));
+            }
+            rest.sort_by(|a, b| a.2.cmp(&b.2));
+            names.extend(rest);
+            Ok::<_, io::Error>(names)
+        })();
+        match r {
+            Ok(names) => {
+                for (i, (ino, kind, name)) in names.into_iter().enumerate().skip(offset as usize) {
+                    if reply.add(s.fuse_ino(ino), i as u64 + 1, kind, name) {
+                        break;
+                    }
+                }
+                reply.ok();
+            }
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        let mut s = self.state();
+        s.stats.dir_fsyncs += 1;
+        match s.path(ino) {
+            Ok(rel) => {
+                let stashes = s.journal.sync_dir(&rel);
+                s.remove_stashes(stashes);
+                reply.ok();
+            }
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        let root = self.state().root.clone();
+        match nix::sys::statvfs::statvfs(&root) {
+            Ok(v) => reply.statfs(
+                v.blocks(),
+                v.blocks_free(),
+                v.blocks_available(),
+                v.files(),
+                v.files_free(),
+                v.block_size() as u32,
+                v.name_max() as u32,
+                v.fragment_size() as u32,
+            ),
+            Err(e) => reply.error(Errno::from_i32(e as i32)),
+        }
+    }
+
+    fn access(&self, _req: &Request, ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
+        // The kernel checks permissions (default_permissions).
+        match self.state().path(ino) {
+            Ok(_) => reply.ok(),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let mut s = self.state();
+        let r = (|| {
+            s.write_fault()?;
+            let rel = s.child(parent, name)?;
+            let abs = s.abs(&rel);
+            let existed = fs::symlink_metadata(&abs).is_ok();
+            let fd = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .create_new(flags & nix::libc::O_EXCL != 0)
+                .mode(mode & !umask & 0o7777)
+                .open(&abs)?;
+            if !existed {
+                s.created(&rel, req, Undo::Remove(rel.clone()))?;
+            }
+            let meta = fd.metadata()?;
+            let ino = meta.ino();
+            s.files.entry(ino).or_insert(FileState {
+                fd,
+                overlay: None,
+                open: 0,
+            });
+            let attr = s.entry(rel)?;
+            if flags & nix::libc::O_TRUNC != 0 {
+                s.truncate(ino, 0)?;
+            }
+            s.files.get_mut(&ino).expect("inserted above").open += 1;
+            let fh = s.next_fh;
+            s.next_fh += 1;
+            s.handles
+                .insert(fh, (ino, flags & nix::libc::O_APPEND != 0));
+            Ok((attr, fh))
+        })();
+        match r {
+            Ok((attr, fh)) => reply.created(
+                &TTL,
+                &attr,
+                Generation(0),
+                FileHandle(fh),
+                FopenFlags::empty(),
+            ),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn fallocate(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        if mode != 0 {
+            return reply.error(Errno::from_i32(nix::libc::EOPNOTSUPP));
+        }
+        let mut s = self.state();
+        let b = s.backing_ino(ino);
+        let r = (|| {
+            let end = offset.saturating_add(length);
+            if end > s.overlay(b)?.size() {
+                s.truncate(b, end)?;
+            }
+            Ok::<_, io::Error>(())
+        })();
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+}
