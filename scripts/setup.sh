@@ -5,10 +5,12 @@ set -euo pipefail
 
 PKGS=(mariadb-server mariadb-client mariadb-backup mariadb-test galera-4
       sysbench rsync socat lsof iproute2 procps fonts-dejavu-core
-      python3 python3-pymysql openssl)
+      python3 python3-pymysql openssl fuse3 util-linux)
       # python3: the WAN emulator (make wan-bench); python3-pymysql: README's
       # retry loop, run by tests/demo.rs; openssl: the encrypted-key test
-      # makes its key with the openssl command
+      # makes its key with the openssl command; fuse3: the power-loss file
+      # system (crates/lockstep-lazyfs) mounts through /dev/fuse;
+      # util-linux: its tests run a writer as another user with setpriv
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -40,11 +42,12 @@ fi
 fail() { echo "setup: FAILED: $*" >&2; exit 1; }
 GALERA_LIB=/usr/lib/galera/libgalera_smm.so
 PATH=$PATH:/usr/sbin
-for bin in mariadbd mariadb mariadb-install-db mariabackup sysbench rsync socat lsof openssl; do
+for bin in mariadbd mariadb mariadb-install-db mariabackup sysbench rsync socat lsof openssl fusermount3 setpriv; do
   command -v "$bin" >/dev/null || fail "$bin not found after installing ${PKGS[*]}"
 done
 [[ -f $GALERA_LIB ]] || fail "$GALERA_LIB (package galera-4) missing: the Galera reference tests need it"
 [[ -d /usr/share/mysql/mysql-test/suite/galera ]] || fail "MariaDB's galera mtr suite (package mariadb-test) missing"
+[[ -c /dev/fuse ]] || fail "/dev/fuse missing: the power-loss tests need FUSE (modprobe fuse)"
 command -v cargo >/dev/null || fail "cargo not found; install Rust (rustup) first"
 rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt 2>/dev/null || true
 echo "setup: ok (mariadbd $(mariadbd --version | awk '{print $3}'), galera $GALERA_LIB)"

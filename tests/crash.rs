@@ -574,3 +574,56 @@ fn without_pc_recovery_the_operator_bootstraps_the_most_advanced_node() {
         .or_logs(&cluster, "acknowledged rows after the recovery");
     eprintln!("{checked} acknowledged rows on every node; nodes identical");
 }
+
+/// A node that cannot tell its position after a crash of every node (it
+/// is started plainly with an SST method that cannot recover it, so it
+/// votes seqno -1) may hold commits only it has: the others must not
+/// re-form the component without it (issue 52). They wait and log what
+/// to do, naming the forced bootstrap as the last resort; once it is
+/// started the systemd way, the three re-form by themselves and nothing
+/// acknowledged is lost.
+#[test]
+fn a_node_that_cannot_tell_its_position_blocks_founding_until_it_recovers() {
+    let (mut cluster, load) = three_loaded("unknown_position", Provider::lockstep_default(), "", 300);
+    power_loss(&mut cluster, &[0, 1, 2]);
+    let stopped = load.stop();
+    let positions = recover_positions(&mut cluster);
+    restart_at(&mut cluster, &positions[..2]);
+    let r = cluster.node_mut(2).spawn(&["--wsrep_sst_method=mysqldump"]);
+    r.or_logs(&cluster, "start node 3 plainly with mysqldump");
+    let said = |cluster: &Cluster| {
+        (0..2).any(|i| {
+            log_count(cluster.node(i), "cannot tell its position (seqno -1)") > 0
+                && log_count(cluster.node(i), "lockstep.force_bootstrap=YES; pc.bootstrap=YES") > 0
+        })
+    };
+    let t0 = Instant::now();
+    while !said(&cluster) && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    check(&cluster, said(&cluster), || {
+        "no node logged the unknown position and the forced bootstrap".into()
+    });
+    // Well past the 5 s the members give an election: still no founder.
+    std::thread::sleep(Duration::from_secs(10));
+    for i in 0..2 {
+        let st = status(cluster.node(i), "wsrep_cluster_status").unwrap_or_default();
+        check(&cluster, st != "Primary", || {
+            format!("node {} re-formed the component without the unknown node", i + 1)
+        });
+    }
+    // The operator does what the log says first: recover node 3.
+    let r = cluster.node_mut(2).kill();
+    r.or_logs(&cluster, "stop node 3");
+    let r = cluster.node_mut(2).recover_position();
+    let position = r.or_logs(&cluster, "--wsrep-recover on node 3");
+    let arg = format!("--wsrep_start_position={position}");
+    let r = cluster.node_mut(2).spawn(&[&arg]);
+    r.or_logs(&cluster, "start node 3 the systemd way");
+    for node in cluster.nodes() {
+        node.wait_synced(WAIT).or_logs(&cluster, "Synced once node 3 knows its position");
+        node.wait_for_status("wsrep_cluster_size", "3", WAIT)
+            .or_logs(&cluster, "three members");
+    }
+    multi_node::verify_acked_rows(&cluster, &stopped, 300, "the crash and the blocked founding");
+}

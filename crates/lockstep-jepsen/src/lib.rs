@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod client;
+pub mod disks;
 pub mod nemesis;
 pub mod net;
 pub mod report;

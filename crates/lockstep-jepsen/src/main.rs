@@ -3,11 +3,12 @@
 //!
 //! ```text
 //! lockstep-jepsen [--providers lockstep,galera] [--nemeses all|a,b]
-//!                 [--flush 0,1,2] [--repeat N] [--before S] [--after S]
+//!                 [--flush 0,1,2] [--cache-sync 0,1] [--repeat N] [--before S] [--after S]
 //!                 [--out DIR] [--doc FILE] [--seed N]
 //! ```
 //! Crash nemeses run once per flush setting; the others with flush 1 only
-//! (without a crash the setting does not matter). `none` also runs with
+//! (without a crash the setting does not matter); the power-loss ones
+//! on Lockstep once per `lockstep.cache_sync` setting too. `none` also runs with
 //! `innodb_snapshot_isolation=OFF`, the server's default, to show lost
 //! updates.
 
@@ -25,6 +26,8 @@ struct Args {
     providers: Vec<String>,
     nemeses: Vec<Nemesis>,
     flush: Vec<u8>,
+    /// `lockstep.cache_sync` settings for the power-loss nemeses.
+    cache_sync: Vec<bool>,
     repeat: usize,
     before: u64,
     after: u64,
@@ -38,6 +41,7 @@ fn parse() -> Result<Args, String> {
         providers: vec!["lockstep".into(), "galera".into()],
         nemeses: Nemesis::ALL.to_vec(),
         flush: vec![0, 1, 2],
+        cache_sync: vec![false, true],
         repeat: 1,
         before: 5,
         after: 4,
@@ -66,6 +70,16 @@ fn parse() -> Result<Args, String> {
                     .map(|f| f.parse::<u8>().map_err(|e| format!("{f}: {e}")))
                     .collect::<Result<_, _>>()?;
             }
+            "--cache-sync" => {
+                a.cache_sync = value()?
+                    .split(',')
+                    .map(|f| match f {
+                        "0" | "no" => Ok(false),
+                        "1" | "yes" => Ok(true),
+                        other => Err(format!("--cache-sync takes 0,1: {other}")),
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
             "--repeat" => a.repeat = num(value()?)? as usize,
             "--before" => a.before = num(value()?)?,
             "--after" => a.after = num(value()?)?,
@@ -89,15 +103,25 @@ fn specs(a: &Args) -> Vec<RunSpec> {
                 } else {
                     vec![if a.flush.contains(&1) { 1 } else { a.flush[0] }]
                 };
+                // The synced cache is Lockstep's; it matters only when
+                // power is cut.
+                let syncs = if n.cuts_power() && p == "lockstep" {
+                    a.cache_sync.clone()
+                } else {
+                    vec![false]
+                };
                 for f in flushes {
-                    let mut s = RunSpec::new(Provider::from_name(p), n, f);
-                    s.before = Duration::from_secs(a.before);
-                    s.after = Duration::from_secs(a.after);
-                    s.seed = a.seed + round as u64;
-                    specs.push(s.clone());
-                    if n == Nemesis::None {
-                        s.snapshot_isolation = false;
-                        specs.push(s);
+                    for &cache_sync in &syncs {
+                        let mut s = RunSpec::new(Provider::from_name(p), n, f);
+                        s.cache_sync = cache_sync;
+                        s.before = Duration::from_secs(a.before);
+                        s.after = Duration::from_secs(a.after);
+                        s.seed = a.seed + round as u64;
+                        specs.push(s.clone());
+                        if n == Nemesis::None {
+                            s.snapshot_isolation = false;
+                            specs.push(s);
+                        }
                     }
                 }
             }
@@ -132,7 +156,7 @@ fn main() {
     let a = match parse() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("{e}\nusage: lockstep-jepsen [--providers lockstep,galera] [--nemeses all|a,b] [--flush 0,1,2] [--repeat N] [--before S] [--after S] [--out DIR] [--doc FILE] [--seed N]");
+            eprintln!("{e}\nusage: lockstep-jepsen [--providers lockstep,galera] [--nemeses all|a,b] [--flush 0,1,2] [--cache-sync 0,1] [--repeat N] [--before S] [--after S] [--out DIR] [--doc FILE] [--seed N]");
             eprintln!("nemeses: {}", Nemesis::ALL.map(|n| n.name()).join(", "));
             std::process::exit(2);
         }

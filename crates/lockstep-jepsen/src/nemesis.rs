@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use lockstep_testkit::Cluster;
 
+use crate::disks::{Disks, TEAR};
 use crate::net::Net;
+use lockstep_lazyfs::Faults;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
@@ -68,14 +70,31 @@ pub enum Nemesis {
     /// leader last, [`SUCCESSION`] apart (Jepsen's first Galera finding),
     /// then all restarted.
     CrashSuccession(Restart),
+    /// The leader loses power: killed, and what its disk had not synced
+    /// is gone ([`Disks`]); it boots and starts the systemd way.
+    PowerLossOne,
+    /// Every node loses power at once, the page written last torn; all
+    /// boot and start the systemd way.
+    PowerLossAll,
+    /// The leader's disk is full (`ENOSPC` on every write) for [`HOLD`].
+    DiskFull,
+    /// The leader's disk fails (`EIO` on every write and fsync) for
+    /// [`HOLD`].
+    DiskEio,
+    /// Every fsync on the leader's disk takes [`SLOW_FSYNC`], for [`HOLD`].
+    SlowFsync,
 }
+
+/// An fsync's stall under [`Nemesis::SlowFsync`]: a disk that is slow,
+/// not stuck (under the cache writer's 30 s deadline).
+pub const SLOW_FSYNC: Duration = Duration::from_millis(800);
 
 /// Time between two kills of [`Nemesis::CrashSuccession`]: the survivors
 /// are still settling the last view when the next one dies.
 const SUCCESSION: Duration = Duration::from_millis(1500);
 
 impl Nemesis {
-    pub const ALL: [Nemesis; 16] = [
+    pub const ALL: [Nemesis; 21] = [
         Nemesis::None,
         Nemesis::KillOne,
         Nemesis::CrashAll(Restart::Plain),
@@ -92,6 +111,11 @@ impl Nemesis {
         Nemesis::KillFollower,
         Nemesis::CrashSuccession(Restart::Plain),
         Nemesis::CrashSuccession(Restart::Systemd),
+        Nemesis::PowerLossOne,
+        Nemesis::PowerLossAll,
+        Nemesis::DiskFull,
+        Nemesis::DiskEio,
+        Nemesis::SlowFsync,
     ];
 
     pub fn name(self) -> &'static str {
@@ -112,6 +136,11 @@ impl Nemesis {
             Nemesis::KillFollower => "kill-follower",
             Nemesis::CrashSuccession(Restart::Plain) => "crash-succession-plain",
             Nemesis::CrashSuccession(Restart::Systemd) => "crash-succession-systemd",
+            Nemesis::PowerLossOne => "power-loss-one",
+            Nemesis::PowerLossAll => "power-loss-all",
+            Nemesis::DiskFull => "disk-full",
+            Nemesis::DiskEio => "disk-eio",
+            Nemesis::SlowFsync => "slow-fsync",
         }
     }
 
@@ -130,7 +159,24 @@ impl Nemesis {
                 | Nemesis::PauseCrash
                 | Nemesis::KillFollower
                 | Nemesis::CrashSuccession(_)
+                | Nemesis::PowerLossOne
+                | Nemesis::PowerLossAll
         )
+    }
+
+    /// Whether power is cut: only then does `lockstep.cache_sync` matter.
+    pub fn cuts_power(self) -> bool {
+        matches!(self, Nemesis::PowerLossOne | Nemesis::PowerLossAll)
+    }
+
+    /// Whether the datadirs must sit on the power-loss file system
+    /// ([`Disks`]).
+    pub fn needs_lazyfs(self) -> bool {
+        self.cuts_power()
+            || matches!(
+                self,
+                Nemesis::DiskFull | Nemesis::DiskEio | Nemesis::SlowFsync
+            )
     }
 
     /// Whether the nodes must sit in network namespaces ([`Net`]).
@@ -148,6 +194,7 @@ impl Nemesis {
         self,
         cluster: &mut Cluster,
         net: Option<&mut Net>,
+        disks: Option<&mut Disks>,
         log: &mut Vec<String>,
     ) -> Result<(), String> {
         let t0 = Instant::now();
@@ -255,6 +302,81 @@ impl Nemesis {
                 kill_nodes(cluster, &all)?;
                 std::thread::sleep(DOWN);
                 restart(cluster, &all, Restart::Systemd, &mut note)?;
+            }
+            Nemesis::PowerLossOne | Nemesis::PowerLossAll => {
+                let disks = disks.ok_or("this nemesis needs the power-loss file system")?;
+                let (nodes, tear): (Vec<usize>, _) = if self == Nemesis::PowerLossOne {
+                    note(format!("power loss of node {} (leader)", leader + 1));
+                    (vec![leader], None)
+                } else {
+                    note("power loss of every node, the last page torn".into());
+                    ((0..cluster.len()).collect(), Some(TEAR))
+                };
+                kill_nodes(cluster, &nodes)?;
+                for &i in &nodes {
+                    if let Some(st) = disks.stats(i) {
+                        note(format!(
+                            "node {}: {} writes, {} fsyncs, {} directory fsyncs since its boot",
+                            i + 1,
+                            st.writes,
+                            st.fsyncs,
+                            st.dir_fsyncs
+                        ));
+                    }
+                    let r = disks.power_cut(i, tear)?;
+                    note(format!(
+                        "node {}: {} unsynced bytes and {} name changes lost{}{}",
+                        i + 1,
+                        r.dropped_bytes,
+                        r.undone_names,
+                        r.torn
+                            .map(|(f, at, n)| format!(", {n} bytes of {} at {at} torn", f.display()))
+                            .unwrap_or_default(),
+                        if r.errors.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; undo errors: {:?}", r.errors)
+                        }
+                    ));
+                }
+                std::thread::sleep(DOWN);
+                restart(cluster, &nodes, Restart::Systemd, &mut note)?;
+            }
+            Nemesis::DiskFull | Nemesis::DiskEio | Nemesis::SlowFsync => {
+                let disks = disks.ok_or("this nemesis needs the power-loss file system")?;
+                let faults = match self {
+                    Nemesis::DiskFull => Faults::disk_full(),
+                    Nemesis::DiskEio => Faults {
+                        fsync: Some(nix::libc::EIO),
+                        ..Faults::write_errors()
+                    },
+                    _ => Faults::slow_fsync(SLOW_FSYNC),
+                };
+                note(format!("node {} (leader): disk {faults:?}", leader + 1));
+                disks.set_faults(leader, faults)?;
+                std::thread::sleep(HOLD);
+                note(format!("node {}: disk healed", leader + 1));
+                disks.set_faults(leader, Faults::none())?;
+                if !cluster.node_mut(leader).is_running() {
+                    let tail = cluster.node(leader).log_tail(40);
+                    let why = tail
+                        .lines()
+                        .filter(|l| l.contains("[ERROR]") || l.contains("ERROR"))
+                        .last()
+                        .unwrap_or("no error line in its log");
+                    note(format!("node {} had stopped: {why}", leader + 1));
+                    restart(cluster, &[leader], Restart::Plain, &mut note)?;
+                } else if cluster.node(leader).status("wsrep_ready").ok().flatten().as_deref()
+                    != Some("ON")
+                {
+                    // Out of the cluster (a failed cache write): an
+                    // operator restarts it once the disk is fixed.
+                    note(format!("node {} not ready: restarting it", leader + 1));
+                    cluster
+                        .node_mut(leader)
+                        .restart()
+                        .map_err(|e| format!("restarting node {}: {e}", leader + 1))?;
+                }
             }
             Nemesis::PauseCrash => {
                 note(format!("SIGSTOP node {}", follower + 1));

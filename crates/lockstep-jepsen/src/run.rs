@@ -12,6 +12,7 @@ use lockstep_history::{History, Isolation, Mop, Outcome, Report, Txn};
 use lockstep_testkit::{Cluster, Provider, Session};
 
 use crate::client::{self, ClientSpec, Shared};
+use crate::disks::Disks;
 use crate::nemesis::Nemesis;
 use crate::net::Net;
 use crate::workload::{self, Workload, DB};
@@ -25,6 +26,8 @@ pub struct RunSpec {
     pub flush: u8,
     /// `innodb_snapshot_isolation`.
     pub snapshot_isolation: bool,
+    /// `lockstep.cache_sync=yes` (Lockstep only).
+    pub cache_sync: bool,
     /// Workload before the fault, and after the cluster recovered.
     pub before: Duration,
     pub after: Duration,
@@ -45,6 +48,7 @@ impl RunSpec {
             nemesis,
             flush,
             snapshot_isolation: true,
+            cache_sync: false,
             before: Duration::from_secs(5),
             after: Duration::from_secs(4),
             recovery: Duration::from_secs(90),
@@ -73,10 +77,11 @@ impl RunSpec {
     /// `lockstep-crash-all-plain-flush1-si`: names the run's directory.
     pub fn name(&self) -> String {
         format!(
-            "{}-{}-flush{}-{}",
+            "{}-{}-flush{}{}-{}",
             self.provider_name(),
             self.nemesis.name(),
             self.flush,
+            if self.cache_sync { "-csync" } else { "" },
             if self.snapshot_isolation { "si" } else { "rr" }
         )
     }
@@ -131,6 +136,7 @@ pub fn run(spec: &RunSpec, out: &Path) -> RunResult {
     let mut final_reads = 0;
     // Declared before the cluster so that it outlives it.
     let mut net = None;
+    let mut disks = None;
     if spec.nemesis.needs_netns() {
         match Net::create(3) {
             Ok(n) => net = Some(n),
@@ -138,7 +144,7 @@ pub fn run(spec: &RunSpec, out: &Path) -> RunResult {
         }
     }
     let started = if problems.is_empty() {
-        start(spec, net.as_ref())
+        start(spec, net.as_ref(), &mut disks)
     } else {
         Err(lockstep_testkit::Error::Config {
             message: "no network for the nodes".into(),
@@ -152,7 +158,7 @@ pub fn run(spec: &RunSpec, out: &Path) -> RunResult {
             std::thread::sleep(spec.before);
             if let Err(e) = spec
                 .nemesis
-                .inject(&mut cluster, net.as_mut(), &mut nemesis_log)
+                .inject(&mut cluster, net.as_mut(), disks.as_mut(), &mut nemesis_log)
             {
                 problems.push(format!("nemesis: {e}"));
             }
@@ -216,12 +222,22 @@ pub fn run(spec: &RunSpec, out: &Path) -> RunResult {
     }
 }
 
-fn start(spec: &RunSpec, net: Option<&Net>) -> lockstep_testkit::Result<Cluster> {
+/// Builds and starts the cluster; with a disk nemesis, its datadirs are
+/// mounted on the power-loss file system first (kept in `disks`, which
+/// the caller drops after the cluster).
+fn start(
+    spec: &RunSpec,
+    net: Option<&Net>,
+    disks: &mut Option<Disks>,
+) -> lockstep_testkit::Result<Cluster> {
     let mut builder = Cluster::builder(3);
     if let Some(net) = net {
         builder = builder.places(net.places());
     }
-    let cluster = builder
+    if spec.cache_sync && matches!(spec.provider, Provider::Lockstep(_)) {
+        builder = builder.provider_options("lockstep.cache_sync=yes");
+    }
+    let mut cluster = builder
         .provider(spec.provider.clone())
         .cluster_name("jepsen")
         .slave_threads(4)
@@ -230,7 +246,13 @@ fn start(spec: &RunSpec, net: Option<&Net>) -> lockstep_testkit::Result<Cluster>
             "innodb_snapshot_isolation={}",
             if spec.snapshot_isolation { "ON" } else { "OFF" }
         ))
-        .start()?;
+        .build()?;
+    if spec.nemesis.needs_lazyfs() {
+        *disks = Some(Disks::mount(&cluster).map_err(|message| {
+            lockstep_testkit::Error::Config { message }
+        })?);
+    }
+    cluster.start_all()?;
     cluster.node(0).sql(&workload::schema(spec.registers))?;
     cluster.wait_for_equal_last_committed(Duration::from_secs(60))?;
     Ok(cluster)

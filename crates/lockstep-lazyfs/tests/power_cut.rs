@@ -16,10 +16,16 @@ struct Rig {
     backing: PathBuf,
     mnt: PathBuf,
     mount: Option<Mount>,
+    ext4: bool,
 }
 
 impl Rig {
     fn new() -> Rig {
+        Rig::with(false)
+    }
+
+    /// With `ext4`, a file's fsync commits its directory's name changes.
+    fn with(ext4: bool) -> Rig {
         let dir = tempfile::Builder::new()
             .prefix("lazyfs-")
             .tempdir_in("/tmp")
@@ -33,6 +39,7 @@ impl Rig {
             backing,
             mnt,
             mount: None,
+            ext4,
         };
         rig.boot();
         rig
@@ -42,6 +49,7 @@ impl Rig {
         let opts = Options {
             // Long: only the tests' own syncs make anything durable.
             writeback_age: Duration::from_secs(3600),
+            fsync_commits_names: self.ext4,
             ..Options::default()
         };
         self.mount = Some(Mount::new(&self.backing, &self.mnt, opts).expect("mount"));
@@ -156,6 +164,20 @@ fn a_new_file_needs_its_directory_synced() {
     rig.cut(None);
     assert_eq!(read(&rig.p("d/f")).unwrap(), b"hello");
     assert!(read(&rig.p("d/g")).is_none());
+}
+
+#[test]
+fn in_the_ext4_model_a_file_s_fsync_keeps_its_name_but_not_a_later_rename() {
+    let mut rig = Rig::with(true);
+    write_file(&rig.p("state"), b"old", true);
+    write_file(&rig.p("state.tmp"), b"new", true);
+    fs::rename(rig.p("state.tmp"), rig.p("state")).unwrap();
+    let unsynced = rig.p("unsynced");
+    write_file(&unsynced, b"x", false);
+    rig.cut(None);
+    assert_eq!(read(&rig.p("state")).unwrap(), b"old");
+    assert_eq!(read(&rig.p("state.tmp")).unwrap(), b"new", "its fsync kept its name");
+    assert!(!unsynced.exists(), "never synced, gone");
 }
 
 #[test]

@@ -11,7 +11,13 @@
 //! 2. the newest heard view (highest view seqno) is the last primary
 //!    component; only its members may found, which keeps a node whose
 //!    view is stale (it was removed before the crash) from founding;
-//! 3. among them the most advanced (highest seqno, ties to the lowest
+//! 3. a member of that view that cannot tell its position (seqno -1:
+//!    its recovery failed, or it was started plainly with an SST method
+//!    that cannot recover it) may hold commits nobody else has, so it
+//!    blocks founding for everyone ([`Decision::Unknown`]) until it
+//!    learns its position (a restart with `--wsrep-recover`), or an
+//!    operator forces a founder (`pc.bootstrap`, the log names it);
+//! 4. among them the most advanced (highest seqno, ties to the lowest
 //!    member id) founds the new primary component, continuing the history
 //!    at its seqno; everyone else joins it.
 //!
@@ -47,6 +53,10 @@ pub enum Decision {
     Found,
     /// Join the component this member founds.
     Follow(Uuid),
+    /// Every member is back, but these cannot tell their position: none
+    /// may be passed over. `best` is the most advanced of the others, the
+    /// founder an operator would force.
+    Unknown { members: Vec<Uuid>, best: Uuid },
 }
 
 /// The decision of the node that cast `me`, having heard `heard`.
@@ -71,6 +81,17 @@ pub fn decide(me: &Vote, heard: &[Vote]) -> Decision {
         .iter()
         .filter(|v| newest.view.contains(&v.member))
         .max_by_key(|v| (v.seqno, Reverse(v.member)));
+    let unknown: Vec<Uuid> = votes
+        .iter()
+        .filter(|v| newest.view.contains(&v.member) && v.seqno < 0)
+        .map(|v| v.member)
+        .collect();
+    if let (false, Some(b)) = (unknown.is_empty(), best) {
+        return Decision::Unknown {
+            members: unknown,
+            best: b.member,
+        };
+    }
     match best {
         Some(b) if b.member == me.member => Decision::Found,
         Some(b) => Decision::Follow(b.member),
@@ -142,6 +163,29 @@ mod tests {
     }
 
     #[test]
+    fn a_member_that_cannot_tell_its_position_blocks_founding() {
+        let a = vote(1, 20, 9, &[1, 2, 3]);
+        let b = vote(2, 25, 9, &[1, 2, 3]);
+        let c = vote(3, -1, 9, &[1, 2, 3]);
+        let all = [a.clone(), b.clone(), c.clone()];
+        let blocked = Decision::Unknown {
+            members: vec![u(3)],
+            best: u(2),
+        };
+        for me in &all {
+            assert_eq!(decide(me, &all), blocked);
+        }
+        // Once it learned its position, the most advanced founds.
+        let c = vote(3, 22, 9, &[1, 2, 3]);
+        assert_eq!(decide(&b, &[a.clone(), c.clone()]), Decision::Found);
+        // A -1 node outside the newest view (removed before the crash)
+        // holds nothing the newest view's members lack: it does not block.
+        let old = vote(4, -1, 4, &[1, 2, 3, 4]);
+        let a = vote(1, 20, 9, &[1, 2, 3]);
+        assert_eq!(decide(&b, &[a, c, old]), Decision::Found);
+    }
+
+    #[test]
     fn a_named_member_that_is_missing_blocks_everyone() {
         let a = vote(1, 20, 9, &[1, 2]);
         let d = vote(3, 15, 12, &[1, 2, 3]);
@@ -198,7 +242,12 @@ mod tests {
                 let saved = (0..applied).rev().find(|i| views[*i].contains(&node));
                 let Some(i) = saved else { continue };
                 let members: Vec<u8> = views[i].iter().copied().collect();
-                let seqno = 10 * i as i64 + extra[node as usize];
+                // extra 9: the node could not tell its position.
+                let seqno = if extra[node as usize] == 9 {
+                    -1
+                } else {
+                    10 * i as i64 + extra[node as usize]
+                };
                 votes.push(vote(node, seqno, 10 * i as i64, &members));
             }
             votes
@@ -238,6 +287,11 @@ mod tests {
                 .filter(|(_, d)| **d == Decision::Found)
                 .map(|(v, _)| v)
                 .collect();
+            let newest_view = votes.iter().max_by_key(|v| v.view_seqno).map(|v| v.view.clone()).unwrap_or_default();
+            let unknown_in_newest = votes.iter().any(|v| v.seqno < 0 && newest_view.contains(&v.member));
+            if unknown_in_newest && votes.iter().all(|v| v.view.iter().all(|m| votes.iter().any(|w| w.member == *m))) {
+                prop_assert!(founders.is_empty(), "a node of unknown position was passed over: {votes:?}");
+            }
             if let Some(f) = founders.first() {
                 prop_assert_eq!(founders.len(), 1);
                 let newest = votes.iter().map(|v| v.view_seqno).max().unwrap();

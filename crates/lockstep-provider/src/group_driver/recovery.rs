@@ -133,6 +133,16 @@ impl Worker {
                     heard.len() + 1
                 );
             }
+            Decision::Unknown { members, best } if due => {
+                let name = |id: &Uuid| self.member_name(id);
+                let unknown: Vec<String> = members.iter().map(name).collect();
+                error!(
+                    "pc.recovery: every member of the last primary component is back, but {}                      cannot tell its position (seqno -1): it may hold commits the others lack,                      so nobody re-forms the component without it. On {}: stop mariadbd, run                      `mariadbd --wsrep-recover` (or `galera_recovery`) and start it with the                      printed position, `--wsrep_start_position=<uuid:seqno>` (the systemd unit                      does both); the members then re-form the component by themselves. If it                      cannot be recovered, accept losing what only it may hold: on {} (the most                      advanced of the others) run SET GLOBAL                      wsrep_provider_options='lockstep.force_bootstrap=YES; pc.bootstrap=YES'",
+                    unknown.join(", "),
+                    unknown.join(", "),
+                    name(&best)
+                );
+            }
             Decision::Follow(founder) if changed => info!(
                 "pc.recovery: member {founder} is the most advanced; joining the primary \
                  component it re-forms"
@@ -151,6 +161,15 @@ impl Worker {
             }
             _ => {}
         }
+    }
+
+    /// A member of the saved view by name and address, for the log.
+    fn member_name(&self, id: &Uuid) -> String {
+        self.last_view
+            .as_ref()
+            .and_then(|v| v.members.iter().find(|m| m.uuid == id.data))
+            .map(|m| format!("{} ({}, member {id})", m.name, m.peer_addr))
+            .unwrap_or_else(|| format!("member {id}"))
     }
 
     /// This node re-forms the primary component from its own state.
