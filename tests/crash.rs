@@ -584,7 +584,8 @@ fn without_pc_recovery_the_operator_bootstraps_the_most_advanced_node() {
 /// acknowledged is lost.
 #[test]
 fn a_node_that_cannot_tell_its_position_blocks_founding_until_it_recovers() {
-    let (mut cluster, load) = three_loaded("unknown_position", Provider::lockstep_default(), "", 300);
+    let (mut cluster, load) =
+        three_loaded("unknown_position", Provider::lockstep_default(), "", 300);
     power_loss(&mut cluster, &[0, 1, 2]);
     let stopped = load.stop();
     let positions = recover_positions(&mut cluster);
@@ -594,7 +595,10 @@ fn a_node_that_cannot_tell_its_position_blocks_founding_until_it_recovers() {
     let said = |cluster: &Cluster| {
         (0..2).any(|i| {
             log_count(cluster.node(i), "cannot tell its position (seqno -1)") > 0
-                && log_count(cluster.node(i), "lockstep.force_bootstrap=YES; pc.bootstrap=YES") > 0
+                && log_count(
+                    cluster.node(i),
+                    "lockstep.force_bootstrap=YES; pc.bootstrap=YES",
+                ) > 0
         })
     };
     let t0 = Instant::now();
@@ -609,7 +613,10 @@ fn a_node_that_cannot_tell_its_position_blocks_founding_until_it_recovers() {
     for i in 0..2 {
         let st = status(cluster.node(i), "wsrep_cluster_status").unwrap_or_default();
         check(&cluster, st != "Primary", || {
-            format!("node {} re-formed the component without the unknown node", i + 1)
+            format!(
+                "node {} re-formed the component without the unknown node",
+                i + 1
+            )
         });
     }
     // The operator does what the log says first: recover node 3.
@@ -621,9 +628,15 @@ fn a_node_that_cannot_tell_its_position_blocks_founding_until_it_recovers() {
     let r = cluster.node_mut(2).spawn(&[&arg]);
     r.or_logs(&cluster, "start node 3 the systemd way");
     for node in cluster.nodes() {
-        node.wait_synced(WAIT).or_logs(&cluster, "Synced once node 3 knows its position");
+        node.wait_synced(WAIT)
+            .or_logs(&cluster, "Synced once node 3 knows its position");
         node.wait_for_status("wsrep_cluster_size", "3", WAIT)
             .or_logs(&cluster, "three members");
     }
-    multi_node::verify_acked_rows(&cluster, &stopped, 300, "the crash and the blocked founding");
+    multi_node::verify_acked_rows(
+        &cluster,
+        &stopped,
+        300,
+        "the crash and the blocked founding",
+    );
 }

@@ -79,6 +79,20 @@ impl Disks {
         Ok(report)
     }
 
+    /// Writes back everything unsynced on every node, as a machine that
+    /// ran for a while would have: the starting state (the joiners'
+    /// rsync SST, which does not fsync, and the schema) is on disk before
+    /// the workload starts, so a cut tests the workload, not a fresh SST.
+    pub fn settle(&self) -> Result<(), String> {
+        for (i, m) in self.mounts.iter().enumerate() {
+            if let Some(m) = m {
+                m.write_back_older(Duration::ZERO)
+                    .map_err(|e| format!("writing back node {}: {e}", i + 1))?;
+            }
+        }
+        Ok(())
+    }
+
     /// What node `i`'s file system has seen since its last mount.
     pub fn stats(&self, i: usize) -> Option<lockstep_lazyfs::Stats> {
         self.mounts[i].as_ref().map(Mount::stats)

@@ -83,7 +83,20 @@ pub enum Nemesis {
     DiskEio,
     /// Every fsync on the leader's disk takes [`SLOW_FSYNC`], for [`HOLD`].
     SlowFsync,
+    /// A follower gets a fraction of the CPU for [`HOLD`]: stopped and
+    /// continued in [`SLOW_CYCLE`] cycles (a tight CPU quota).
+    SlowNode,
+    /// A follower leaves cleanly and comes back with an empty datadir,
+    /// joining by SST under load.
+    LeaveJoin,
+    /// Two faults at once: a follower isolated, and the leader killed
+    /// during the isolation (no quorum left), then both healed.
+    IsolateAndKill,
 }
+
+/// [`Nemesis::SlowNode`]'s cycle: stopped for the first part, running for
+/// the second (40 % of the CPU).
+pub const SLOW_CYCLE: (Duration, Duration) = (Duration::from_millis(60), Duration::from_millis(40));
 
 /// An fsync's stall under [`Nemesis::SlowFsync`]: a disk that is slow,
 /// not stuck (under the cache writer's 30 s deadline).
@@ -94,7 +107,7 @@ pub const SLOW_FSYNC: Duration = Duration::from_millis(800);
 const SUCCESSION: Duration = Duration::from_millis(1500);
 
 impl Nemesis {
-    pub const ALL: [Nemesis; 21] = [
+    pub const ALL: [Nemesis; 24] = [
         Nemesis::None,
         Nemesis::KillOne,
         Nemesis::CrashAll(Restart::Plain),
@@ -116,6 +129,9 @@ impl Nemesis {
         Nemesis::DiskFull,
         Nemesis::DiskEio,
         Nemesis::SlowFsync,
+        Nemesis::SlowNode,
+        Nemesis::LeaveJoin,
+        Nemesis::IsolateAndKill,
     ];
 
     pub fn name(self) -> &'static str {
@@ -141,6 +157,9 @@ impl Nemesis {
             Nemesis::DiskFull => "disk-full",
             Nemesis::DiskEio => "disk-eio",
             Nemesis::SlowFsync => "slow-fsync",
+            Nemesis::SlowNode => "slow-node",
+            Nemesis::LeaveJoin => "leave-join-sst",
+            Nemesis::IsolateAndKill => "isolate-and-kill",
         }
     }
 
@@ -161,6 +180,7 @@ impl Nemesis {
                 | Nemesis::CrashSuccession(_)
                 | Nemesis::PowerLossOne
                 | Nemesis::PowerLossAll
+                | Nemesis::IsolateAndKill
         )
     }
 
@@ -330,7 +350,10 @@ impl Nemesis {
                         r.dropped_bytes,
                         r.undone_names,
                         r.torn
-                            .map(|(f, at, n)| format!(", {n} bytes of {} at {at} torn", f.display()))
+                            .map(|(f, at, n)| format!(
+                                ", {n} bytes of {} at {at} torn",
+                                f.display()
+                            ))
                             .unwrap_or_default(),
                         if r.errors.is_empty() {
                             String::new()
@@ -361,12 +384,17 @@ impl Nemesis {
                     let tail = cluster.node(leader).log_tail(40);
                     let why = tail
                         .lines()
-                        .filter(|l| l.contains("[ERROR]") || l.contains("ERROR"))
-                        .last()
+                        .rev()
+                        .find(|l| l.contains("ERROR"))
                         .unwrap_or("no error line in its log");
                     note(format!("node {} had stopped: {why}", leader + 1));
                     restart(cluster, &[leader], Restart::Plain, &mut note)?;
-                } else if cluster.node(leader).status("wsrep_ready").ok().flatten().as_deref()
+                } else if cluster
+                    .node(leader)
+                    .status("wsrep_ready")
+                    .ok()
+                    .flatten()
+                    .as_deref()
                     != Some("ON")
                 {
                     // Out of the cluster (a failed cache write): an
@@ -377,6 +405,67 @@ impl Nemesis {
                         .restart()
                         .map_err(|e| format!("restarting node {}: {e}", leader + 1))?;
                 }
+            }
+            Nemesis::SlowNode => {
+                note(format!(
+                    "node {} at 40 % CPU (SIGSTOP {:?}, SIGCONT {:?})",
+                    follower + 1,
+                    SLOW_CYCLE.0,
+                    SLOW_CYCLE.1
+                ));
+                let t = Instant::now();
+                let mut result = Ok(());
+                while t.elapsed() < HOLD && result.is_ok() {
+                    result = signal(cluster, follower, Signal::SIGSTOP);
+                    std::thread::sleep(SLOW_CYCLE.0);
+                    // Always continued, even after a failed stop.
+                    let cont = signal(cluster, follower, Signal::SIGCONT);
+                    result = result.and(cont);
+                    std::thread::sleep(SLOW_CYCLE.1);
+                }
+                note(format!("node {} at full speed", follower + 1));
+                result?;
+            }
+            Nemesis::LeaveJoin => {
+                note(format!("node {} leaves (clean shutdown)", follower + 1));
+                let node = cluster.node_mut(follower);
+                node.stop()
+                    .map_err(|e| format!("stopping node {}: {e}", follower + 1))?;
+                let datadir = node.datadir().to_path_buf();
+                let entries = std::fs::read_dir(&datadir)
+                    .map_err(|e| format!("{}: {e}", datadir.display()))?;
+                for e in entries.flatten() {
+                    let p = e.path();
+                    let removed = if p.is_dir() {
+                        std::fs::remove_dir_all(&p)
+                    } else {
+                        std::fs::remove_file(&p)
+                    };
+                    removed.map_err(|e| format!("{}: {e}", p.display()))?;
+                }
+                std::thread::sleep(DOWN);
+                note(format!(
+                    "node {} joins again with an empty datadir (SST)",
+                    follower + 1
+                ));
+                cluster
+                    .node_mut(follower)
+                    .spawn(&[])
+                    .map_err(|e| format!("starting node {}: {e}", follower + 1))?;
+            }
+            Nemesis::IsolateAndKill => {
+                note(format!("isolate node {}", follower + 1));
+                isolate(cluster, follower, true)?;
+                std::thread::sleep(Duration::from_secs(2));
+                note(format!(
+                    "kill -9 node {} (leader) during the isolation",
+                    leader + 1
+                ));
+                kill_nodes(cluster, &[leader])?;
+                std::thread::sleep(HOLD);
+                note(format!("heal node {}", follower + 1));
+                isolate(cluster, follower, false)?;
+                restart(cluster, &[leader], Restart::Plain, &mut note)?;
             }
             Nemesis::PauseCrash => {
                 note(format!("SIGSTOP node {}", follower + 1));

@@ -37,7 +37,11 @@ pub fn markdown(results: &[RunResult], header: &str, histories: &str) -> String 
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 r.spec.nemesis.name(),
-                r.spec.flush,
+                if r.spec.cache_sync {
+                    format!("{} + cache_sync", r.spec.flush)
+                } else {
+                    r.spec.flush.to_string()
+                },
                 if r.spec.snapshot_isolation {
                     "snapshot"
                 } else {

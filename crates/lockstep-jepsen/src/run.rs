@@ -156,9 +156,9 @@ pub fn run(spec: &RunSpec, out: &Path) -> RunResult {
             let shared = Arc::new(Shared::new(spec.registers, spec.pace));
             let clients = start_clients(spec, &cluster, &shared);
             std::thread::sleep(spec.before);
-            if let Err(e) = spec
-                .nemesis
-                .inject(&mut cluster, net.as_mut(), disks.as_mut(), &mut nemesis_log)
+            if let Err(e) =
+                spec.nemesis
+                    .inject(&mut cluster, net.as_mut(), disks.as_mut(), &mut nemesis_log)
             {
                 problems.push(format!("nemesis: {e}"));
             }
@@ -234,6 +234,14 @@ fn start(
     if let Some(net) = net {
         builder = builder.places(net.places());
     }
+    if spec.nemesis.needs_lazyfs() {
+        // On the power-loss file system an O_DIRECT write waits in
+        // memory until fsync like any other, which is stricter than a
+        // disk (there it reaches the device at once). Both providers run
+        // with buffered I/O and fsync, the same way, so that the layer's
+        // model is the disk's (ADR 0035, docs/jepsen-power.md).
+        builder = builder.extra_mysqld("innodb_flush_method=fsync");
+    }
     if spec.cache_sync && matches!(spec.provider, Provider::Lockstep(_)) {
         builder = builder.provider_options("lockstep.cache_sync=yes");
     }
@@ -248,13 +256,18 @@ fn start(
         ))
         .build()?;
     if spec.nemesis.needs_lazyfs() {
-        *disks = Some(Disks::mount(&cluster).map_err(|message| {
-            lockstep_testkit::Error::Config { message }
-        })?);
+        *disks = Some(
+            Disks::mount(&cluster)
+                .map_err(|message| lockstep_testkit::Error::Config { message })?,
+        );
     }
     cluster.start_all()?;
     cluster.node(0).sql(&workload::schema(spec.registers))?;
     cluster.wait_for_equal_last_committed(Duration::from_secs(60))?;
+    if let Some(d) = disks.as_ref() {
+        d.settle()
+            .map_err(|message| lockstep_testkit::Error::Config { message })?;
+    }
     Ok(cluster)
 }
 

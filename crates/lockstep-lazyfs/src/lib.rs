@@ -23,7 +23,8 @@ mod fs;
 pub mod journal;
 mod mount;
 pub mod overlay;
+mod state;
 
 pub use faults::Faults;
-pub use fs::{CutReport, Options, Stats, STASH};
 pub use mount::Mount;
+pub use state::{CutReport, Options, Stats, STASH};

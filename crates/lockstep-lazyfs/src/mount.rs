@@ -11,7 +11,8 @@ use std::time::Duration;
 use fuser::{BackgroundSession, Config, MountOption, SessionACL};
 
 use crate::faults::Faults;
-use crate::fs::{CutReport, LazyFs, Options, Shared, Stats};
+use crate::fs::LazyFs;
+use crate::state::{CutReport, Options, Shared, Stats};
 
 /// How often the writeback thread looks for old unsynced data.
 const WRITEBACK_TICK: Duration = Duration::from_millis(500);

@@ -15,6 +15,23 @@ pub const PAGE: usize = 4096;
 /// past its end.
 pub type Base<'a> = dyn FnMut(u64, &mut [u8]) -> io::Result<()> + 'a;
 
+/// `[offset, offset + len)` page by page: (page index, offset within
+/// the page, bytes before this piece, the piece's length).
+fn spans(offset: u64, len: usize) -> impl Iterator<Item = (u64, usize, usize, usize)> {
+    let mut done = 0usize;
+    std::iter::from_fn(move || {
+        if done >= len {
+            return None;
+        }
+        let at = offset + done as u64;
+        let within = (at % PAGE as u64) as usize;
+        let n = (PAGE - within).min(len - done);
+        let piece = (at / PAGE as u64, within, done, n);
+        done += n;
+        Some(piece)
+    })
+}
+
 #[derive(Debug)]
 pub struct Overlay {
     pages: BTreeMap<u64, Box<[u8; PAGE]>>,
@@ -66,12 +83,7 @@ impl Overlay {
     }
 
     pub fn write(&mut self, offset: u64, data: &[u8], base: &mut Base<'_>) -> io::Result<()> {
-        let mut done = 0usize;
-        while done < data.len() {
-            let at = offset + done as u64;
-            let index = at / PAGE as u64;
-            let within = (at % PAGE as u64) as usize;
-            let n = (PAGE - within).min(data.len() - done);
+        for (index, within, done, n) in spans(offset, data.len()) {
             if !self.pages.contains_key(&index) {
                 let page = self.base_page(index, base)?;
                 self.pages.insert(index, page);
@@ -79,7 +91,6 @@ impl Overlay {
             let page = self.pages.get_mut(&index).expect("inserted above");
             page[within..within + n].copy_from_slice(&data[done..done + n]);
             self.last_page = Some(index);
-            done += n;
         }
         self.size = self.size.max(offset + data.len() as u64);
         Ok(())
@@ -109,12 +120,8 @@ impl Overlay {
             return Ok(Vec::new());
         }
         let mut out = vec![0u8; (end - offset) as usize];
-        let mut done = 0usize;
-        while done < out.len() {
-            let at = offset + done as u64;
-            let index = at / PAGE as u64;
-            let within = (at % PAGE as u64) as usize;
-            let n = (PAGE - within).min(out.len() - done);
+        let len = out.len();
+        for (index, within, done, n) in spans(offset, len) {
             match self.pages.get(&index) {
                 Some(page) => out[done..done + n].copy_from_slice(&page[within..within + n]),
                 None => {
@@ -122,7 +129,6 @@ impl Overlay {
                     out[done..done + n].copy_from_slice(&page[within..within + n]);
                 }
             }
-            done += n;
         }
         Ok(out)
     }

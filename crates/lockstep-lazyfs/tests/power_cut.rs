@@ -176,7 +176,11 @@ fn in_the_ext4_model_a_file_s_fsync_keeps_its_name_but_not_a_later_rename() {
     write_file(&unsynced, b"x", false);
     rig.cut(None);
     assert_eq!(read(&rig.p("state")).unwrap(), b"old");
-    assert_eq!(read(&rig.p("state.tmp")).unwrap(), b"new", "its fsync kept its name");
+    assert_eq!(
+        read(&rig.p("state.tmp")).unwrap(),
+        b"new",
+        "its fsync kept its name"
+    );
     assert!(!unsynced.exists(), "never synced, gone");
 }
 

@@ -300,6 +300,8 @@ impl Provider {
             seqno: g.last_committed(),
             view_seqno: saved.seqno,
             view: saved.members.iter().map(|m| m.uuid).collect(),
+            // Restarted: its Raft state of that group is gone.
+            in_group: false,
         };
         let addrs = saved
             .members

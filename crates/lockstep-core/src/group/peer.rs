@@ -216,6 +216,9 @@ impl PeerMsg {
                 for m in &v.view {
                     w.uuid(&m.data);
                 }
+                // Added after the view (issue 52): a vote without it (an
+                // older node) reads as a restarted member.
+                w.u8(u8::from(v.in_group));
                 (K_RECOVERY, w.finish())
             }
         };
@@ -318,6 +321,20 @@ impl PeerMsg {
                 let view = (0..n)
                     .map(|_| r.uuid("recovery.view").map(Uuid::from_bytes))
                     .collect::<Result<Vec<_>, _>>()?;
+                let in_group = if r.remaining() > 0 {
+                    match r.u8("recovery.in_group")? {
+                        0 => false,
+                        1 => true,
+                        other => {
+                            return Err(DecodeError::Invalid {
+                                field: "recovery.in_group",
+                                value: u64::from(other),
+                            })
+                        }
+                    }
+                } else {
+                    false
+                };
                 r.end()?;
                 Ok(PeerMsg::Recovery(Vote {
                     member,
@@ -325,6 +342,7 @@ impl PeerMsg {
                     seqno,
                     view_seqno,
                     view,
+                    in_group,
                 }))
             }
             K_FAREWELL | K_NOT_MEMBER => Err(DecodeError::Trailing(f.payload.len())),
@@ -501,6 +519,7 @@ mod tests {
             seqno: 77,
             view_seqno: 70,
             view: vec![Uuid::from_bytes([1; 16]), Uuid::from_bytes([3; 16])],
+            in_group: true,
         }));
         round_trip(PeerMsg::Join(MemberInfo {
             raft_id: 7,

@@ -11,13 +11,18 @@
 //! 2. the newest heard view (highest view seqno) is the last primary
 //!    component; only its members may found, which keeps a node whose
 //!    view is stale (it was removed before the crash) from founding;
-//! 3. a member of that view that cannot tell its position (seqno -1:
+//! 3. if a majority of that view's members are still members of its
+//!    group (they lost the primary component without restarting), the
+//!    group elects a leader by itself: nobody founds
+//!    ([`Decision::GroupAlive`]), since a component founded beside it
+//!    would be a split brain;
+//! 4. a member of that view that cannot tell its position (seqno -1:
 //!    its recovery failed, or it was started plainly with an SST method
 //!    that cannot recover it) may hold commits nobody else has, so it
 //!    blocks founding for everyone ([`Decision::Unknown`]) until it
 //!    learns its position (a restart with `--wsrep-recover`), or an
 //!    operator forces a founder (`pc.bootstrap`, the log names it);
-//! 4. among them the most advanced (highest seqno, ties to the lowest
+//! 5. among them the most advanced (highest seqno, ties to the lowest
 //!    member id) founds the new primary component, continuing the history
 //!    at its seqno; everyone else joins it.
 //!
@@ -43,6 +48,10 @@ pub struct Vote {
     pub view_seqno: i64,
     /// The members of its saved view.
     pub view: Vec<Uuid>,
+    /// It is still a member of that view's group (it lost the primary
+    /// component but did not restart): its Raft state lives on, and a
+    /// majority of such members elects a leader there by itself.
+    pub in_group: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +66,11 @@ pub enum Decision {
     /// may be passed over. `best` is the most advanced of the others, the
     /// founder an operator would force.
     Unknown { members: Vec<Uuid>, best: Uuid },
+    /// A majority of the last primary view's members never left its group
+    /// (`in_group`): the group elects a leader by itself, and a component
+    /// founded beside it would be a split brain. Nobody founds; restarted
+    /// members join the group once it has a leader.
+    GroupAlive { in_group: usize, of: usize },
 }
 
 /// The decision of the node that cast `me`, having heard `heard`.
@@ -77,6 +91,16 @@ pub fn decide(me: &Vote, heard: &[Vote]) -> Decision {
         .iter()
         .max_by_key(|v| v.view_seqno)
         .expect("my own vote is there");
+    let in_group = votes
+        .iter()
+        .filter(|v| v.in_group && newest.view.contains(&v.member))
+        .count();
+    if 2 * in_group > newest.view.len() {
+        return Decision::GroupAlive {
+            in_group,
+            of: newest.view.len(),
+        };
+    }
     let best = votes
         .iter()
         .filter(|v| newest.view.contains(&v.member))
@@ -121,7 +145,33 @@ mod tests {
             seqno,
             view_seqno,
             view: view.iter().map(|b| u(*b)).collect(),
+            in_group: false,
         }
+    }
+
+    #[test]
+    fn a_restarted_member_never_founds_beside_a_group_that_can_elect() {
+        // Node 1 (the leader) was killed while node 2 was cut off; node 2
+        // healed, and 2 and 3 are still members of the group, without a
+        // leader yet. Node 1 restarts with the most ordered (its cache).
+        let a = vote(1, 90, 5, &[1, 2, 3]);
+        let mut b = vote(2, 80, 5, &[1, 2, 3]);
+        let mut c = vote(3, 85, 5, &[1, 2, 3]);
+        b.in_group = true;
+        c.in_group = true;
+        let all = [a.clone(), b.clone(), c.clone()];
+        for me in &all {
+            assert_eq!(
+                decide(me, &all),
+                Decision::GroupAlive { in_group: 2, of: 3 }
+            );
+        }
+        // One member left in the group is no majority: the most advanced
+        // founds, the lone member follows it.
+        c.in_group = false;
+        let all = [a.clone(), b.clone(), c];
+        assert_eq!(decide(&a, &all), Decision::Found);
+        assert_eq!(decide(&b, &all), Decision::Follow(u(1)));
     }
 
     #[test]

@@ -82,6 +82,9 @@ impl Worker {
                 .iter()
                 .map(|m| Uuid::from_bytes(m.uuid))
                 .collect(),
+            // Only a member of the group (in it, without a leader)
+            // recovers this way; a restarted node votes from session.rs.
+            in_group: true,
         };
         let addrs = view
             .members
@@ -143,6 +146,11 @@ impl Worker {
                     name(&best)
                 );
             }
+            Decision::GroupAlive { in_group, of } if due => info!(
+                "pc.recovery: {in_group} of the {of} members of the last primary component are \
+                 still in its group, which elects a leader by itself; nobody re-forms it \
+                 beside them (that would split the cluster): this node joins it"
+            ),
             Decision::Follow(founder) if changed => info!(
                 "pc.recovery: member {founder} is the most advanced; joining the primary \
                  component it re-forms"
