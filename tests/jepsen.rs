@@ -57,19 +57,27 @@ fn lockstep_histories_under_crashes_pause_and_partition_show_no_anomaly() {
         Nemesis::IsolateLeader,
         Nemesis::CrashSuccession(Restart::Plain),
     ] {
-        let r = run(&short(nemesis), &out_dir());
-        eprintln!(
-            "{}: {} ops, {} ok, anomalies {}",
-            r.spec.name(),
-            r.ops(),
-            r.ok,
-            r.report.summary()
-        );
-        assert!(r.passed(), "{}", describe(&r));
-        // A run that acknowledged next to nothing proves nothing.
-        assert!(r.ok >= 500, "too few acknowledged: {}", describe(&r));
-        assert_eq!(r.final_reads, 3, "{}", describe(&r));
+        run_clean(&short(nemesis));
     }
+}
+
+/// Runs `spec` and asserts what every short run must show: no anomaly,
+/// the cluster whole again, enough acknowledged to prove something, and a
+/// final read on every node.
+fn run_clean(spec: &RunSpec) -> RunResult {
+    let r = run(spec, &out_dir());
+    eprintln!(
+        "{}: {} ops, {} ok, anomalies {}",
+        r.spec.name(),
+        r.ops(),
+        r.ok,
+        r.report.summary()
+    );
+    assert!(r.passed(), "{}", describe(&r));
+    // A run that acknowledged next to nothing proves nothing.
+    assert!(r.ok >= 500, "too few acknowledged: {}", describe(&r));
+    assert_eq!(r.final_reads, 3, "{}", describe(&r));
+    r
 }
 
 /// Bytes the cuts of a power-loss run dropped, from its nemesis log.
@@ -93,18 +101,8 @@ fn lockstep_keeps_every_acknowledged_append_when_every_node_loses_power() {
         let mut spec = short(Nemesis::PowerLossAll);
         spec.flush = flush;
         spec.cache_sync = cache_sync;
-        let r = run(&spec, &out_dir());
-        eprintln!(
-            "{}: {} ops, {} ok, anomalies {}, {} unsynced bytes dropped",
-            r.spec.name(),
-            r.ops(),
-            r.ok,
-            r.report.summary(),
-            dropped_bytes(&r)
-        );
-        assert!(r.passed(), "{}", describe(&r));
-        assert!(r.ok >= 500, "too few acknowledged: {}", describe(&r));
-        assert_eq!(r.final_reads, 3, "{}", describe(&r));
+        let r = run_clean(&spec);
+        eprintln!("{} unsynced bytes dropped", dropped_bytes(&r));
         // A cut that dropped nothing tested nothing.
         assert!(
             dropped_bytes(&r) > 0,
@@ -123,17 +121,7 @@ fn lockstep_keeps_every_acknowledged_append_when_every_node_loses_power() {
 fn a_restarted_leader_does_not_split_the_cluster_when_the_others_kept_their_group() {
     let mut spec = short(Nemesis::IsolateAndKill);
     spec.flush = 0;
-    let r = run(&spec, &out_dir());
-    eprintln!(
-        "{}: {} ops, {} ok, anomalies {}",
-        r.spec.name(),
-        r.ops(),
-        r.ok,
-        r.report.summary()
-    );
-    assert!(r.passed(), "{}", describe(&r));
-    assert!(r.ok >= 500, "too few acknowledged: {}", describe(&r));
-    assert_eq!(r.final_reads, 3, "{}", describe(&r));
+    run_clean(&spec);
 }
 
 #[test]

@@ -350,23 +350,7 @@ impl Filesystem for LazyFs {
         }
         let mut s = self.state();
         let b = s.backing_ino(ino);
-        s.stats.fsyncs += 1;
-        let r = s.alive().and_then(|()| {
-            if let Some(code) = s.faults.fsync {
-                s.stats.injected_errors += 1;
-                s.drop_unsynced(b);
-                return Err(err(code));
-            }
-            s.write_back(b)?;
-            if self.shared.opts.fsync_commits_names {
-                if let Some(rel) = s.paths.get(&b).cloned() {
-                    let stashes = s.journal.sync_dir(&State::parent_of(&rel));
-                    s.remove_stashes(stashes);
-                }
-            }
-            Ok(())
-        });
-        match r {
+        match s.fsync(b, self.shared.opts.fsync_commits_names) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(errno(e)),
         }
@@ -436,8 +420,7 @@ impl Filesystem for LazyFs {
         s.stats.dir_fsyncs += 1;
         match s.path(ino) {
             Ok(rel) => {
-                let stashes = s.journal.sync_dir(&rel);
-                s.remove_stashes(stashes);
+                s.sync_names(&rel);
                 reply.ok();
             }
             Err(e) => reply.error(errno(e)),

@@ -364,7 +364,34 @@ impl State {
         Ok(())
     }
 
-    pub(crate) fn drop_unsynced(&mut self, ino: u64) {
+    /// An fsync of a file: its data is durable, or, under an injected
+    /// error, dropped (as Linux drops pages whose writeback failed); with
+    /// `commit_names` its directory's name changes too (the ext4 model).
+    pub(crate) fn fsync(&mut self, ino: u64, commit_names: bool) -> io::Result<()> {
+        self.stats.fsyncs += 1;
+        self.alive()?;
+        if let Some(code) = self.faults.fsync {
+            self.stats.injected_errors += 1;
+            self.drop_unsynced(ino);
+            return Err(err(code));
+        }
+        self.write_back(ino)?;
+        if commit_names {
+            if let Some(rel) = self.paths.get(&ino).cloned() {
+                self.sync_names(&State::parent_of(&rel));
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes the name changes of `dir` durable (and every earlier one,
+    /// `Journal::sync_dir`), freeing the stashes they no longer need.
+    pub(crate) fn sync_names(&mut self, dir: &Path) {
+        let stashes = self.journal.sync_dir(dir);
+        self.remove_stashes(stashes);
+    }
+
+    fn drop_unsynced(&mut self, ino: u64) {
         if let Some(f) = self.files.get_mut(&ino) {
             if let Some(ov) = f.overlay.take() {
                 self.unsynced -= ov.bytes();
