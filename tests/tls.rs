@@ -595,3 +595,159 @@ fn an_impostor_with_a_certificate_of_the_cluster_s_ca_is_refused_message_by_mess
         });
     }
 }
+
+/// Issue 52 item 1 (ADR 0014, "Every message against its sender"): after
+/// a crash of the whole cluster, a `pc.recovery` vote counts only from a
+/// peer presenting the certificate its member was bound to, which every
+/// node keeps in `gvwstate.dat`. Two of three TLS nodes restart; a peer
+/// with a certificate of the cluster's CA sends them votes for the third,
+/// claiming it holds less than they do, which would let them re-form the
+/// component without it. They refuse and log each vote, stay
+/// non-Primary, and re-form only when the third is back, with every
+/// acknowledged row.
+#[test]
+fn a_forged_pc_recovery_vote_cannot_make_the_others_found_without_a_member() {
+    /// What a node that re-forms the component by `pc.recovery` logs.
+    const FOUNDED: &str = "is back and this node is the most advanced";
+    use lockstep_core::group::peer::PeerMsg;
+    use lockstep_core::group::recovery::Vote;
+    use lockstep_core::saved_view::SavedView;
+    use lockstep_net::transport::Inbound;
+    let mut cluster = Cluster::builder(3)
+        .tls(true)
+        .cluster_name("forged_votes")
+        .start()
+        .unwrap_or_else(|e| panic!("starting 3 TLS nodes: {e}"));
+    cluster
+        .node(0)
+        .sql("CREATE DATABASE v; CREATE TABLE v.t (id INT PRIMARY KEY)")
+        .or_logs(&cluster, "create the table");
+    for i in 1..=50 {
+        cluster
+            .node(i % 3)
+            .sql(&format!("INSERT INTO v.t VALUES ({i})"))
+            .or_logs(&cluster, "an acknowledged insert");
+    }
+    // Every node's saved view names each member's certificate.
+    let saved = |cluster: &Cluster, i: usize| {
+        std::fs::read_to_string(cluster.node(i).datadir().join("gvwstate.dat"))
+            .ok()
+            .and_then(|t| SavedView::parse(&t).ok())
+    };
+    let t0 = Instant::now();
+    while !(0..3).all(|i| {
+        saved(&cluster, i)
+            .is_some_and(|v| v.members.len() == 3 && v.members.iter().all(|m| m.cert.is_some()))
+    }) {
+        if t0.elapsed() > WAIT {
+            fail(&cluster, "gvwstate.dat never named three bound members");
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+    let view = saved(&cluster, 0).expect("node1's saved view");
+    let node3 = saved(&cluster, 2).expect("node3's saved view").me;
+
+    cluster
+        .kill_at_once(&[0, 1, 2])
+        .or_logs(&cluster, "kill -9 of every node");
+    let mut positions = Vec::new();
+    for i in 0..3 {
+        let r = cluster.node_mut(i).recover_position();
+        positions.push(r.or_logs(&cluster, "--wsrep-recover"));
+    }
+    for (i, position) in positions.iter().enumerate().take(2) {
+        let arg = format!("--wsrep_start_position={position}");
+        let r = cluster.node_mut(i).spawn(&[&arg]);
+        r.or_logs(&cluster, "restart node1 and node2");
+    }
+
+    // Mallory votes for node3: at seqno 0, behind both of them.
+    let forged = PeerMsg::Recovery(Vote {
+        member: node3,
+        history: view.history,
+        seqno: 0,
+        view_seqno: view.seqno,
+        view: view.members.iter().map(|m| m.uuid).collect(),
+        in_group: false,
+    })
+    .to_frame()
+    .expect("a vote frame");
+    let (mallory, rx) = impostor(&cluster, 0x5eed_0003);
+    let logged = format!(
+        "refused a pc.recovery vote for member {node3} from peer {:#x}",
+        0x5eed_0003_u64
+    );
+    let refused_by_both =
+        |cluster: &Cluster| (0..2).all(|i| multi_node::log_count(cluster.node(i), &logged) >= 1);
+    let mut peers = std::collections::HashSet::new();
+    let t0 = Instant::now();
+    // Well past the time two nodes take to re-form a component when every
+    // member's vote is in (about a second): keep voting for 15 s.
+    while t0.elapsed() < Duration::from_secs(15) || !refused_by_both(&cluster) {
+        if t0.elapsed() > WAIT {
+            fail(
+                &cluster,
+                &format!("the forged vote was not refused and logged: {logged:?}"),
+            );
+        }
+        for i in 0..2 {
+            mallory.dial(&format!("127.0.0.1:{}", cluster.node(i).base_port()));
+        }
+        while let Ok(ev) = rx.try_recv() {
+            if let Inbound::PeerUp { raft_id, .. } = ev {
+                peers.insert(raft_id);
+            }
+        }
+        for p in &peers {
+            mallory.sender().send_control(*p, forged.clone());
+        }
+        for i in 0..2 {
+            let st = cluster
+                .node(i)
+                .status("wsrep_cluster_status")
+                .ok()
+                .flatten()
+                .unwrap_or_default();
+            check(&cluster, st != "Primary", || {
+                format!("node{} re-formed the component without node3: {st}", i + 1)
+            });
+        }
+        thread::sleep(Duration::from_millis(500));
+    }
+    // A restarting node takes no SQL until it is in a primary component,
+    // so its log says whether it founded one.
+    for i in 0..2 {
+        let founded = multi_node::log_count(cluster.node(i), FOUNDED);
+        check(&cluster, founded == 0, || {
+            format!("node{} re-formed the component without node3", i + 1)
+        });
+    }
+    drop(mallory);
+
+    // node3 comes back: the three re-form, every acknowledged row there.
+    let arg = format!("--wsrep_start_position={}", positions[2]);
+    let r = cluster.node_mut(2).spawn(&[&arg]);
+    r.or_logs(&cluster, "restart node3");
+    for n in cluster.nodes() {
+        n.wait_synced(WAIT)
+            .or_logs(&cluster, "Synced once node3 is back");
+        n.wait_for_status("wsrep_cluster_size", "3", WAIT)
+            .or_logs(&cluster, "three members again");
+    }
+    for n in &cluster.nodes()[..2] {
+        let refused = status_u64(n, "wsrep_lockstep_refused_messages").unwrap_or(0);
+        check(&cluster, refused >= 1, || {
+            format!("{}: wsrep_lockstep_refused_messages = {refused}", n.name())
+        });
+    }
+    for n in cluster.nodes() {
+        let rows = n
+            .query_rows("SET SESSION wsrep_sync_wait=1; SELECT COUNT(*), SUM(id) FROM v.t")
+            .or_logs(&cluster, "count the rows");
+        check(
+            &cluster,
+            rows == vec![vec!["50".to_string(), "1275".to_string()]],
+            || format!("{} holds {rows:?}", n.name()),
+        );
+    }
+}

@@ -5,7 +5,12 @@
 //! The layout is Galera's, so operators recognise it (and may delete it
 //! to prevent a recovery); each member line carries the member's group
 //! address as a third field, which Galera's does not have, so the nodes
-//! can find each other beyond `wsrep_cluster_address`. No checksum, for the
+//! can find each other beyond `wsrep_cluster_address`, and where peers use
+//! TLS the SHA-256 fingerprint of the certificate the member was bound to
+//! as a fourth (`-` stands for an unknown address before it), so that a
+//! restarted node takes a `pc.recovery` vote for a member only from a peer
+//! presenting that member's certificate (ADR 0014). A clean shutdown removes
+//! the file, so Galera, started after one, never reads them. No checksum, for the
 //! same reason as `grastate.dat`: the reader is strict and bounded instead.
 //!
 //! ```text
@@ -13,8 +18,8 @@
 //! #vwbeg
 //! view_id: 3 6c21e1f0-... 5
 //! bootstrap: 0
-//! member: 6c21e1f0-... 0 127.0.0.1:4567
-//! member: 9b1a0c9e-... 0 127.0.0.1:4577
+//! member: 6c21e1f0-... 0 127.0.0.1:4567 3f2a...(64 hex digits)
+//! member: 9b1a0c9e-... 0 127.0.0.1:4577 c07e...
 //! #vwend
 //! ```
 //!
@@ -38,6 +43,9 @@ pub struct SavedMember {
     pub uuid: Uuid,
     /// The member's group-channel address; empty if unknown.
     pub addr: String,
+    /// The SHA-256 fingerprint of the certificate the member was bound to
+    /// (TLS); `None` without TLS, or before its binding was ordered.
+    pub cert: Option<[u8; 32]>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,7 +95,13 @@ impl SavedView {
             self.me, self.history, self.seqno
         );
         for m in &self.members {
-            s.push_str(&format!("member: {} 0 {}\n", m.uuid, m.addr));
+            match &m.cert {
+                None => s.push_str(&format!("member: {} 0 {}\n", m.uuid, m.addr)),
+                Some(fp) => {
+                    let addr = if m.addr.is_empty() { "-" } else { &m.addr };
+                    s.push_str(&format!("member: {} 0 {addr} {}\n", m.uuid, hex(fp)));
+                }
+            }
         }
         s.push_str("#vwend\n");
         s
@@ -122,12 +136,22 @@ impl SavedView {
                     view = Some((history, seqno));
                 }
                 "member" => {
-                    if !(2..=3).contains(&fields.len()) || members.len() >= MAX_MEMBERS {
+                    if !(2..=4).contains(&fields.len()) || members.len() >= MAX_MEMBERS {
                         return Err(bad());
                     }
+                    let cert = match fields.get(3) {
+                        Some(f) => Some(unhex(f).ok_or_else(bad)?),
+                        None => None,
+                    };
+                    let addr = match fields.get(2) {
+                        Some(&"-") if cert.is_some() => String::new(),
+                        Some(a) => a.to_string(),
+                        None => String::new(),
+                    };
                     members.push(SavedMember {
                         uuid: uuid_field(&fields, 0).ok_or_else(bad)?,
-                        addr: fields.get(2).map_or(String::new(), |a| a.to_string()),
+                        addr,
+                        cert,
                     });
                 }
                 "bootstrap" => {}
@@ -152,6 +176,22 @@ fn uuid_field(fields: &[&str], i: usize) -> Option<Uuid> {
     fields.get(i).and_then(|f| Uuid::parse(f).ok())
 }
 
+fn hex(fp: &[u8; 32]) -> String {
+    fp.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// 64 hex digits, nothing else.
+fn unhex(s: &str) -> Option<[u8; 32]> {
+    if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,10 +209,12 @@ mod tests {
                 SavedMember {
                     uuid: u(1),
                     addr: "127.0.0.1:4567".into(),
+                    cert: None,
                 },
                 SavedMember {
                     uuid: u(2),
                     addr: "[::1]:4577".into(),
+                    cert: Some([0xab; 32]),
                 },
             ],
         }
@@ -183,7 +225,33 @@ mod tests {
         let text = sample().to_text();
         assert!(text.starts_with("my_uuid: 02020202-0202-0202-0202-020202020202\n#vwbeg\n"));
         assert!(text.contains("view_id: 3 09090909-0909-0909-0909-090909090909 5\n"));
+        assert!(text.contains(&format!(" 0 [::1]:4577 {}\n", "ab".repeat(32))));
         assert_eq!(SavedView::parse(&text), Ok(sample()));
+    }
+
+    #[test]
+    fn a_certificate_without_an_address_round_trips() {
+        let mut v = sample();
+        v.members[1].addr.clear();
+        let text = v.to_text();
+        assert!(
+            text.contains(&format!(" 0 - {}\n", "ab".repeat(32))),
+            "{text}"
+        );
+        assert_eq!(SavedView::parse(&text), Ok(v));
+    }
+
+    #[test]
+    fn a_bad_fingerprint_is_refused() {
+        let good = sample().to_text();
+        for bad in [
+            "ab".repeat(31),
+            "zz".repeat(32),
+            format!("{}0", "ab".repeat(32)),
+        ] {
+            let text = good.replace(&"ab".repeat(32), &bad);
+            assert!(SavedView::parse(&text).is_err(), "accepted:\n{text}");
+        }
     }
 
     #[test]
@@ -205,7 +273,7 @@ mod tests {
                 proptest::prop_oneof![
                     proptest::string::string_regex("my_uuid: [0-9a-f-]{0,40}").unwrap(),
                     proptest::string::string_regex("view_id: [0-9] [0-9a-f-]{36} -?[0-9]{1,3}").unwrap(),
-                    proptest::string::string_regex("member: (01010101-0101-0101-0101-010101010101|[0-9a-f-]{36}) [0-9]( [a-z0-9.:]{0,12})?").unwrap(),
+                    proptest::string::string_regex("member: (01010101-0101-0101-0101-010101010101|[0-9a-f-]{36}) [0-9]( [a-z0-9.:-]{0,12}( [0-9a-f]{62,65})?)?").unwrap(),
                     proptest::string::string_regex("[#a-z_]{0,8}:? ?[ -~]{0,20}").unwrap(),
                 ],
                 0..8,
@@ -232,7 +300,10 @@ mod tests {
             assert!(SavedView::parse(&text).is_err(), "accepted:\n{text}");
         }
         let no_me = good.replace(
-            "member: 02020202-0202-0202-0202-020202020202 0 [::1]:4577\n",
+            &format!(
+                "member: 02020202-0202-0202-0202-020202020202 0 [::1]:4577 {}\n",
+                "ab".repeat(32)
+            ),
             "",
         );
         assert_eq!(

@@ -58,6 +58,9 @@ pub struct Provider {
     pub security: Arc<lockstep_net::secure::PeerSecurity>,
     /// [`InitConfig::arbitrator`].
     pub arbitrator: bool,
+    /// `gvwstate.dat` (`pc.recovery`), kept in step with the group's
+    /// certificate bindings.
+    pub views: Arc<crate::viewstate::ViewKeeper>,
 }
 
 #[derive(Debug)]
@@ -186,6 +189,7 @@ impl Provider {
         inner.bypass.marker_dir = Some(cfg.data_dir.clone());
         inner.diverged = diverged;
         inner.take_settings(tunables, limits);
+        let views = Arc::new(crate::viewstate::ViewKeeper::new(&cfg.data_dir));
         Ok(Provider {
             node_name: cfg.node_name,
             node_incoming: cfg.node_incoming,
@@ -207,6 +211,7 @@ impl Provider {
             joined_via: Mutex::new(None),
             security: Arc::new(security),
             arbitrator: cfg.arbitrator,
+            views,
         })
     }
 

@@ -4,6 +4,7 @@
 //! State transfer (joiner and donor) lives in `transfer`.
 
 use crate::event::Event;
+use crate::group_driver::RecoveryStart;
 use crate::group_driver::{self, GroupChannel, Setup};
 use crate::identity::CAPABILITIES;
 use crate::log::{error, info, warn};
@@ -12,12 +13,11 @@ use crate::recv_spool::{RecvSpool, Spilled};
 use crate::server::{ThreadCtx, View};
 use crate::shared::Wake;
 use crate::state::{Conn, GroupLink};
-use crate::viewstate;
+use crate::viewstate::{self, ViewMember};
 use crate::writeset_cache::WritesetCache;
 use lockstep_core::address::ClusterAddress;
 use lockstep_core::group::recovery::Vote;
 use lockstep_core::group::{GroupConfig, MemberInfo};
-use lockstep_core::saved_view::{SavedMember, SavedView};
 use std::time::{Duration, Instant};
 use wsrep_abi::{status, Gtid, Status, Uuid};
 
@@ -107,12 +107,12 @@ impl Provider {
         // when the old id leaves. pc.recovery votes with the saved id.
         let member_id = time_ordered_uuid(std::time::SystemTime::now());
         let mut setup = self.channel_setup(cluster_name, seeds.clone(), member_id, founding);
-        setup.recovery = recovery.map(|(vote, mut addrs)| {
-            addrs.extend(seeds.iter().cloned());
-            addrs.retain(|a| *a != setup.me.peer_addr);
-            addrs.sort();
-            addrs.dedup();
-            (vote, addrs)
+        setup.recovery = recovery.map(|mut start| {
+            start.addrs.extend(seeds.iter().cloned());
+            start.addrs.retain(|a| *a != setup.me.peer_addr);
+            start.addrs.sort();
+            start.addrs.dedup();
+            start
         });
         self.remember_join(cluster_name, seeds);
         // The joiner's IST buffer holds at most what the log may hold.
@@ -171,9 +171,9 @@ impl Provider {
                     *seqno = top;
                 }
             }
-            if let Some((vote, _)) = setup.recovery.as_mut() {
-                if vote.history == position.uuid {
-                    vote.seqno = top;
+            if let Some(start) = setup.recovery.as_mut() {
+                if start.vote.history == position.uuid {
+                    start.vote.seqno = top;
                 }
             }
         }
@@ -252,6 +252,7 @@ impl Provider {
             weight: self.pc_weight(),
             pc_recovery: self.pc_recovery(),
             recovery: None,
+            views: self.pc_recovery().then(|| self.views.clone()),
             security: self.security.clone(),
             admit: std::sync::Arc::new(crate::ffi::allowlist_admits),
         }
@@ -266,7 +267,7 @@ impl Provider {
     /// A joining node with a saved view of this history takes part in
     /// re-forming it if no primary component runs: its vote (as the member
     /// it was in that view) and the saved view's addresses.
-    fn recovery_vote(&self) -> Option<(Vote, Vec<String>)> {
+    fn recovery_vote(&self) -> Option<RecoveryStart> {
         if !self.pc_recovery() {
             viewstate::remove(&self.data_dir);
             return None;
@@ -309,7 +310,12 @@ impl Provider {
             .filter(|m| !m.addr.is_empty())
             .map(|m| m.addr.clone())
             .collect();
-        Some((vote, addrs))
+        let certs = saved
+            .members
+            .iter()
+            .filter_map(|m| Some((m.uuid, m.cert?)))
+            .collect();
+        Some(RecoveryStart { vote, addrs, certs })
     }
 
     /// Saves the primary view just delivered (`pc.recovery`).
@@ -317,28 +323,28 @@ impl Provider {
         if !self.pc_recovery() {
             return;
         }
-        let saved = {
+        let (me, members) = {
             let g = self.lock();
-            SavedView {
-                me: g.member_id,
-                history: view.state_id.uuid,
-                seqno: view.state_id.seqno,
-                members: view
-                    .members
-                    .iter()
-                    .map(|m| SavedMember {
+            let members = view
+                .members
+                .iter()
+                .map(|m| {
+                    let info = g.membership.members().iter().find(|i| i.uuid == m.id.data);
+                    ViewMember {
                         uuid: m.id,
-                        addr: g
-                            .membership
-                            .members()
-                            .iter()
-                            .find(|i| i.uuid == m.id.data)
-                            .map_or(String::new(), |i| i.peer_addr.clone()),
-                    })
-                    .collect(),
-            }
+                        raft_id: info.map_or(0, |i| i.raft_id),
+                        addr: info.map_or(String::new(), |i| i.peer_addr.clone()),
+                    }
+                })
+                .collect();
+            (g.member_id, members)
         };
-        if let Err(e) = viewstate::save(&self.data_dir, &saved) {
+        // The certificates come from the group's binding table, which the
+        // keeper follows (ADR 0014).
+        let saved = self
+            .views
+            .save(me, view.state_id.uuid, view.state_id.seqno, members);
+        if let Err(e) = saved {
             warn!("{e}");
         }
     }
@@ -938,7 +944,7 @@ impl Provider {
         }
         if was_in_group {
             // A clean leave: no automatic recovery of this view (Galera too).
-            viewstate::remove(&self.data_dir);
+            self.views.forget();
         }
         info!(
             "closed; saved position {}:{}",

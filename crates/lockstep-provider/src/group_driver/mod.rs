@@ -33,6 +33,7 @@ use lockstep_core::wire::lanes::{Lane, Outgoing as _};
 pub use lockstep_net::transport::Identity;
 use lockstep_net::transport::{self, Inbound, Out, Staged, Transport};
 use raft::eraftpb::MessageType;
+pub use recovery::RecoveryStart;
 use std::collections::HashMap;
 use std::sync::mpsc::{channel, Receiver, TryRecvError};
 use std::sync::Arc;
@@ -103,7 +104,10 @@ pub struct Setup {
     /// `pc.recovery`: a non-primary member votes too.
     pub pc_recovery: bool,
     /// `pc.recovery`: this node's vote and the saved view's addresses.
-    pub recovery: Option<(lockstep_core::group::recovery::Vote, Vec<String>)>,
+    pub recovery: Option<recovery::RecoveryStart>,
+    /// `pc.recovery`: the saved view, kept in step with the group's
+    /// binding table.
+    pub views: Option<Arc<crate::viewstate::ViewKeeper>>,
     /// TLS or plain for peer connections.
     pub security: Arc<lockstep_net::secure::PeerSecurity>,
     /// The server's allowlist, asked for every accepted connection.
@@ -153,9 +157,8 @@ impl GroupChannel {
             transport.dial(s);
         }
         let worker = Worker {
-            recovery: setup
-                .recovery
-                .map(|(vote, addrs)| recovery::Recovery::new(vote, addrs)),
+            recovery: setup.recovery.map(recovery::Recovery::new),
+            views: setup.views,
             me: setup.me.clone(),
             config: setup.config.clone(),
             ignore_quorum: setup.ignore_quorum,
@@ -268,6 +271,8 @@ struct Worker {
     last_view: Option<lockstep_core::group::GroupView>,
     /// `pc.recovery` in progress (no primary component reached yet).
     recovery: Option<recovery::Recovery>,
+    /// See [`Setup::views`].
+    views: Option<Arc<crate::viewstate::ViewKeeper>>,
     transport: Transport,
     /// The messages of the round running, written after it lets go of
     /// the driver (`driver::After`, ADR 0033).
@@ -415,6 +420,13 @@ impl Rounds for Worker {
         g.answer_votes();
         let asked = g.reads.take_asked();
         drop(g);
+        if let (Some(_), Some(views)) = (bound, &self.views) {
+            // Rare (a founder's first binding, a reloaded certificate):
+            // the small durable write is taken here, under no lock.
+            if let Err(e) = views.bindings_changed(self.group.sequencer().bindings()) {
+                warn!("{e}");
+            }
+        }
         if weight_moved || flow == Flow::Leaving {
             self.shared.notify();
         }
@@ -593,8 +605,17 @@ impl Worker {
                 self.group.step_lease(from, m);
             }
             PeerMsg::Recovery(vote) => {
+                let checked = self.config.checked_senders;
+                let presented = self.identities.presented_by(from);
                 if let Some(r) = self.recovery.as_mut() {
-                    r.heard(vote);
+                    match r.refuses(&vote, presented.as_ref()).filter(|_| checked) {
+                        Some(why) => self.refusals.refused(
+                            from,
+                            &format!("a pc.recovery vote for member {}", vote.member),
+                            why,
+                        ),
+                        None => r.heard(vote),
+                    }
                 }
             }
             // Handled on the connection threads (`read_ask`).

@@ -9,6 +9,7 @@
 
 use super::Worker;
 use crate::log::{error, info};
+use lockstep_core::group::action::CertFingerprint;
 use lockstep_core::group::peer::PeerMsg;
 use lockstep_core::group::recovery::{decide, Decision, Vote};
 use lockstep_core::group::Group;
@@ -23,11 +24,23 @@ const LOG_EVERY: Duration = Duration::from_secs(10);
 /// Votes kept (one per member id): more than any saved view names.
 const MAX_VOTES: usize = 256;
 
+/// What a restarting node brings to `pc.recovery` (from `gvwstate.dat`).
+pub struct RecoveryStart {
+    pub vote: Vote,
+    /// Group addresses of the saved view's members (and the seeds).
+    pub addrs: Vec<String>,
+    /// The certificate each member of the saved view was bound to (TLS):
+    /// a vote for a member is taken only from a peer presenting it.
+    pub certs: HashMap<Uuid, CertFingerprint>,
+}
+
 /// The recovery in progress.
 pub struct Recovery {
     pub vote: Vote,
     /// Group addresses of the saved view's members (and the seeds).
     pub addrs: Vec<String>,
+    /// See [`RecoveryStart::certs`].
+    certs: HashMap<Uuid, CertFingerprint>,
     heard: HashMap<Uuid, Vote>,
     last_vote: Option<Instant>,
     last_log: Option<Instant>,
@@ -37,10 +50,11 @@ pub struct Recovery {
 }
 
 impl Recovery {
-    pub fn new(vote: Vote, addrs: Vec<String>) -> Recovery {
+    pub fn new(start: RecoveryStart) -> Recovery {
         Recovery {
-            vote,
-            addrs,
+            vote: start.vote,
+            addrs: start.addrs,
+            certs: start.certs,
             heard: HashMap::new(),
             last_vote: None,
             last_log: None,
@@ -55,6 +69,32 @@ impl Recovery {
             return;
         }
         self.heard.insert(v.member, v);
+    }
+
+    /// Why a vote that came on a connection presenting `presented` is
+    /// refused, where peers are authenticated (ADR 0014, "Every message
+    /// against its sender"): it must come with the certificate its member
+    /// was bound to when the view was saved. A vote decides who founds the
+    /// component and whom it may pass over, so a forged one could make a
+    /// node found without the member that holds the newest commits.
+    pub fn refuses(&self, v: &Vote, presented: Option<&CertFingerprint>) -> Option<&'static str> {
+        if v.member == self.vote.member {
+            return Some("a vote for this node itself");
+        }
+        if !self.vote.view.contains(&v.member) {
+            // Not counted by `decide` anyway; refused to say so.
+            return Some("a vote for a member this node's saved view does not name");
+        }
+        match (self.certs.get(&v.member), presented) {
+            (None, _) => Some(
+                "the saved view names no certificate for that member, so its vote cannot be                  checked (it was saved before the member's binding was ordered); if the                  component cannot re-form, bootstrap the most advanced node by hand",
+            ),
+            (Some(_), None) => Some("a vote without a certificate"),
+            (Some(bound), Some(p)) if bound != p => {
+                Some("a vote for a member whose certificate the connection does not present")
+            }
+            _ => None,
+        }
     }
 }
 
@@ -72,6 +112,12 @@ impl Worker {
         let Some(view) = &self.last_view else {
             return;
         };
+        let bindings = self.group.sequencer().bindings();
+        let certs = view
+            .members
+            .iter()
+            .filter_map(|m| Some((Uuid::from_bytes(m.uuid), *bindings.get(&m.raft_id)?)))
+            .collect();
         let vote = Vote {
             member: Uuid::from_bytes(self.me.uuid),
             history: Uuid::from_bytes(view.history),
@@ -92,7 +138,7 @@ impl Worker {
             .filter(|m| m.raft_id != self.me.raft_id)
             .map(|m| m.peer_addr.clone())
             .collect();
-        self.recovery = Some(Recovery::new(vote, addrs));
+        self.recovery = Some(Recovery::new(RecoveryStart { vote, addrs, certs }));
     }
 
     pub(super) fn drive_recovery(&mut self) {
@@ -238,6 +284,56 @@ impl Worker {
                 self.recovery = None;
             }
             Err(e) => error!("pc.recovery: cannot re-form the primary component: {e}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn u(b: u8) -> Uuid {
+        Uuid::from_bytes([b; 16])
+    }
+
+    fn vote(member: u8) -> Vote {
+        Vote {
+            member: u(member),
+            history: u(9),
+            seqno: 10,
+            view_seqno: 3,
+            view: vec![u(1), u(2), u(3)],
+            in_group: false,
+        }
+    }
+
+    /// Node 1 restarts with a saved view naming members 1-3; member 3's
+    /// certificate was not bound when the view was saved.
+    fn recovery() -> Recovery {
+        Recovery::new(RecoveryStart {
+            vote: vote(1),
+            addrs: vec![],
+            certs: [(u(1), [1; 32]), (u(2), [2; 32])].into_iter().collect(),
+        })
+    }
+
+    #[test]
+    fn a_vote_counts_only_with_its_member_s_certificate() {
+        let r = recovery();
+        assert_eq!(r.refuses(&vote(2), Some(&[2; 32])), None);
+        for (v, presented) in [
+            (vote(2), Some([7; 32])), // a certificate of the CA, not member 2's
+            (vote(2), None),          // plain TCP
+            (vote(2), Some([1; 32])), // node 1's own certificate, for another
+            (vote(1), Some([1; 32])), // a vote for the receiver itself
+            (vote(4), Some([2; 32])), // a member the view does not name
+            (vote(3), Some([3; 32])), // no certificate saved for member 3
+        ] {
+            assert!(
+                r.refuses(&v, presented.as_ref()).is_some(),
+                "took a vote for {} presented with {presented:?}",
+                v.member
+            );
         }
     }
 }
