@@ -5,12 +5,13 @@ set -euo pipefail
 
 PKGS=(mariadb-server mariadb-client mariadb-backup mariadb-test galera-4
       sysbench rsync socat lsof iproute2 procps fonts-dejavu-core
-      python3 python3-pymysql openssl fuse3 util-linux)
+      python3 python3-pymysql openssl fuse3 util-linux libfaketime)
       # python3: the WAN emulator (make wan-bench); python3-pymysql: README's
       # retry loop, run by tests/demo.rs; openssl: the encrypted-key test
       # makes its key with the openssl command; fuse3: the power-loss file
       # system (crates/lockstep-lazyfs) mounts through /dev/fuse;
-      # util-linux: its tests run a writer as another user with setpriv
+      # util-linux: its tests run a writer as another user with setpriv;
+      # libfaketime: the clock nemeses (a node's clock fast, slow, leaping)
 
 missing=()
 for p in "${PKGS[@]}"; do

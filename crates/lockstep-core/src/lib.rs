@@ -9,6 +9,7 @@
 
 pub mod address;
 pub mod certification;
+pub mod clocks;
 pub mod flow_control;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;

@@ -412,6 +412,102 @@ fn paused_processes_never_give_stale_causal_reads() {
     );
 }
 
+/// The driver of the clock-fault simulations (ADR 0036): every so often
+/// one node's clock starts running fast or slow (within the leases'
+/// margin of 2, which the provider's `ClockRates` guard enforces far
+/// inside: beyond 1.25x it turns the leases off), back at real speed, or
+/// leaps forwards or backwards by up to 5 s.
+struct ClockFaults {
+    next: u64,
+    /// Only forward leaps (the control).
+    forward_leaps_only: bool,
+}
+
+impl ClockFaults {
+    fn drive(&mut self, s: &mut Sim) {
+        if s.now < self.next {
+            return;
+        }
+        let running: Vec<usize> = s.running().map(|(slot, _)| slot).collect();
+        if running.is_empty() {
+            return;
+        }
+        let slot = running[s.rng.index(running.len())];
+        let leap = s.rng.range(200, 5000) as i64;
+        match (self.forward_leaps_only, s.rng.index(5)) {
+            (true, _) | (false, 0) => s.leap_clock(slot, leap),
+            (false, 1) => s.leap_clock(slot, -leap),
+            (false, 2) => s.set_clock_rate(slot, 1.6),
+            (false, 3) => s.set_clock_rate(slot, 0.6),
+            _ => s.set_clock_rate(slot, 1.0),
+        }
+        self.next = s.now + s.rng.range(200, 2000);
+    }
+}
+
+/// One run with clock faults and causal reads on every node, half from a
+/// lease, each checked against what was acknowledged before it was asked.
+fn faulty_clocks(
+    name: &str,
+    seed: u64,
+    forward_leaps_only: bool,
+    steady: bool,
+) -> Result<Stats, String> {
+    let (mut cfg, mut rng) = setup(name, seed);
+    cfg.nodes = if rng.chance(0.5) { 3 } else { 5 };
+    cfg.causal_read = 0.2;
+    // As the provider: Raft's ticks catch up at most two after a leap.
+    cfg.group.max_catch_up_ticks = 2;
+    cfg.group.steady_obligations = steady;
+    sometimes_lossy(&mut cfg, &mut rng, 0.3);
+    let mut sim = Sim::new(name, seed, cfg, rng);
+    sim.wait_formed(20_000)?;
+    let mut faults = ClockFaults {
+        next: sim.now + 200,
+        forward_leaps_only,
+    };
+    sim.run(30_000, |s| faults.drive(s))?;
+    sim.settle(40_000)
+}
+
+/// Issue 52 item 4 (ADR 0036): clocks that run at 0.6x or 1.6x, and leap
+/// forwards or backwards by up to 5 s, never make a causal read stale,
+/// from a lease or a fence, on a leader or a follower.
+#[test]
+fn faulty_clocks_never_give_stale_causal_reads() {
+    let name = "faulty_clocks_never_give_stale_causal_reads";
+    let total = run_seeds(name, 200, |name, seed| {
+        faulty_clocks(name, seed, false, true)
+    });
+    assert_exercised(name, &total);
+    assert!(
+        total.clock_faults > 1000,
+        "clock faults: {}",
+        total.clock_faults
+    );
+    assert_reads_exercised(&total, 1000);
+}
+
+/// The control of the test above: a granter whose obligations run on the
+/// clock as it reads it (not `ObligationClock`) ends them early when its
+/// clock leaps forward, and lease reads come out stale.
+#[test]
+fn leaping_clocks_give_stale_reads_without_steady_obligations() {
+    let name = "leaping_clocks_without_steady_obligations";
+    let mut stale = Vec::new();
+    for seed in sim::seeds(60) {
+        if let Err(report) = faulty_clocks(name, seed, true, false) {
+            assert!(report.contains("stale"), "{report}");
+            stale.push(seed);
+        }
+    }
+    eprintln!("{name}: stale reads with seeds {stale:?}");
+    assert!(
+        !stale.is_empty(),
+        "no stale read without steady obligations"
+    );
+}
+
 /// Local causal reads (ADR 0022): half of the reads take their index
 /// from the lease `Group::read_lease` publishes, as the provider's
 /// readers do, on followers and on the leader, while leaders are cut off

@@ -92,7 +92,27 @@ pub enum Nemesis {
     /// Two faults at once: a follower isolated, and the leader killed
     /// during the isolation (no quorum left), then both healed.
     IsolateAndKill,
+    /// A follower restarts with its clock running at twice real speed
+    /// (libfaketime: wall clock, monotonic clock and sleeps alike), serves
+    /// the load for [`CLOCK_HOLD`], then restarts with a true clock.
+    ClockFast,
+    /// The same at half speed.
+    ClockSlow,
+    /// The same with a clock that leaps forwards and backwards
+    /// ([`CLOCK_LEAPS`], one every [`LEAP_EVERY`]).
+    ClockJumps,
 }
+
+/// How long a node runs on a faulty clock.
+pub const CLOCK_HOLD: Duration = Duration::from_secs(24);
+/// The offsets from real time (s) that [`Nemesis::ClockJumps`] steps
+/// through: leaps of 5 s forward, 8 s back, 5 s forward, 10 s forward,
+/// 12 s back.
+pub const CLOCK_LEAPS: [i64; 6] = [0, 5, -3, 2, 12, 0];
+/// Time between two leaps.
+pub const LEAP_EVERY: Duration = Duration::from_secs(4);
+/// libfaketime, as Debian installs it (`scripts/setup.sh`).
+pub const FAKETIME_LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 /// [`Nemesis::SlowNode`]'s cycle: stopped for the first part, running for
 /// the second (40 % of the CPU).
@@ -107,7 +127,7 @@ pub const SLOW_FSYNC: Duration = Duration::from_millis(800);
 const SUCCESSION: Duration = Duration::from_millis(1500);
 
 impl Nemesis {
-    pub const ALL: [Nemesis; 24] = [
+    pub const ALL: [Nemesis; 27] = [
         Nemesis::None,
         Nemesis::KillOne,
         Nemesis::CrashAll(Restart::Plain),
@@ -132,6 +152,9 @@ impl Nemesis {
         Nemesis::SlowNode,
         Nemesis::LeaveJoin,
         Nemesis::IsolateAndKill,
+        Nemesis::ClockFast,
+        Nemesis::ClockSlow,
+        Nemesis::ClockJumps,
     ];
 
     pub fn name(self) -> &'static str {
@@ -160,6 +183,9 @@ impl Nemesis {
             Nemesis::SlowNode => "slow-node",
             Nemesis::LeaveJoin => "leave-join-sst",
             Nemesis::IsolateAndKill => "isolate-and-kill",
+            Nemesis::ClockFast => "clock-fast",
+            Nemesis::ClockSlow => "clock-slow",
+            Nemesis::ClockJumps => "clock-jumps",
         }
     }
 
@@ -467,6 +493,9 @@ impl Nemesis {
                 isolate(cluster, follower, false)?;
                 restart(cluster, &[leader], Restart::Plain, &mut note)?;
             }
+            Nemesis::ClockFast | Nemesis::ClockSlow | Nemesis::ClockJumps => {
+                faulty_clock(self, cluster, follower, &mut note)?;
+            }
             Nemesis::PauseCrash => {
                 note(format!("SIGSTOP node {}", follower + 1));
                 signal(cluster, follower, Signal::SIGSTOP)?;
@@ -484,6 +513,86 @@ impl Nemesis {
         }
         Ok(())
     }
+}
+
+/// A clock nemesis on node `i`: a clean restart under libfaketime, the
+/// load for [`CLOCK_HOLD`] (leaping, for `ClockJumps`), what each node
+/// says of the clocks (Lockstep), and a clean restart with a true clock.
+fn faulty_clock(
+    nemesis: Nemesis,
+    cluster: &mut Cluster,
+    i: usize,
+    note: &mut impl FnMut(String),
+) -> Result<(), String> {
+    if !std::path::Path::new(FAKETIME_LIB).exists() {
+        return Err(format!("{FAKETIME_LIB} is missing: run scripts/setup.sh"));
+    }
+    let stamp = cluster.base_dir().join(format!("faketime-node{}", i + 1));
+    let write_offset = |s: i64| {
+        std::fs::write(&stamp, format!("{s:+}\n")).map_err(|e| format!("{}: {e}", stamp.display()))
+    };
+    let stamp_path = stamp.display().to_string();
+    let (what, env): (&str, Vec<(&str, &str)>) = match nemesis {
+        Nemesis::ClockFast => ("at 2x", vec![("FAKETIME", "+0 x2")]),
+        Nemesis::ClockSlow => ("at 0.5x", vec![("FAKETIME", "+0 x0.5")]),
+        _ => {
+            write_offset(0)?;
+            (
+                "leaping",
+                vec![
+                    ("FAKETIME_TIMESTAMP_FILE", stamp_path.as_str()),
+                    ("FAKETIME_CACHE_DURATION", "1"),
+                ],
+            )
+        }
+    };
+    let mut env = env;
+    env.push(("LD_PRELOAD", FAKETIME_LIB));
+    note(format!(
+        "node {}: clean stop, start with its clock {what}",
+        i + 1
+    ));
+    let node = cluster.node_mut(i);
+    node.stop()
+        .map_err(|e| format!("stopping node {}: {e}", i + 1))?;
+    node.set_env(&env);
+    let started = node
+        .spawn(&[])
+        .and_then(|()| node.wait_synced(Duration::from_secs(120)));
+    node.set_env(&[]);
+    started.map_err(|e| format!("node {} on a faulty clock: {e}", i + 1))?;
+    note(format!("node {}: Synced on its faulty clock", i + 1));
+    if nemesis == Nemesis::ClockJumps {
+        for s in CLOCK_LEAPS.iter().skip(1) {
+            std::thread::sleep(LEAP_EVERY);
+            write_offset(*s)?;
+            note(format!("node {}: clock now {s:+} s off", i + 1));
+        }
+        std::thread::sleep(CLOCK_HOLD.saturating_sub(LEAP_EVERY * 5));
+    } else {
+        std::thread::sleep(CLOCK_HOLD);
+    }
+    for (k, n) in cluster.nodes().iter().enumerate() {
+        let agree = n.status("wsrep_lockstep_clocks_agree").ok().flatten();
+        let rates = n.status("wsrep_lockstep_clock_rates").ok().flatten();
+        let steps = n.status("wsrep_lockstep_clock_steps_back").ok().flatten();
+        if let (Some(agree), Some(rates), Some(steps)) = (agree, rates, steps) {
+            note(format!(
+                "node {}: leases trust the clocks: {agree}; peer clock rates: {rates}; \
+                 steps back of its own clock: {steps}",
+                k + 1
+            ));
+        }
+    }
+    note(format!(
+        "node {}: clean stop, start with a true clock",
+        i + 1
+    ));
+    let node = cluster.node_mut(i);
+    node.stop()
+        .map_err(|e| format!("stopping node {}: {e}", i + 1))?;
+    node.spawn(&[])
+        .map_err(|e| format!("starting node {}: {e}", i + 1))
 }
 
 /// The Raft leader's index for Lockstep (`wsrep_lockstep_leader`); Galera

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 /// (`Group::read_lease`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadLease {
-    /// No other leader can exist before this.
-    pub until: Instant,
+    /// No other leader can exist before this (`state::mono_ns`).
+    pub until_ns: u64,
     /// The read index when published (the leader's last log index,
     /// `Group::read_lease`): no message with a higher one has left this
     /// node.
@@ -74,9 +74,9 @@ impl CausalReads {
     /// follower's `ReadAsk`. Once this node has applied the log that far,
     /// `last_ordered` covers every commit acknowledged anywhere before
     /// now.
-    pub fn lease_index(&self, now: Instant) -> Option<u64> {
+    pub fn lease_index(&self, now_ns: u64) -> Option<u64> {
         let lease = self.lease?;
-        (now < lease.until).then_some(lease.index)
+        (now_ns < lease.until_ns).then_some(lease.index)
     }
 
     pub fn applied_index(&self) -> u64 {
@@ -137,15 +137,15 @@ mod tests {
     #[test]
     fn a_lease_serves_reads_until_it_expires() {
         let mut r = CausalReads::default();
-        let now = Instant::now();
+        let now = 5_000_000_000;
         let lease = ReadLease {
-            until: now + Duration::from_millis(100),
+            until_ns: now + 100_000_000,
             index: 7,
         };
         assert!(r.publish(Some(lease), 1), "a first leader is a change");
         assert!(!r.publish(Some(lease), 1));
         assert_eq!(r.lease_index(now), Some(7));
-        assert_eq!(r.lease_index(now + Duration::from_millis(100)), None);
+        assert_eq!(r.lease_index(now + 100_000_000), None);
         r.forget_leader();
         assert_eq!((r.leader(), r.lease_index(now)), (0, None));
     }

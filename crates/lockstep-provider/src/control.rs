@@ -96,7 +96,7 @@ impl Provider {
             return self.barrier_fence(g, deadline);
         }
         let leader = g.reads.leader();
-        let (mut g, index) = match g.reads.lease_index(Instant::now()) {
+        let (mut g, index) = match g.reads.lease_index(crate::state::mono_ns()) {
             Some(index) => {
                 g.counters.causal_lease_reads += 1;
                 (g, Some(index))

@@ -17,6 +17,7 @@ mod bypass;
 mod cache_feed;
 mod cache_writer;
 mod causal_reads;
+mod clock_log;
 mod control;
 mod diverged;
 mod donations;

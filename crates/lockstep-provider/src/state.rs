@@ -113,6 +113,9 @@ pub struct Inner {
     pub stages: lockstep_core::metrics::StageHistograms,
     /// Round-trip times to peers (`PeerMsg::Ping`), by Raft id.
     pub peer_rtt: lockstep_core::metrics::PeerRtts,
+    /// Each peer's clock rate against this node's (`PeerMsg::ClockPong`,
+    /// ADR 0036): while one is off, no lease answers a causal read.
+    pub clock_rates: lockstep_core::clocks::ClockRates,
     /// This node's `pc.weight` as the group recorded it, once the voters
     /// it asks for are in force on every member
     /// (`Group::weights_in_force`); `None` meanwhile. Published by the
@@ -172,15 +175,34 @@ pub struct GroupLink {
     pub sent: u64,
 }
 
-/// Monotonic nanoseconds since the provider was loaded (flow-control
-/// pause accounting).
+/// Monotonic nanoseconds (any origin): flow-control pause accounting,
+/// round trips, and the clock the leases are judged on (ADR 0036): `CLOCK_MONOTONIC`
+/// through `clocks::SteadyClock`, which goes on after the clock steps back
+/// (a faulty clock source, `libfaketime`) instead of standing still until
+/// it catches up. The raw reading counts from a day before the first call,
+/// so a step back never clamps it at zero (`Instant::elapsed` saturates).
 pub fn mono_ns() -> u64 {
-    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    START
-        .get_or_init(std::time::Instant::now)
-        .elapsed()
-        .as_nanos() as u64
+    let base = CLOCK_BASE.get_or_init(|| {
+        let now = std::time::Instant::now();
+        now.checked_sub(std::time::Duration::from_secs(86_400))
+            .unwrap_or(now)
+    });
+    let raw = base.elapsed().as_nanos() as u64;
+    // A leaf lock held for a few instructions: readers on any thread.
+    STEADY.lock().unwrap_or_else(|p| p.into_inner()).read(raw)
 }
+
+/// Steps back of the monotonic clock that [`mono_ns`] went on past.
+pub fn clock_steps_back() -> u64 {
+    STEADY
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .steps_back()
+}
+
+static CLOCK_BASE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+static STEADY: std::sync::Mutex<lockstep_core::clocks::SteadyClock> =
+    std::sync::Mutex::new(lockstep_core::clocks::SteadyClock::new());
 
 /// A round locks `Inner`: only its guard may be handed to
 /// `InputTx::drive`, which drops it before the round.
@@ -207,6 +229,7 @@ impl Inner {
             counters: Counters::default(),
             stages: Default::default(),
             peer_rtt: Default::default(),
+            clock_rates: Default::default(),
             weight_in_force: None,
             weight_waiters: 0,
             group: None,

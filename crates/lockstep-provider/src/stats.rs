@@ -240,6 +240,32 @@ impl Provider {
             })
             .collect();
         v.push(("lockstep_peer_rtt", Str(rtts.join(";"))));
+        // Each peer's clock rate against this node's (ADR 0036), and
+        // whether leases answer causal reads: `OFF` while a rate is more
+        // than 25 % off; steps back of this host's monotonic clock.
+        let rates: Vec<String> = g
+            .clock_rates
+            .rates()
+            .iter()
+            .map(|(id, rate)| {
+                let name = g
+                    .membership
+                    .members()
+                    .iter()
+                    .find(|m| m.raft_id == *id)
+                    .map_or_else(|| format!("{id:#x}"), |m| m.name.replace([';', '='], "_"));
+                format!("{name}={rate:.4}")
+            })
+            .collect();
+        v.push(("lockstep_clock_rates", Str(rates.join(";"))));
+        v.push((
+            "lockstep_clocks_agree",
+            Str(if g.clock_rates.agree() { "ON" } else { "OFF" }.into()),
+        ));
+        v.push((
+            "lockstep_clock_steps_back",
+            Int(crate::state::clock_steps_back() as i64),
+        ));
         v
     }
 

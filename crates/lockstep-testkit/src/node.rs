@@ -47,6 +47,8 @@ pub struct Node {
     pid: Option<u32>,
     timeouts: Timeouts,
     verbose: bool,
+    /// Extra environment for the server's next starts (`set_env`).
+    env: Vec<(String, String)>,
 }
 
 impl Node {
@@ -59,6 +61,7 @@ impl Node {
             pid: None,
             timeouts,
             verbose: false,
+            env: Vec::new(),
         }
     }
 
@@ -128,6 +131,15 @@ impl Node {
         process::log_tail(&self.cfg.error_log, lines)
     }
 
+    /// Environment variables for the server's next starts (replacing any
+    /// set before; empty: none), e.g. `LD_PRELOAD` of libfaketime.
+    pub fn set_env(&mut self, env: &[(&str, &str)]) {
+        self.env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+    }
+
     /// Starts mariadbd with `extra` arguments (e.g. `--wsrep-new-cluster`)
     /// and returns at once, without waiting for it to be ready.
     pub fn spawn(&mut self, extra: &[&str]) -> Result<()> {
@@ -138,15 +150,16 @@ impl Node {
             )));
         }
         self.reap();
-        let child =
-            process::spawn(&self.cfg, extra, self.detach).map_err(|e| Error::StartFailed {
+        let child = process::spawn(&self.cfg, extra, self.detach, &self.env).map_err(|e| {
+            Error::StartFailed {
                 node: self.cfg.name.clone(),
                 reason: format!("cannot run {}: {e}", process::server_binary().display()),
                 log: Box::new(LogTail {
                     path: self.cfg.error_log.clone(),
                     tail: String::new(),
                 }),
-            })?;
+            }
+        })?;
         self.pid = Some(child.id());
         self.child = Some(child);
         Ok(())
@@ -426,7 +439,7 @@ impl Node {
         let log = self.cfg.datadir.join("wsrep-recovery.log");
         let _ = std::fs::remove_file(&log);
         let log_arg = format!("--log-error={}", log.display());
-        let mut child = process::spawn(&self.cfg, &["--wsrep-recover", &log_arg], false)
+        let mut child = process::spawn(&self.cfg, &["--wsrep-recover", &log_arg], false, &self.env)
             .map_err(|e| Error::io(format!("{}: running --wsrep-recover", self.name()), e))?;
         let t0 = Instant::now();
         loop {

@@ -24,7 +24,12 @@ pub(crate) fn server_binary() -> PathBuf {
 /// Starts mariadbd with the node's my.cnf. With `detach`, the server gets a
 /// session of its own (so it outlives the caller and its terminal); stdin is
 /// closed and stdout/stderr go to the node's console log either way.
-pub(crate) fn spawn(node: &NodeConfig, extra: &[&str], detach: bool) -> io::Result<Child> {
+pub(crate) fn spawn(
+    node: &NodeConfig,
+    extra: &[&str],
+    detach: bool,
+    env: &[(String, String)],
+) -> io::Result<Child> {
     let console = OpenOptions::new()
         .create(true)
         .append(true)
@@ -51,6 +56,9 @@ pub(crate) fn spawn(node: &NodeConfig, extra: &[&str], detach: bool) -> io::Resu
             cmd.env("PATH", joined);
         }
     }
+    // What the test asked for (`Node::set_env`: `LD_PRELOAD` of
+    // libfaketime for the clock nemeses).
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
     // --defaults-file must come first.
     cmd.arg(format!("--defaults-file={}", node.defaults_file.display()))
         .args(extra)

@@ -36,6 +36,7 @@ use super::read_fence::{lease_ms, ReadFences};
 use super::read_grants::{LeaseMsg, ReadGrants, OBLIGATION_MS};
 use super::sequencer::{Delivery, GroupView, Member, Membership, Sequencer};
 use super::{echo, relay};
+use crate::clocks::ObligationClock;
 use protobuf::Message as _;
 use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, Message, Snapshot};
 use raft::storage::MemStorage;
@@ -155,6 +156,11 @@ pub struct GroupConfig {
     /// off only in the simulation's control, which shows that follower
     /// reads are stale without it.
     pub release_gate: bool,
+    /// A granter's obligations run on a clock that takes a leap forward
+    /// as one step (`clocks::ObligationClock`, ADR 0036). Always on; off
+    /// only in the simulation's control, which shows that reads are stale
+    /// without it when a granter's clock leaps.
+    pub steady_obligations: bool,
     /// Peers are authenticated (TLS, ids bound to certificates, ADR 0014):
     /// no relays, since a relayed message cannot show who first sent it
     /// (`sender_checks`). Off in plain TCP, where a sender proves nothing,
@@ -184,6 +190,7 @@ impl Default for GroupConfig {
             stateless: false,
             protocol_max: crate::group::peer::PROTOCOL_VERSION,
             release_gate: true,
+            steady_obligations: true,
             checked_senders: false,
         }
     }
@@ -249,6 +256,10 @@ pub enum Output {
 /// The first group protocol version whose leader relays appends and
 /// moves to the segment with the most voters (ADR 0020).
 pub const RELAY_VERSION: u32 = 9;
+
+/// The most a granter's obligation clock advances at one reading, in
+/// ticks (`clocks::ObligationClock`): a rounds' normal spacing is one.
+const OBLIGATION_STEP_TICKS: u64 = 2;
 
 /// How often the leader reviews each remote segment's relay.
 const RELAY_REVIEW_MS: u64 = 1000;
@@ -367,6 +378,12 @@ pub struct Group {
     fences: ReadFences,
     /// The latest time given to `set_clock`.
     lease_clock: u64,
+    /// The granter's clock: a leap forward counts as one step
+    /// (`clocks::ObligationClock`, ADR 0036).
+    obligation_clock: ObligationClock,
+    /// Every member's clock rate agrees with this node's
+    /// (`clocks::ClockRates`, measured by the driver): leases may be used.
+    clocks_agree: bool,
     /// Follower: commits what it stores when it and the leader are a quorum.
     follower_commit: FollowerCommit,
     /// Local causal reads: this node's leases and what it owes (ADR 0022).
@@ -422,6 +439,9 @@ impl Group {
             &discard_logger(),
         )
         .map_err(|e| format!("cannot start the Raft node: {e}"))?;
+        // A leap forward counts for two ticks, as Raft's ticks catch up
+        // in the provider (`max_catch_up_ticks`).
+        let obligation_step = OBLIGATION_STEP_TICKS.saturating_mul(cfg.tick_ms);
         Ok(Group {
             me,
             next_tick: now + cfg.tick_ms,
@@ -469,6 +489,8 @@ impl Group {
             ),
             cfg,
             lease_clock: now,
+            obligation_clock: ObligationClock::new(now, obligation_step),
+            clocks_agree: true,
             follower_commit: FollowerCommit::default(),
             grants: {
                 let mut g = ReadGrants::new();
@@ -823,6 +845,9 @@ impl Group {
     /// provided this pair is published before any message that could carry
     /// a higher index leaves (ADR 0016).
     pub fn read_lease(&self) -> Option<(u64, u64)> {
+        if !self.clocks_agree {
+            return None;
+        }
         if !self.is_leader() {
             return self.local_lease();
         }
@@ -859,6 +884,15 @@ impl Group {
     /// driver keeps the time of its last tick.)
     pub fn set_clock(&mut self, now: u64) {
         self.lease_clock = self.lease_clock.max(now);
+        self.obligation_clock.advance(self.lease_clock);
+    }
+
+    /// Whether every member's clock rate agrees with this node's, as the
+    /// driver measures it (`clocks::ClockRates`). While not, no lease
+    /// answers a causal read, the leader's nor a follower's: reads ask
+    /// through Raft's ReadIndex, which needs a quorum and no clock.
+    pub fn set_clocks_agree(&mut self, agree: bool) {
+        self.clocks_agree = agree;
     }
 
     /// Whether the leader tells the followers each advance of its commit
@@ -896,6 +930,7 @@ impl Group {
         // lease round and a batch of reads fly together) would strand
         // them until their retry.
         let lease = self.is_leader()
+            && self.clocks_agree
             && self.raw.raft.lead_transferee.is_none()
             && self.raw.raft.read_only.pending_read_index.is_empty()
             && self.fences.lease_valid(now, self.raw.raft.term);
@@ -1146,6 +1181,8 @@ impl Group {
     /// Advances time to `now` (milliseconds, monotonic).
     pub fn tick(&mut self, now: u64) {
         self.now = self.now.max(now);
+        self.obligation_clock
+            .advance(self.now.max(self.lease_clock));
         if self.retired {
             return;
         }

@@ -43,7 +43,12 @@ use wsrep_abi::Uuid;
 /// 12: a member with `gcs.stateless` says so (action tag 20, a member
 /// flag in snapshots) and is never chosen as a donor, once the cluster
 /// runs at 12.
-pub const PROTOCOL_VERSION: u32 = 12;
+/// 13: round-trip probes carry the answerer's clock (`ClockPing`,
+/// `ClockPong`), so each node measures the others' clock rates and stops
+/// using leases while one is off (ADR 0036), once the cluster runs at 13.
+pub const PROTOCOL_VERSION: u32 = 13;
+/// The first version whose probes carry the answerer's clock.
+pub const CLOCK_VERSION: u32 = 13;
 /// The oldest version this build speaks: peers whose range overlaps ours
 /// connect, and the cluster runs at the newest version every member
 /// speaks (`Action::ClusterVersion`, docs/formats.md). 8 is the first
@@ -71,6 +76,8 @@ const K_RELAYED: u8 = 15;
 const K_LEASE_PING: u8 = 16;
 const K_LEASE_GRANT: u8 = 17;
 const K_LEASE_STORED: u8 = 18;
+const K_CLOCK_PING: u8 = 19;
+const K_CLOCK_PONG: u8 = 20;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PeerMsg {
@@ -118,6 +125,17 @@ pub enum PeerMsg {
     },
     Pong {
         sent: u64,
+    },
+    /// A round-trip probe whose answer carries the answerer's clock
+    /// (version 13, ADR 0036).
+    ClockPing {
+        sent: u64,
+    },
+    /// The answer: `sent` echoed, and `clock`, the answerer's steady
+    /// monotonic clock (ns, any origin) when it answered.
+    ClockPong {
+        sent: u64,
+        clock: u64,
     },
     /// From the leader to a member of another segment: appends for it and
     /// others of its segment, each entry once (`group::relay`).
@@ -183,6 +201,16 @@ impl PeerMsg {
                 let mut w = Writer::new();
                 w.u64(*sent);
                 (kind, w.finish())
+            }
+            PeerMsg::ClockPing { sent } => {
+                let mut w = Writer::new();
+                w.u64(*sent);
+                (K_CLOCK_PING, w.finish())
+            }
+            PeerMsg::ClockPong { sent, clock } => {
+                let mut w = Writer::new();
+                w.u64(*sent).u64(*clock);
+                (K_CLOCK_PONG, w.finish())
             }
             PeerMsg::ReadAnswer { n, index } => {
                 // Raft indexes start at 1: 0 stands for "no lease".
@@ -277,6 +305,19 @@ impl PeerMsg {
                 } else {
                     PeerMsg::Pong { sent }
                 })
+            }
+            K_CLOCK_PING => {
+                let mut r = Reader::new(&f.payload);
+                let sent = r.u64("clock_ping.sent")?;
+                r.end()?;
+                Ok(PeerMsg::ClockPing { sent })
+            }
+            K_CLOCK_PONG => {
+                let mut r = Reader::new(&f.payload);
+                let sent = r.u64("clock_pong.sent")?;
+                let clock = r.u64("clock_pong.clock")?;
+                r.end()?;
+                Ok(PeerMsg::ClockPong { sent, clock })
             }
             K_READ_ANSWER => {
                 let mut r = Reader::new(&f.payload);
@@ -513,6 +554,11 @@ mod tests {
         }));
         round_trip(PeerMsg::Lease(LeaseMsg::Stored { term: 7, index: 8 }));
         round_trip(PeerMsg::Pong { sent: u64::MAX });
+        round_trip(PeerMsg::ClockPing { sent: 3 });
+        round_trip(PeerMsg::ClockPong {
+            sent: 3,
+            clock: u64::MAX,
+        });
         round_trip(PeerMsg::Recovery(Vote {
             member: Uuid::from_bytes([1; 16]),
             history: Uuid::from_bytes([2; 16]),

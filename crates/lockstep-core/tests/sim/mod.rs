@@ -16,6 +16,7 @@
 #![allow(dead_code)]
 
 use lockstep_core::certification::{CertRequest, Certifier, Key, KeyType};
+use lockstep_core::clocks::SteadyClock;
 use lockstep_core::group::action::BINDING_VERSION;
 use lockstep_core::group::{
     echo, relay, Action, Delivery, Group, GroupConfig, GroupView, LeaseMsg, MemberInfo,
@@ -192,6 +193,7 @@ pub fn group_config() -> GroupConfig {
         stateless: false,
         protocol_max: lockstep_core::group::peer::PROTOCOL_VERSION,
         release_gate: true,
+        steady_obligations: true,
         checked_senders: false,
     }
 }
@@ -299,6 +301,61 @@ pub struct Node {
     /// A paused process (SIGSTOP) until this virtual time: its clock and
     /// inbox are frozen; what arrives meanwhile waits for it.
     pub paused_until: Option<u64>,
+    /// The node's own clock, which `ClockFaults` may make run fast or
+    /// slow, or leap.
+    pub clock: SimClock,
+}
+
+/// A node's clock as its provider reads it: the virtual time at a rate,
+/// with leaps, through the provider's `SteadyClock` (which goes on after
+/// a step back). Starts equal to the virtual time. The raw clock counts
+/// from far above zero, as `CLOCK_MONOTONIC` counts from boot, so that a
+/// leap back never clamps it at zero (a clamped clock stands still, and a
+/// lease judged on it would outlive its time).
+/// Where a node's raw clock starts counting (ms): a day.
+const RAW_BASE_MS: u64 = 86_400_000;
+
+#[derive(Debug, Clone)]
+pub struct SimClock {
+    rate: f64,
+    /// Virtual time and raw reading (ms) at the last change of rate.
+    anchor: (u64, f64),
+    steady: SteadyClock,
+}
+
+impl SimClock {
+    pub fn new(now: u64) -> SimClock {
+        SimClock {
+            rate: 1.0,
+            anchor: (now, (RAW_BASE_MS + now) as f64),
+            steady: SteadyClock::new(),
+        }
+    }
+
+    fn raw(&self, now: u64) -> f64 {
+        self.anchor.1 + now.saturating_sub(self.anchor.0) as f64 * self.rate
+    }
+
+    /// The node's time (ms) at virtual time `now`.
+    pub fn read(&mut self, now: u64) -> u64 {
+        let raw_ns = (self.raw(now).max(0.0) * 1e6) as u64;
+        self.steady.read(raw_ns) / 1_000_000 - RAW_BASE_MS
+    }
+
+    /// From `now` on, the clock runs at `rate` times the virtual time.
+    pub fn set_rate(&mut self, now: u64, rate: f64) {
+        self.anchor = (now, self.raw(now));
+        self.rate = rate;
+    }
+
+    /// The raw clock leaps by `ms` (backwards if negative).
+    pub fn leap(&mut self, now: u64, ms: i64) {
+        self.anchor = (now, self.raw(now) + ms as f64);
+    }
+
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
 }
 
 /// A causal read waiting for this node to apply up to its lease index.
@@ -353,6 +410,7 @@ impl Node {
             next_read: 1,
             lease_reads: Vec::new(),
             paused_until: None,
+            clock: SimClock::new(now),
         }
     }
 
@@ -531,6 +589,8 @@ pub struct Stats {
     /// many waited for the resume.
     pub pauses: u64,
     pub deferred: u64,
+    /// Clock faults injected (`set_clock_rate`, `leap_clock`).
+    pub clock_faults: u64,
     pub leaves: u64,
     /// Leaving nodes that never saw their own removal view.
     pub leave_unseen: u64,
@@ -582,6 +642,7 @@ impl Stats {
         self.evictions += o.evictions;
         self.partitions += o.partitions;
         self.pauses += o.pauses;
+        self.clock_faults += o.clock_faults;
         self.deferred += o.deferred;
         self.leaves += o.leaves;
         self.leave_unseen += o.leave_unseen;
@@ -639,6 +700,10 @@ pub struct Sim {
     pub partition_ended: Option<u64>,
     /// When the last pause ends (or ended): a paused node looks dead.
     pub pause_ended: Option<u64>,
+    /// The last clock fault (`set_clock_rate`, `leap_clock`): a node whose
+    /// clock leaps or runs fast sees silence where there is none, and may
+    /// evict a live member (a liveness cost, not a safety one).
+    pub clock_fault_at: Option<u64>,
     pub workload: bool,
     pub reports: bool,
     pending_timers: usize,
@@ -680,6 +745,7 @@ impl Sim {
             partition: None,
             partition_ended: None,
             pause_ended: None,
+            clock_fault_at: None,
             workload: true,
             reports: true,
             pending_timers: 0,
@@ -988,6 +1054,8 @@ impl Sim {
                     return;
                 }
                 let now = self.now;
+                // The group's time is the node's own clock (`SimClock`).
+                let clock = self.nodes[to].clock.read(now);
                 let node = &mut self.nodes[to];
                 let g = node.group.as_mut().expect("running");
                 match payload {
@@ -1000,29 +1068,29 @@ impl Sim {
                         ) {
                             node.last_leader_contact = now;
                         }
-                        g.set_clock(now);
+                        g.set_clock(clock);
                         g.step(m);
                         // As the provider's round does each time:
                         // time passes with every message, not only at ticks
                         // (it hid a hang of the last member: `tell_commit`).
-                        g.tick(now);
+                        g.tick(clock);
                     }
                     Payload::Relay(from, msgs) => {
                         if msgs.iter().any(|m| m.to == node.id) {
                             node.last_leader_contact = now;
                         }
-                        g.set_clock(now);
+                        g.set_clock(clock);
                         g.step_relay(from, msgs);
-                        g.tick(now);
+                        g.tick(clock);
                     }
                     // As the provider: checked against the relay.
                     Payload::Relayed(from, m) => {
                         if m.get_msg_type() == MessageType::MsgAppend {
                             node.last_leader_contact = now;
                         }
-                        g.set_clock(now);
+                        g.set_clock(clock);
                         g.step_relayed(from, m);
-                        g.tick(now);
+                        g.tick(clock);
                     }
                     // The joiner's request comes on its own connection,
                     // with its own certificate.
@@ -1033,9 +1101,9 @@ impl Sim {
                     // As the provider's round: the clock is read
                     // after the message arrived, before it is stepped.
                     Payload::Lease(from, msg) => {
-                        g.set_clock(now);
+                        g.set_clock(clock);
                         g.step_lease(from, msg);
-                        g.tick(now);
+                        g.tick(clock);
                     }
                     Payload::Farewell(from) => {
                         g.handle_farewell(from);
@@ -1055,11 +1123,12 @@ impl Sim {
                     return;
                 }
                 let now = self.now;
+                let clock = self.nodes[slot].clock.read(now);
                 let zombie_ms = self.cfg.zombie_ms;
                 let evicted = !self.view.contains(&self.nodes[slot].id);
                 let node = &mut self.nodes[slot];
                 let g = node.group.as_mut().expect("running");
-                g.tick(now);
+                g.tick(clock);
                 if g.is_leader() {
                     node.last_leader_contact = now;
                 }
@@ -1550,7 +1619,11 @@ impl Sim {
                 || [self.partition_ended, self.pause_ended]
                     .into_iter()
                     .flatten()
-                    .any(|t| self.now < t + grace);
+                    .any(|t| self.now < t + grace)
+                || self
+                    .clock_fault_at
+                    .is_some_and(|t| self.now < t + grace + 5_000)
+                || self.nodes.iter().any(|n| n.clock.rate() != 1.0);
             if n.running() && !disturbed {
                 let host = n.host;
                 self.fail(format!(
@@ -1780,12 +1853,12 @@ impl Sim {
         }
         if self.cfg.causal_read > 0.0 && self.rng.chance(self.cfg.causal_read) {
             let floor = self.acked;
-            let now = self.now;
+            let now = self.clock_of(slot);
             let by_lease = self.rng.chance(0.5);
             let node = &mut self.nodes[slot];
             let g = node.group.as_mut().expect("running");
             // As the provider's reader: the lease published at the last
-            // poll, judged on the clock now (`Inner::lease_index`).
+            // poll, judged on the node's clock now (`Inner::lease_index`).
             let lease = g.read_lease().filter(|(until, _)| now < *until);
             if let (true, Some((_, index))) = (by_lease, lease) {
                 // Keeps the lease renewed, as the reader's flag does.
@@ -1999,6 +2072,33 @@ impl Sim {
     /// nothing meanwhile, so its clock does not move and what reaches it
     /// waits; after the resume it takes it all in arrival order, reading
     /// the clock anew, as the provider's threads do.
+    /// Node `slot`'s clock now (ms), as its provider reads it.
+    pub fn clock_of(&mut self, slot: usize) -> u64 {
+        let now = self.now;
+        self.nodes[slot].clock.read(now)
+    }
+
+    /// From now on node `slot`'s clock runs at `rate` times real time.
+    pub fn set_clock_rate(&mut self, slot: usize, rate: f64) {
+        self.clock_fault(slot, &format!("runs at {rate}x"), |c, now| {
+            c.set_rate(now, rate)
+        });
+    }
+
+    /// Node `slot`'s raw clock leaps by `ms` (backwards if negative).
+    pub fn leap_clock(&mut self, slot: usize, ms: i64) {
+        self.clock_fault(slot, &format!("leaps {ms} ms"), |c, now| c.leap(now, ms));
+    }
+
+    fn clock_fault(&mut self, slot: usize, what: &str, change: impl FnOnce(&mut SimClock, u64)) {
+        let id = self.nodes[slot].id;
+        self.stats.clock_faults += 1;
+        self.milestone(format!("clock of id={id} {what}"));
+        self.clock_fault_at = Some(self.now);
+        let now = self.now;
+        change(&mut self.nodes[slot].clock, now);
+    }
+
     pub fn pause(&mut self, slot: usize, ms: u64) {
         let id = self.nodes[slot].id;
         self.stats.pauses += 1;

@@ -26,7 +26,7 @@ use crate::log::{error, info, warn};
 use crate::shared::Shared;
 use crate::state::Resolution;
 use lockstep_core::group::node::{is_exact_half, HoldsAll, MayLack};
-use lockstep_core::group::peer::PeerMsg;
+use lockstep_core::group::peer::{PeerMsg, CLOCK_VERSION};
 use lockstep_core::group::{relay, Action, Delivery, Group, GroupConfig, MemberInfo, Output};
 use lockstep_core::metrics::Stage;
 use lockstep_core::wire::lanes::{Lane, Outgoing as _};
@@ -181,6 +181,7 @@ impl GroupChannel {
             rejoin_asked: false,
             addrs: HashMap::new(),
             started: Instant::now(),
+            epoch_ns: crate::state::mono_ns(),
             lease_published: (None, 0),
             last_ping: Instant::now(),
             taken: 0,
@@ -292,6 +293,10 @@ struct Worker {
     /// Peer addresses learnt from hellos.
     addrs: HashMap<u64, String>,
     started: Instant,
+    /// `state::mono_ns` when the group started: the group's time (ms) is
+    /// counted from here (`clock_ms`), on the clock the leases' readers
+    /// judge them on.
+    epoch_ns: u64,
     last_report: Instant,
     reported: i64,
     reported_applied: u64,
@@ -382,8 +387,7 @@ impl Rounds for Worker {
     /// sends and delivers. `true` when the group is to stop.
     fn round(&mut self) -> bool {
         let round = Instant::now();
-        self.group
-            .set_clock(self.started.elapsed().as_millis() as u64);
+        self.group.set_clock(self.clock_ms());
         loop {
             match self.rx.try_recv() {
                 Ok(input) => {
@@ -414,12 +418,14 @@ impl Rounds for Worker {
             g.status.bound_members = bound;
         }
         g.status.refused_messages = self.refusals.total() + self.group.refused_total();
+        let clocks_agree = g.clock_rates.agree();
         let flow = self.flow_control(&mut g);
         // Each round, not only on deliveries: an applier may finish an
         // asked-about seqno while nothing else is ordered.
         g.answer_votes();
         let asked = g.reads.take_asked();
         drop(g);
+        self.group.set_clocks_agree(clocks_agree);
         if let (Some(_), Some(views)) = (bound, &self.views) {
             // Rare (a founder's first binding, a reloaded certificate):
             // the small durable write is taken here, under no lock.
@@ -443,7 +449,7 @@ impl Rounds for Worker {
         self.check_join_timeout();
         self.drive_recovery();
         self.check_quorum();
-        let now = self.started.elapsed().as_millis() as u64;
+        let now = self.clock_ms();
         self.group.tick(now);
         let outputs = self.group.poll();
         let polled = round.elapsed();
@@ -500,16 +506,30 @@ impl Worker {
             .map(|m| m.info.raft_id)
             .filter(|id| *id != me)
             .collect();
+        // Former members' clocks are forgotten (bounded by the members).
+        self.shared.lock().clock_rates.keep(&peers);
+        let clocks = self.group.sequencer().cluster_version() >= CLOCK_VERSION;
         for peer in peers {
             let sent = crate::state::mono_ns();
+            let ping = if clocks {
+                PeerMsg::ClockPing { sent }
+            } else {
+                PeerMsg::Ping { sent }
+            };
             // Written now, not staged (ADR 0033): its time is taken here,
             // and a wait for the hand-over would count in the round trip.
-            if let Ok(frame) = (PeerMsg::Ping { sent }).to_frame() {
+            if let Ok(frame) = ping.to_frame() {
                 let addr = self.address_of(peer);
                 self.transport
                     .send(peer, Out::Frame(frame), Lane::Control, addr.as_deref());
             }
         }
+    }
+
+    /// The group's time: milliseconds since `epoch_ns` on the steady
+    /// clock (`state::mono_ns`, ADR 0036).
+    fn clock_ms(&self) -> u64 {
+        crate::state::mono_ns().saturating_sub(self.epoch_ns) / 1_000_000
     }
 
     /// Publishes the lease for causal reads on this node (ADR 0016), before
@@ -520,7 +540,7 @@ impl Worker {
             .group
             .read_lease()
             .map(|(until, index)| crate::causal_reads::ReadLease {
-                until: self.started + Duration::from_millis(until),
+                until_ns: self.epoch_ns + until.saturating_mul(1_000_000),
                 index,
             });
         let leader = self.group.leader();
@@ -600,8 +620,7 @@ impl Worker {
             PeerMsg::Lease(m) => {
                 // A grant binds from the moment it is sent: the clock is
                 // read after the ping arrived (`read_grants`).
-                self.group
-                    .set_clock(self.started.elapsed().as_millis() as u64);
+                self.group.set_clock(self.clock_ms());
                 self.group.step_lease(from, m);
             }
             PeerMsg::Recovery(vote) => {
@@ -624,7 +643,9 @@ impl Worker {
             | PeerMsg::ReadAsk { .. }
             | PeerMsg::ReadAnswer { .. }
             | PeerMsg::Ping { .. }
-            | PeerMsg::Pong { .. } => {}
+            | PeerMsg::Pong { .. }
+            | PeerMsg::ClockPing { .. }
+            | PeerMsg::ClockPong { .. } => {}
         }
     }
 
@@ -891,7 +912,7 @@ impl Worker {
             }
             (g.history, last)
         };
-        let now = self.started.elapsed().as_millis() as u64;
+        let now = self.clock_ms();
         match Group::bootstrap(
             self.me.clone(),
             self.config.clone(),

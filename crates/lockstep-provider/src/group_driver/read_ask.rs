@@ -18,7 +18,7 @@ pub fn quick(shared: Arc<Shared>) -> Quick {
     Arc::new(move |from, msg| match msg {
         PeerMsg::ReadAsk { n } => {
             let mut g = shared.lock();
-            let index = g.reads.lease_index(Instant::now());
+            let index = g.reads.lease_index(crate::state::mono_ns());
             // The rounds keep the lease renewed while reads come.
             g.reads.mark_asked();
             drop(g);
@@ -57,6 +57,29 @@ pub fn quick(shared: Arc<Shared>) -> Quick {
                 .lock()
                 .peer_rtt
                 .observe(from, now.saturating_sub(sent), now);
+            Handled::Done(None)
+        }
+        // Probes that also measure the peer's clock rate (ADR 0036); the
+        // clock is read as late as possible, the answer leaves at once.
+        PeerMsg::ClockPing { sent } => {
+            let clock = crate::state::mono_ns();
+            Handled::Done(PeerMsg::ClockPong { sent, clock }.to_frame().ok())
+        }
+        PeerMsg::ClockPong { sent, clock } => {
+            let now = crate::state::mono_ns();
+            let mut g = shared.lock();
+            g.peer_rtt.observe(from, now.saturating_sub(sent), now);
+            let change = g.clock_rates.sample(from, sent, now, clock);
+            let name = g
+                .membership
+                .members()
+                .iter()
+                .find(|m| m.raft_id == from)
+                .map_or_else(|| format!("{from:#x}"), |m| m.name.clone());
+            drop(g);
+            if let Some(change) = change {
+                crate::clock_log::rate_changed(&name, change);
+            }
             Handled::Done(None)
         }
         other => Handled::Pass(other),

@@ -265,7 +265,7 @@ impl Worker {
             }
             return;
         }
-        let now = self.started.elapsed().as_millis() as u64;
+        let now = self.clock_ms();
         match Group::bootstrap(
             self.me.clone(),
             self.config.clone(),

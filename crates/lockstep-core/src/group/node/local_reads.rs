@@ -16,9 +16,20 @@ pub const LOCAL_READS_VERSION: u32 = 10;
 const CHANGING: u64 = u64::MAX;
 
 impl Group {
-    /// The clock for leases and grants: the freshest this driver has.
+    /// The holder's clock for its leases: the freshest this driver has
+    /// (a leap forward only ends a lease early).
     fn lease_now(&self) -> u64 {
         self.now.max(self.lease_clock)
+    }
+
+    /// The granter's clock for what it owes: it never leaps forward
+    /// (`clocks::ObligationClock`), so a clock that jumps cannot end an
+    /// obligation while the holder's lease still runs (ADR 0036).
+    fn obligation_now(&self) -> u64 {
+        if !self.cfg.steady_obligations {
+            return self.lease_now();
+        }
+        self.obligation_clock.now()
     }
 
     /// The other members of the configuration this node applied (voters
@@ -98,7 +109,7 @@ impl Group {
                 let log = &self.raw.raft.raft_log;
                 let (committed, released) = (log.committed, self.released);
                 let conf = self.conf_id();
-                let now = self.lease_now();
+                let now = self.obligation_now();
                 if let Some(grant) = self.grants.ping(from, n, now, committed, released, conf) {
                     self.out.push(Output::Lease {
                         to: from,
@@ -188,7 +199,7 @@ impl Group {
     /// obligation ends `OBLIGATION_MS` after the last grant: that is the
     /// bound of `held` (the simulation checks it after every poll).
     pub fn gate_state(&self) -> (usize, bool) {
-        (self.held.len(), self.grants.owing(self.lease_now()))
+        (self.held.len(), self.grants.owing(self.obligation_now()))
     }
 
     /// A causal read seen here: keep the lease (leader or follower).
@@ -200,7 +211,7 @@ impl Group {
     /// This node became a member: owe every member for an obligation
     /// (leases granted before it knew of them, or by its former self).
     pub(super) fn owe_everyone(&mut self) {
-        let until = self.lease_now() + OBLIGATION_MS;
+        let until = self.obligation_now() + OBLIGATION_MS;
         self.grants.owe_everyone_until(until);
     }
 
@@ -242,7 +253,7 @@ impl Group {
 
     /// Whether the gate lets `e` pass now.
     fn may_release(&mut self, e: &Entry) -> bool {
-        let now = self.lease_now();
+        let now = self.obligation_now();
         if !self.cfg.release_gate || !self.grants.owes(now) || !self.holds_own_proposal(e) {
             return true;
         }
