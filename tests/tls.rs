@@ -471,8 +471,9 @@ fn a_certificate_of_the_cluster_s_ca_cannot_take_a_member_s_raft_id() {
 /// (the transport admits it: joiners look the same), sends node2 every
 /// message kind that acts for someone else: a relayed append claiming to
 /// be another member's (where peers are authenticated there are no relays,
-/// so node2 refuses it) and a Raft append claiming another member as its
-/// sender. node2 refuses and logs each, `wsrep_lockstep_refused_messages`
+/// so node2 refuses it), a Raft append claiming another member as its
+/// sender, and a clock probe's answer (only members' clocks count for the
+/// leases, ADR 0036). node2 refuses and logs each, `wsrep_lockstep_refused_messages`
 /// counts them, and the cluster loses nothing: still three Synced members,
 /// bound as before, replicating, identical. (Under a member's id the
 /// connection itself is refused: the test above.)
@@ -539,7 +540,7 @@ fn an_impostor_with_a_certificate_of_the_cluster_s_ca_is_refused_message_by_mess
         m.write_to_bytes().expect("encoding a raft message")
     };
     let node2 = cluster.node(1);
-    let cases: [(&str, PeerMsg, String); 2] = [
+    let cases: [(&str, PeerMsg, String); 3] = [
         (
             "a relayed append",
             PeerMsg::Relayed(forged.clone()),
@@ -549,6 +550,16 @@ fn an_impostor_with_a_certificate_of_the_cluster_s_ca_is_refused_message_by_mess
             "a Raft append claiming node1",
             PeerMsg::Raft(forged.clone()),
             format!("refused a Raft MsgAppend claiming sender {node1_id:#x} from peer {MALLORY:#x}"),
+        ),
+        // Unasked, a clock far ahead: would turn node2's leases off if a
+        // stranger's clock counted (ADR 0036).
+        (
+            "a clock probe's answer",
+            PeerMsg::ClockPong {
+                sent: 0,
+                clock: u64::MAX / 2,
+            },
+            format!("refused a clock probe's answer from peer {MALLORY:#x}"),
         ),
     ];
     for (what, msg, logged) in cases {
@@ -566,8 +577,12 @@ fn an_impostor_with_a_certificate_of_the_cluster_s_ca_is_refused_message_by_mess
             .or_logs(&cluster, &format!("node2's refusal of {what}: {logged:?}"));
     }
     let refused = status_u64(node2, "wsrep_lockstep_refused_messages").unwrap_or(0);
-    check(&cluster, refused >= 2, || {
-        format!("wsrep_lockstep_refused_messages = {refused} on node2, 2 refusals logged")
+    check(&cluster, refused >= 3, || {
+        format!("wsrep_lockstep_refused_messages = {refused} on node2, 3 refusals logged")
+    });
+    let agree = node2.status("wsrep_lockstep_clocks_agree").ok().flatten();
+    check(&cluster, agree.as_deref() == Some("ON"), || {
+        format!("node2's leases stopped trusting the clocks: {agree:?}")
     });
     drop(mallory);
 

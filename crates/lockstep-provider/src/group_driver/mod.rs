@@ -605,7 +605,11 @@ impl Worker {
                 let cert = self.identities.presented_by(from);
                 self.group.handle_join(info, cert)
             }
-            PeerMsg::Join(_) => warn!("peer {from} asked to add another node; ignored"),
+            PeerMsg::Join(info) => self.refusals.refused(
+                from,
+                &format!("a join request for Raft id {:#x}", info.raft_id),
+                "a peer asks to join only for itself",
+            ),
             // Ends a graceful leave; the loop passes it on (has_left).
             PeerMsg::Farewell => {
                 self.group.handle_farewell(from);
@@ -644,8 +648,13 @@ impl Worker {
             | PeerMsg::ReadAnswer { .. }
             | PeerMsg::Ping { .. }
             | PeerMsg::Pong { .. }
-            | PeerMsg::ClockPing { .. }
-            | PeerMsg::ClockPong { .. } => {}
+            | PeerMsg::ClockPing { .. } => {}
+            // Passed on by the connection thread only from a non-member.
+            PeerMsg::ClockPong { .. } => self.refusals.refused(
+                from,
+                "a clock probe's answer",
+                "only a member's clock counts for the leases (ADR 0036)",
+            ),
         }
     }
 

@@ -68,14 +68,21 @@ pub fn quick(shared: Arc<Shared>) -> Quick {
         PeerMsg::ClockPong { sent, clock } => {
             let now = crate::state::mono_ns();
             let mut g = shared.lock();
-            g.peer_rtt.observe(from, now.saturating_sub(sent), now);
-            let change = g.clock_rates.sample(from, sent, now, clock);
-            let name = g
+            // Only a member's clock counts: a stranger (any holder of a
+            // certificate of the CA) must not turn this node's leases off
+            // with made-up clocks. Members are the ones this node pings;
+            // the round refuses and logs the others.
+            let Some(name) = g
                 .membership
                 .members()
                 .iter()
                 .find(|m| m.raft_id == from)
-                .map_or_else(|| format!("{from:#x}"), |m| m.name.clone());
+                .map(|m| m.name.clone())
+            else {
+                return Handled::Pass(PeerMsg::ClockPong { sent, clock });
+            };
+            g.peer_rtt.observe(from, now.saturating_sub(sent), now);
+            let change = g.clock_rates.sample(from, sent, now, clock);
             drop(g);
             if let Some(change) = change {
                 crate::clock_log::rate_changed(&name, change);
