@@ -475,8 +475,9 @@ fn write_loop(w: &Writes) {
         w.progress.notify_all();
         // Freeing a file of half of gcache.size takes tens of ms: after
         // the waiters are told, with no lock held.
-        for path in doomed {
-            if let Err(e) = std::fs::remove_file(&path) {
+        for file in doomed {
+            let path = file.path.clone();
+            if let Err(e) = file.delete() {
                 info!("{}: {e}", path.display());
             }
         }
@@ -485,7 +486,7 @@ fn write_loop(w: &Writes) {
 
 /// Writes `ops` and flushes; returns the newest event among them and the
 /// files rotations set aside.
-fn write(w: &Writes, ops: VecDeque<Op>) -> (Option<At>, Vec<std::path::PathBuf>) {
+fn write(w: &Writes, ops: VecDeque<Op>) -> (Option<At>, Vec<crate::writeset_cache::Doomed>) {
     let mut newest = None;
     let mut doomed = Vec::new();
     let mut c = lock(&w.cache);
@@ -673,6 +674,86 @@ mod tests {
             "{why:?}"
         );
         assert!(!w.is_open());
+    }
+
+    /// Issue 52 items 2 and 3: the writer thread on a cache behind the
+    /// storage seam with `lockstep.cache_sync=yes`, the power cut after
+    /// every number of file operations. A wait that returned `Ok` (the
+    /// commit was acknowledged) always finds its event in the cache
+    /// recovered after the power loss; once the cut is reached every wait
+    /// fails with the reason (the commit fails and the node leaves), none
+    /// waits for its deadline.
+    #[test]
+    fn with_cache_sync_an_acknowledged_event_survives_a_power_cut_at_any_step() {
+        use crate::storage::power_loss::SimFs;
+        let start = Gtid {
+            uuid: Uuid::from_bytes(H),
+            seqno: 0,
+        };
+        let ws = |seqno: i64| CachedEvent {
+            history: H,
+            seqno,
+            kind: crate::ist_replay::tests::ws_kind(seqno, 3000),
+        };
+        let open_on = |fs: &SimFs| {
+            WritesetCache::open_on(
+                StdArc::new(fs.clone()),
+                std::path::Path::new("/cache"),
+                "galera.cache",
+                128 << 10,
+                1 << 20,
+                true,
+                start,
+            )
+        };
+        for cut in 0.. {
+            let fs = SimFs::new();
+            let mut cache = open_on(&fs).expect("a cache");
+            cache.set_sync(true).expect("synced");
+            fs.cut_after(cut);
+            let w = CacheWriter::start(cache).expect("a thread");
+            let (mut acked, mut failed) = (0, false);
+            for batch in 0..12 {
+                for s in 1..=4 {
+                    w.append(ws(batch * 4 + s), 3000);
+                }
+                w.end_batch();
+                let t0 = Instant::now();
+                match w.written(H, batch * 4 + 4).wait(Duration::from_secs(5)) {
+                    Ok(()) => acked = batch * 4 + 4,
+                    Err(why) => {
+                        assert!(why.contains("power loss"), "cut {cut}: {why}");
+                        assert!(t0.elapsed() < Duration::from_secs(4), "cut {cut}: waited");
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+            assert_eq!(w.is_open(), !failed, "cut {cut}");
+            drop(w.close());
+            fs.power_loss();
+            // The newest events are what a replay needs (older ones leave
+            // by rotation, as they would without a cut).
+            let mut c = open_on(&fs).expect("reopened");
+            if acked > 0 {
+                let first = c.first().unwrap_or(i64::MAX);
+                let covered = c.covers(Uuid::from_bytes(H), first - 1, acked);
+                assert!(
+                    covered,
+                    "cut {cut}: {acked} acknowledged, the cache holds {}",
+                    c.describe()
+                );
+                let read = c.reader(Uuid::from_bytes(H), first - 1, acked).unwrap();
+                assert!(
+                    read.map(|e| e.map(|e| e.seqno)).eq((first..=acked).map(Ok)),
+                    "cut {cut}"
+                );
+            }
+            if !failed {
+                assert!(cut > 20, "only {cut} operations");
+                break;
+            }
+        }
     }
 
     /// A later session that joins the same history below what the cache

@@ -508,10 +508,17 @@ impl Provider {
             );
         }
         match WritesetCache::open(&dir, &name, size, max_payload, recover, position) {
-            Ok(mut c) => {
-                c.set_sync(sync);
-                Some(c)
-            }
+            Ok(mut c) => match c.set_sync(sync) {
+                Ok(()) => Some(c),
+                Err(e) => {
+                    warn!(
+                        "writeset cache {}: {e}; running without one (joiners that need \
+                         events from this node will take a full SST)",
+                        dir.join(&name).display()
+                    );
+                    None
+                }
+            },
             Err(e) => {
                 warn!(
                     "writeset cache {}: {e}; running without one (joiners that need events \

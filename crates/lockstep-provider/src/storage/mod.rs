@@ -1,13 +1,16 @@
-//! The provider's small state files (`grastate.dat`, `gvwstate.dat`, the
-//! commit-bypass marker) go through [`Fs`], the file-system primitives
-//! they need, so that tests can cut the real code at any step and drop
-//! what was not yet durable, as a power loss does ([`power_loss::SimFs`]);
-//! a process kill keeps the page cache and tells nothing about that.
+//! The provider's files go through [`Fs`], the file-system primitives they
+//! need, so that tests can cut the real code at any step and drop what was
+//! not yet durable, as a power loss does ([`power_loss::SimFs`]); a process
+//! kill keeps the page cache and tells nothing about that.
 //!
-//! Every file is replaced whole by [`replace_durably`] (a temporary file,
-//! fsync, rename, fsync of the directory), so after a crash at any point
-//! it holds its old content or its new one, never a mix, and once the
-//! call returned, the new one.
+//! - The small state files (`grastate.dat`, `gvwstate.dat`, the
+//!   commit-bypass marker) are replaced whole by [`replace_durably`] (a
+//!   temporary file, fsync, rename, fsync of the directory), so after a
+//!   crash at any point each holds its old content or its new one, never a
+//!   mix, and once the call returned, the new one.
+//! - The writeset cache (`writeset_cache`) appends to its files
+//!   ([`Fs::open_append`]), reads them back ([`Fs::open_read`]), cuts a
+//!   damaged tail ([`Fs::set_len`]) and rotates them by rename.
 
 #[cfg(test)]
 pub mod power_loss;
@@ -32,6 +35,25 @@ pub trait Fs: Send + Sync {
     fn remove(&self, path: &Path) -> io::Result<()>;
     /// Makes the directory's names durable (fsync of the directory).
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// The names of the files in `dir` (empty if it does not exist).
+    fn list(&self, dir: &Path) -> io::Result<Vec<std::ffi::OsString>>;
+    /// The file's length, `None` if it does not exist.
+    fn len(&self, path: &Path) -> io::Result<Option<u64>>;
+    /// Cuts the file to `len` bytes (durable once the file is synced).
+    fn set_len(&self, path: &Path, len: u64) -> io::Result<()>;
+    /// Opens the file to append to it: created, or emptied, if `truncate`;
+    /// otherwise it must exist. What is appended is in the page cache
+    /// until [`AppendFile::sync`].
+    fn open_append(&self, path: &Path, truncate: bool) -> io::Result<Box<dyn AppendFile>>;
+    /// Opens the file to read it from byte `offset`.
+    fn open_read(&self, path: &Path, offset: u64) -> io::Result<Box<dyn Read + Send>>;
+}
+
+/// A file open for appending ([`Fs::open_append`]).
+pub trait AppendFile: Send {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()>;
+    /// Makes what was appended durable (fdatasync).
+    fn sync(&mut self) -> io::Result<()>;
 }
 
 /// The temporary name a file is written under before its rename.
@@ -127,6 +149,60 @@ impl Fs for Disk {
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         std::fs::File::open(dir)?.sync_all()
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
+        match std::fs::read_dir(dir) {
+            Ok(entries) => entries.map(|e| e.map(|e| e.file_name())).collect(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn len(&self, path: &Path) -> io::Result<Option<u64>> {
+        match std::fs::metadata(path) {
+            Ok(m) => Ok(Some(m.len())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn set_len(&self, path: &Path, len: u64) -> io::Result<()> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)?
+            .set_len(len)
+    }
+
+    fn open_append(&self, path: &Path, truncate: bool) -> io::Result<Box<dyn AppendFile>> {
+        // (`OpenOptions` refuses append with truncate: a new file is
+        // written from its start, which is its end.)
+        let f = if truncate {
+            std::fs::File::create(path)?
+        } else {
+            std::fs::OpenOptions::new().append(true).open(path)?
+        };
+        Ok(Box::new(DiskFile(f)))
+    }
+
+    fn open_read(&self, path: &Path, offset: u64) -> io::Result<Box<dyn Read + Send>> {
+        use std::io::Seek;
+        let mut f = std::fs::File::open(path)?;
+        f.seek(io::SeekFrom::Start(offset))?;
+        Ok(Box::new(f))
+    }
+}
+
+/// [`Disk`]'s [`AppendFile`].
+struct DiskFile(std::fs::File);
+
+impl AppendFile for DiskFile {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.0.write_all(bytes)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.0.sync_data()
     }
 }
 

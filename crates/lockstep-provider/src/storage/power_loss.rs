@@ -14,9 +14,9 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use super::Fs;
+use super::{AppendFile, Fs};
 
 #[derive(Debug, Clone, Default)]
 struct Inode {
@@ -34,9 +34,10 @@ struct State {
     off: bool,
 }
 
-/// See the module documentation.
-#[derive(Debug, Default)]
-pub struct SimFs(Mutex<State>);
+/// See the module documentation. Clones share one file system (an open
+/// file keeps a handle on it).
+#[derive(Debug, Default, Clone)]
+pub struct SimFs(Arc<Mutex<State>>);
 
 fn power_is_off() -> io::Error {
     io::Error::other("power loss (simulated)")
@@ -99,6 +100,34 @@ impl SimFs {
             s.ops_left = Some(left - 1);
         }
         Ok(s)
+    }
+
+    fn inode_of(s: &State, path: &Path) -> io::Result<usize> {
+        s.live
+            .get(path)
+            .copied()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+    }
+}
+
+/// An open file of a [`SimFs`]: its inode, whatever names it has since.
+struct SimFile {
+    fs: SimFs,
+    inode: usize,
+}
+
+impl AppendFile for SimFile {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let mut s = self.fs.step()?;
+        s.inodes[self.inode].live.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        let mut s = self.fs.step()?;
+        let inode = &mut s.inodes[self.inode];
+        inode.durable = inode.live.clone();
+        Ok(())
     }
 }
 
@@ -165,6 +194,60 @@ impl Fs for SimFs {
         s.durable.retain(|p, _| !in_dir(p));
         s.durable.extend(live);
         Ok(())
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
+        let s = self.step()?;
+        Ok(s.live
+            .keys()
+            .filter(|p| dir_of(p) == dir)
+            .filter_map(|p| p.file_name().map(|n| n.to_os_string()))
+            .collect())
+    }
+
+    fn len(&self, path: &Path) -> io::Result<Option<u64>> {
+        let s = self.step()?;
+        Ok(s.live.get(path).map(|&i| s.inodes[i].live.len() as u64))
+    }
+
+    fn set_len(&self, path: &Path, len: u64) -> io::Result<()> {
+        let mut s = self.step()?;
+        let i = SimFs::inode_of(&s, path)?;
+        s.inodes[i].live.resize(len as usize, 0);
+        Ok(())
+    }
+
+    fn open_append(&self, path: &Path, truncate: bool) -> io::Result<Box<dyn AppendFile>> {
+        let mut s = self.step()?;
+        let inode = match (s.live.get(path).copied(), truncate) {
+            (Some(i), true) => {
+                s.inodes[i].live.clear();
+                i
+            }
+            (Some(i), false) => i,
+            (None, true) => {
+                s.inodes.push(Inode::default());
+                let i = s.inodes.len() - 1;
+                s.live.insert(path.to_path_buf(), i);
+                i
+            }
+            (None, false) => return Err(io::Error::from(io::ErrorKind::NotFound)),
+        };
+        Ok(Box::new(SimFile {
+            fs: self.clone(),
+            inode,
+        }))
+    }
+
+    fn open_read(&self, path: &Path, offset: u64) -> io::Result<Box<dyn io::Read + Send>> {
+        let s = self.step()?;
+        let i = SimFs::inode_of(&s, path)?;
+        let data = s.inodes[i]
+            .live
+            .get(offset as usize..)
+            .unwrap_or(&[])
+            .to_vec();
+        Ok(Box::new(io::Cursor::new(data)))
     }
 }
 
