@@ -757,22 +757,27 @@ pub(crate) mod tests {
             .collect()
     }
 
+    /// A cache of 128 KiB (64 KiB files) on `fs`, recovered at seqno 0.
+    fn open_sim(fs: &SimFs) -> io::Result<WritesetCache> {
+        let dir = Path::new("/cache");
+        WritesetCache::open_on(
+            Arc::new(fs.clone()),
+            dir,
+            "galera.cache",
+            128 << 10,
+            MAX,
+            true,
+            at(0),
+        )
+    }
+
     /// One run of the power-loss test below: a cache on `fs` takes
     /// batches of events as the cache writer gives them (appends, a
     /// flush, the set-aside file deleted), rotating 64 KiB files, until an
     /// operation fails (the planned cut). Returns the newest seqno of a
     /// batch whose flush returned, and whether every operation ran.
     fn feed(fs: &SimFs, sync: bool) -> (i64, bool) {
-        let opened = WritesetCache::open_on(
-            Arc::new(fs.clone()),
-            Path::new("/cache"),
-            "galera.cache",
-            128 << 10,
-            MAX,
-            true,
-            at(0),
-        );
-        let Ok(mut c) = opened else {
+        let Ok(mut c) = open_sim(fs) else {
             return (0, false);
         };
         if c.set_sync(sync).is_err() {
@@ -816,16 +821,8 @@ pub(crate) mod tests {
                 fs.cut_after(cut);
                 let (flushed, done) = feed(&fs, sync);
                 fs.power_loss();
-                let mut c = WritesetCache::open_on(
-                    Arc::new(fs.clone()),
-                    Path::new("/cache"),
-                    "galera.cache",
-                    128 << 10,
-                    MAX,
-                    true,
-                    at(0),
-                )
-                .unwrap_or_else(|e| panic!("sync {sync}, cut {cut}: reopening: {e}"));
+                let mut c = open_sim(&fs)
+                    .unwrap_or_else(|e| panic!("sync {sync}, cut {cut}: reopening: {e}"));
                 let run = c.first().zip(c.current.map(|r| r.last));
                 let events: Vec<CachedEvent> = match run {
                     Some((first, last)) => c
