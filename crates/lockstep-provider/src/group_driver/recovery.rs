@@ -87,7 +87,9 @@ impl Recovery {
         }
         match (self.certs.get(&v.member), presented) {
             (None, _) => Some(
-                "the saved view names no certificate for that member, so its vote cannot be                  checked (it was saved before the member's binding was ordered); if the                  component cannot re-form, bootstrap the most advanced node by hand",
+                "the saved view names no certificate for that member, so its vote cannot be \
+                 checked (it was saved before the member's binding was ordered); if the \
+                 component cannot re-form, bootstrap the most advanced node by hand",
             ),
             (Some(_), None) => Some("a vote without a certificate"),
             (Some(bound), Some(p)) if bound != p => {
@@ -186,7 +188,15 @@ impl Worker {
                 let name = |id: &Uuid| self.member_name(id);
                 let unknown: Vec<String> = members.iter().map(name).collect();
                 error!(
-                    "pc.recovery: every member of the last primary component is back, but {}                      cannot tell its position (seqno -1): it may hold commits the others lack,                      so nobody re-forms the component without it. On {}: stop mariadbd, run                      `mariadbd --wsrep-recover` (or `galera_recovery`) and start it with the                      printed position, `--wsrep_start_position=<uuid:seqno>` (the systemd unit                      does both); the members then re-form the component by themselves. If it                      cannot be recovered, accept losing what only it may hold: on {} (the most                      advanced of the others) run SET GLOBAL                      wsrep_provider_options='lockstep.force_bootstrap=YES; pc.bootstrap=YES'",
+                    "pc.recovery: every member of the last primary component is back, but {} \
+                     cannot tell its position (seqno -1): it may hold commits the others lack, \
+                     so nobody re-forms the component without it. On {}: stop mariadbd, run \
+                     `mariadbd --wsrep-recover` (or `galera_recovery`) and start it with the \
+                     printed position, `--wsrep_start_position=<uuid:seqno>` (the systemd unit \
+                     does both); the members then re-form the component by themselves. If it \
+                     cannot be recovered, accept losing what only it may hold: on {} (the most \
+                     advanced of the others) run SET GLOBAL \
+                     wsrep_provider_options='lockstep.force_bootstrap=YES; pc.bootstrap=YES'",
                     unknown.join(", "),
                     unknown.join(", "),
                     name(&best)
