@@ -13,7 +13,10 @@ mod multi_node;
 use std::time::{Duration, Instant};
 
 use lockstep_testkit::{AckedLoad, Cluster, Provider};
-use multi_node::{check, kill_and_await_removal, log_count, position_seqno, status, OrLogs};
+use multi_node::{
+    all_three_synced, check, kill_and_await_removal, log_count, position_seqno, recover_positions,
+    restart_at, status, OrLogs,
+};
 
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -22,27 +25,6 @@ const WAIT: Duration = Duration::from_secs(120);
 fn power_loss(cluster: &mut Cluster, nodes: &[usize]) {
     let r = cluster.kill_at_once(nodes);
     r.or_logs(cluster, "kill -9 of the nodes at once");
-}
-
-/// Every node's position from `--wsrep-recover` (the systemd unit's step).
-fn recover_positions(cluster: &mut Cluster) -> Vec<String> {
-    let mut positions = Vec::new();
-    for i in 0..cluster.nodes().len() {
-        let r = cluster.node_mut(i).recover_position();
-        positions.push(r.or_logs(cluster, "--wsrep-recover"));
-    }
-    eprintln!("recovered positions: {positions:?}");
-    positions
-}
-
-/// Starts every node with `--wsrep_start_position` and its normal
-/// configuration.
-fn restart_at(cluster: &mut Cluster, positions: &[String]) {
-    for (i, position) in positions.iter().enumerate() {
-        let arg = format!("--wsrep_start_position={position}");
-        let r = cluster.node_mut(i).spawn(&[&arg]);
-        r.or_logs(cluster, "start after the crash");
-    }
 }
 
 /// Three nodes named `name` with provider `options`, a database `c`, and
@@ -142,15 +124,6 @@ fn crashed_with_flush_0(
     (cluster, stopped)
 }
 
-/// Every node Synced in a component of three.
-fn all_three_synced(cluster: &Cluster, what: &str) {
-    for node in cluster.nodes() {
-        node.wait_synced(WAIT).or_logs(cluster, what);
-        node.wait_for_status("wsrep_cluster_size", "3", WAIT)
-            .or_logs(cluster, "three members");
-    }
-}
-
 /// With `innodb_flush_log_at_trx_commit=0` InnoDB writes its log about
 /// once a second, so a crash of every node takes the last commits out of
 /// every storage engine. The group ordered them and the writeset caches
@@ -162,7 +135,7 @@ fn with_innodb_flush_log_at_trx_commit_0_a_crash_of_every_node_loses_no_acknowle
     let (mut cluster, stopped) = crashed_with_flush_0("crash_flush0", Provider::from_env(), 300);
     let positions = recover_positions(&mut cluster);
     restart_at(&mut cluster, &positions);
-    all_three_synced(&cluster, "Synced again after the crash");
+    all_three_synced(&cluster, WAIT, "Synced again after the crash");
     let replayed: Vec<usize> = cluster
         .nodes()
         .iter()
@@ -233,7 +206,7 @@ fn plain_restarts_after_a_crash_of_every_node_re_form_the_cluster_without_leakin
     }
     let r = cluster.node_mut(2).spawn(&[]);
     r.or_logs(&cluster, "plain start of the last node");
-    all_three_synced(&cluster, "Synced after plain restarts");
+    all_three_synced(&cluster, WAIT, "Synced after plain restarts");
     let told: usize = (0..3)
         .map(|i| log_count(cluster.node(i), "run `mariadbd --wsrep-recover`"))
         .sum();
@@ -627,12 +600,7 @@ fn a_node_that_cannot_tell_its_position_blocks_founding_until_it_recovers() {
     let arg = format!("--wsrep_start_position={position}");
     let r = cluster.node_mut(2).spawn(&[&arg]);
     r.or_logs(&cluster, "start node 3 the systemd way");
-    for node in cluster.nodes() {
-        node.wait_synced(WAIT)
-            .or_logs(&cluster, "Synced once node 3 knows its position");
-        node.wait_for_status("wsrep_cluster_size", "3", WAIT)
-            .or_logs(&cluster, "three members");
-    }
+    all_three_synced(&cluster, WAIT, "Synced once node 3 knows its position");
     multi_node::verify_acked_rows(
         &cluster,
         &stopped,

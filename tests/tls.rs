@@ -665,16 +665,8 @@ fn a_forged_pc_recovery_vote_cannot_make_the_others_found_without_a_member() {
     cluster
         .kill_at_once(&[0, 1, 2])
         .or_logs(&cluster, "kill -9 of every node");
-    let mut positions = Vec::new();
-    for i in 0..3 {
-        let r = cluster.node_mut(i).recover_position();
-        positions.push(r.or_logs(&cluster, "--wsrep-recover"));
-    }
-    for (i, position) in positions.iter().enumerate().take(2) {
-        let arg = format!("--wsrep_start_position={position}");
-        let r = cluster.node_mut(i).spawn(&[&arg]);
-        r.or_logs(&cluster, "restart node1 and node2");
-    }
+    let positions = multi_node::recover_positions(&mut cluster);
+    multi_node::restart_at(&mut cluster, &positions[..2]);
 
     // Mallory votes for node3: at seqno 0, behind both of them.
     let forged = PeerMsg::Recovery(Vote {
@@ -743,12 +735,7 @@ fn a_forged_pc_recovery_vote_cannot_make_the_others_found_without_a_member() {
     let arg = format!("--wsrep_start_position={}", positions[2]);
     let r = cluster.node_mut(2).spawn(&[&arg]);
     r.or_logs(&cluster, "restart node3");
-    for n in cluster.nodes() {
-        n.wait_synced(WAIT)
-            .or_logs(&cluster, "Synced once node3 is back");
-        n.wait_for_status("wsrep_cluster_size", "3", WAIT)
-            .or_logs(&cluster, "three members again");
-    }
+    multi_node::all_three_synced(&cluster, WAIT, "Synced once node3 is back");
     for n in &cluster.nodes()[..2] {
         let refused = status_u64(n, "wsrep_lockstep_refused_messages").unwrap_or(0);
         check(&cluster, refused >= 1, || {

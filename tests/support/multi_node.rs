@@ -242,3 +242,33 @@ pub fn acked_load(cluster: &Cluster, progress: u64, wait: Duration) -> AckedLoad
         .or_logs(cluster, "load before the fault");
     load
 }
+
+/// Every node's position from `--wsrep-recover` (the systemd unit's step).
+pub fn recover_positions(cluster: &mut Cluster) -> Vec<String> {
+    let mut positions = Vec::new();
+    for i in 0..cluster.nodes().len() {
+        let r = cluster.node_mut(i).recover_position();
+        positions.push(r.or_logs(cluster, "--wsrep-recover"));
+    }
+    eprintln!("recovered positions: {positions:?}");
+    positions
+}
+
+/// Starts the first `positions.len()` nodes with `--wsrep_start_position`
+/// and their normal configuration.
+pub fn restart_at(cluster: &mut Cluster, positions: &[String]) {
+    for (i, position) in positions.iter().enumerate() {
+        let arg = format!("--wsrep_start_position={position}");
+        let r = cluster.node_mut(i).spawn(&[&arg]);
+        r.or_logs(cluster, "start after the crash");
+    }
+}
+
+/// Every node Synced in a component of three, each within `wait`.
+pub fn all_three_synced(cluster: &Cluster, wait: Duration, what: &str) {
+    for node in cluster.nodes() {
+        node.wait_synced(wait).or_logs(cluster, what);
+        node.wait_for_status("wsrep_cluster_size", "3", wait)
+            .or_logs(cluster, "three members");
+    }
+}

@@ -552,15 +552,11 @@ fn faulty_clock(
         "node {}: clean stop, start with its clock {what}",
         i + 1
     ));
-    let node = cluster.node_mut(i);
-    node.stop()
-        .map_err(|e| format!("stopping node {}: {e}", i + 1))?;
-    node.set_env(&env);
-    let started = node
-        .spawn(&[])
-        .and_then(|()| node.wait_synced(Duration::from_secs(120)));
-    node.set_env(&[]);
-    started.map_err(|e| format!("node {} on a faulty clock: {e}", i + 1))?;
+    clean_restart(cluster, i, &env)?;
+    cluster
+        .node(i)
+        .wait_synced(Duration::from_secs(120))
+        .map_err(|e| format!("node {} on a faulty clock: {e}", i + 1))?;
     note(format!("node {}: Synced on its faulty clock", i + 1));
     if nemesis == Nemesis::ClockJumps {
         for s in CLOCK_LEAPS.iter().skip(1) {
@@ -568,7 +564,8 @@ fn faulty_clock(
             write_offset(*s)?;
             note(format!("node {}: clock now {s:+} s off", i + 1));
         }
-        std::thread::sleep(CLOCK_HOLD.saturating_sub(LEAP_EVERY * 5));
+        let leaps = CLOCK_LEAPS.len() as u32 - 1;
+        std::thread::sleep(CLOCK_HOLD.saturating_sub(LEAP_EVERY * leaps));
     } else {
         std::thread::sleep(CLOCK_HOLD);
     }
@@ -588,11 +585,19 @@ fn faulty_clock(
         "node {}: clean stop, start with a true clock",
         i + 1
     ));
+    clean_restart(cluster, i, &[])
+}
+
+/// Node `i` stops cleanly and starts again (without waiting) with `env`
+/// in its environment; later starts get none.
+fn clean_restart(cluster: &mut Cluster, i: usize, env: &[(&str, &str)]) -> Result<(), String> {
     let node = cluster.node_mut(i);
     node.stop()
         .map_err(|e| format!("stopping node {}: {e}", i + 1))?;
-    node.spawn(&[])
-        .map_err(|e| format!("starting node {}: {e}", i + 1))
+    node.set_env(env);
+    let started = node.spawn(&[]);
+    node.set_env(&[]);
+    started.map_err(|e| format!("starting node {}: {e}", i + 1))
 }
 
 /// The Raft leader's index for Lockstep (`wsrep_lockstep_leader`); Galera

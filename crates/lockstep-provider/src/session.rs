@@ -507,18 +507,10 @@ impl Provider {
                 position,
             );
         }
-        match WritesetCache::open(&dir, &name, size, max_payload, recover, position) {
-            Ok(mut c) => match c.set_sync(sync) {
-                Ok(()) => Some(c),
-                Err(e) => {
-                    warn!(
-                        "writeset cache {}: {e}; running without one (joiners that need \
-                         events from this node will take a full SST)",
-                        dir.join(&name).display()
-                    );
-                    None
-                }
-            },
+        let opened = WritesetCache::open(&dir, &name, size, max_payload, recover, position)
+            .and_then(|mut c| c.set_sync(sync).map(|()| c));
+        match opened {
+            Ok(c) => Some(c),
             Err(e) => {
                 warn!(
                     "writeset cache {}: {e}; running without one (joiners that need events \

@@ -244,17 +244,13 @@ impl Provider {
         // whether leases answer causal reads: `OFF` while a rate is more
         // than 25 % off; steps back of this host's monotonic clock.
         let rates: Vec<String> = g
-            .clock_rates
-            .rates()
+            .membership
+            .members()
             .iter()
-            .map(|(id, rate)| {
-                let name = g
-                    .membership
-                    .members()
-                    .iter()
-                    .find(|m| m.raft_id == *id)
-                    .map_or_else(|| format!("{id:#x}"), |m| m.name.replace([';', '='], "_"));
-                format!("{name}={rate:.4}")
+            .filter_map(|m| {
+                let rate = g.clock_rates.rate(m.raft_id)?;
+                let name = m.name.replace([';', '='], "_");
+                Some(format!("{name}={rate:.4}"))
             })
             .collect();
         v.push(("lockstep_clock_rates", Str(rates.join(";"))));

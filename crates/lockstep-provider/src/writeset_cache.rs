@@ -384,8 +384,7 @@ impl WritesetCache {
         if self.sync {
             // The new name must survive a power loss with its records.
             f.sync()?;
-            let dir = self.current_path.parent().unwrap_or(Path::new("."));
-            self.fs.sync_dir(dir)?;
+            crate::storage::sync_parent_on(&*self.fs, &self.current_path)?;
         }
         self.current_bytes = FILE_HEADER_LEN as u64;
         self.writer = Some(Writer::new(f));
@@ -592,8 +591,7 @@ impl WritesetCache {
             w.flush()?;
             w.file.sync()?;
         }
-        let dir = self.current_path.parent().unwrap_or(Path::new("."));
-        self.fs.sync_dir(dir)
+        crate::storage::sync_parent_on(&*self.fs, &self.current_path)
     }
 
     /// The events `after + 1 ..= last` of `history`, read from files opened

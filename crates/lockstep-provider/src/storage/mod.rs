@@ -74,7 +74,12 @@ fn parent(path: &Path) -> &Path {
 /// new file there (the writeset cache's files, the Galera cache's
 /// conversions).
 pub fn sync_parent(path: &Path) -> io::Result<()> {
-    Disk.sync_dir(parent(path))
+    sync_parent_on(&Disk, path)
+}
+
+/// [`sync_parent`] on the file system `fs`.
+pub fn sync_parent_on(fs: &dyn Fs, path: &Path) -> io::Result<()> {
+    fs.sync_dir(parent(path))
 }
 
 /// Replaces `path` with `bytes` so that a crash at any step leaves the old
