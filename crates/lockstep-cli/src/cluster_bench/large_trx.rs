@@ -13,11 +13,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use lockstep_testkit::{Cluster, ClusterSpec, Provider, Sysbench, SysbenchReport};
+use lockstep_testkit::{Cluster, Sysbench, SysbenchReport};
 
+use super::contender::Contender;
 use super::plot::{self, Series};
 use super::progress;
-use super::run::lockstep_only;
 
 /// How long the nodes may take to apply the big writeset after the run.
 const CATCH_UP: Duration = Duration::from_secs(600);
@@ -94,7 +94,7 @@ fn median(values: &[f64]) -> f64 {
 
 /// Runs the workload on every provider in turn; writes `large_trx.png`
 /// into `out`.
-pub fn run(plan: &LargeTrxPlan, providers: &[Provider], out: &Path) -> Vec<LargeTrxRun> {
+pub fn run(plan: &LargeTrxPlan, providers: &[Contender], out: &Path) -> Vec<LargeTrxRun> {
     let runs: Vec<LargeTrxRun> = providers.iter().map(|p| run_one(plan, p)).collect();
     let series: Vec<Series> = runs
         .iter()
@@ -120,8 +120,8 @@ pub fn run(plan: &LargeTrxPlan, providers: &[Provider], out: &Path) -> Vec<Large
     runs
 }
 
-fn run_one(plan: &LargeTrxPlan, provider: &Provider) -> LargeTrxRun {
-    let label = provider.label();
+fn run_one(plan: &LargeTrxPlan, contender: &Contender) -> LargeTrxRun {
+    let label = contender.label.clone();
     let mut run = LargeTrxRun {
         provider: label.clone(),
         per_second: Vec::new(),
@@ -135,11 +135,10 @@ fn run_one(plan: &LargeTrxPlan, provider: &Provider) -> LargeTrxRun {
     };
     let tag = format!("large_trx {label}");
     progress(&tag, "starting 3 nodes");
-    let mut cluster = match ClusterSpec::new(3)
-        .provider(provider.clone())
+    let mut cluster = match contender
+        .spec(3, &plan.lockstep_options)
         .cluster_name("lockstep-bench-large")
         .slave_threads(plan.slave_threads)
-        .provider_options(lockstep_only(provider, &plan.lockstep_options))
         .sql_timeout(CATCH_UP)
         .start()
     {

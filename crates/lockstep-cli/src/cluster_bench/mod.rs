@@ -17,6 +17,7 @@
 //! A benchmark reports; it asserts nothing about speed. It fails (exit
 //! code 1) only when a run fails or the nodes end with different data.
 
+pub mod contender;
 pub mod cpu;
 pub mod large_trx;
 pub mod plot;
@@ -30,9 +31,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use lockstep_testkit::{Error, Provider};
+use lockstep_testkit::Error;
 
 use crate::check::http::civil_from_days;
+use contender::Contender;
 use plot::Series;
 use results::{BenchResults, Comparison, Environment, ProviderResults, Settings, Slot};
 use run::Plan;
@@ -43,7 +45,7 @@ use run::Plan;
 pub struct Bench {
     pub plan: Plan,
     /// In the order of round 0.
-    pub providers: Vec<Provider>,
+    pub providers: Vec<Contender>,
     /// At least 1.
     pub rounds: usize,
     /// Also measure the floor (`run::run_floor`) in every round, after the
@@ -73,10 +75,10 @@ fn progress(tag: &str, message: &str) {
 /// Also returns the drawing problems (the report is complete without them).
 pub fn run(bench: &Bench) -> Result<(BenchResults, Vec<String>), Error> {
     let sysbench = sysbench_version()?;
-    for p in &bench.providers {
-        if !p.path().is_file() {
+    for c in &bench.providers {
+        if !c.provider.path().is_file() {
             return Err(Error::ProviderMissing {
-                tried: vec![p.path()],
+                tried: vec![c.provider.path()],
             });
         }
     }
@@ -122,7 +124,7 @@ pub fn run(bench: &Bench) -> Result<(BenchResults, Vec<String>), Error> {
             providers: bench
                 .providers
                 .iter()
-                .map(Provider::label)
+                .map(|c| c.label.clone())
                 .chain(bench.floor.then(|| run::FLOOR.to_string()))
                 .collect(),
             rounds: bench.rounds,

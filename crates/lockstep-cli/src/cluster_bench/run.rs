@@ -4,8 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use lockstep_testkit::{Cluster, ClusterSpec, Provider, Sysbench};
+use lockstep_testkit::{Cluster, Provider, Sysbench};
 
+use super::contender::Contender;
 use super::progress;
 use super::results::{Consistency, Measured, Outcome, ProviderRun, Slot, WorkloadRun};
 use super::workload::Workload;
@@ -67,8 +68,8 @@ fn is_galera_library(path: &std::path::Path) -> bool {
 /// Starts a cluster with `provider`, runs every workload on it, stops it:
 /// the provider's part of a round. Failures are recorded, not returned:
 /// the other runs go on. Raw files go to `<raw_dir>/<provider>/round-<r>/`.
-pub fn run_provider(plan: &Plan, provider: &Provider, slot: Slot) -> ProviderRun {
-    run_cluster(plan, provider, slot, false)
+pub fn run_provider(plan: &Plan, contender: &Contender, slot: Slot) -> ProviderRun {
+    run_cluster(plan, contender, slot, false)
 }
 
 /// The floor (issue 14, item 2): one MariaDB with the same my.cnf and
@@ -76,8 +77,8 @@ pub fn run_provider(plan: &Plan, provider: &Provider, slot: Slot) -> ProviderRun
 /// `provider`, so that every line of the configuration is the same; the
 /// provider is loaded but no session uses it). What replication costs is
 /// the clusters' distance from it. Reported as the provider `floor`.
-pub fn run_floor(plan: &Plan, provider: &Provider, slot: Slot) -> ProviderRun {
-    run_cluster(plan, provider, slot, true)
+pub fn run_floor(plan: &Plan, contender: &Contender, slot: Slot) -> ProviderRun {
+    run_cluster(plan, contender, slot, true)
 }
 
 /// A provider's folder under `raw/`: a library given by path
@@ -87,16 +88,16 @@ fn raw_dir_name(label: &str) -> String {
     label.trim_start_matches('/').replace('/', "_")
 }
 
-fn run_cluster(plan: &Plan, provider: &Provider, slot: Slot, floor: bool) -> ProviderRun {
+fn run_cluster(plan: &Plan, contender: &Contender, slot: Slot, floor: bool) -> ProviderRun {
     let label = if floor {
         FLOOR.to_string()
     } else {
-        provider.label()
+        contender.label.clone()
     };
     let mut run = ProviderRun {
         provider: label.clone(),
         slot,
-        library: provider.path(),
+        library: contender.provider.path(),
         provider_version: None,
         server_version: None,
         error: None,
@@ -109,12 +110,11 @@ fn run_cluster(plan: &Plan, provider: &Provider, slot: Slot, floor: bool) -> Pro
     let label = format!("round {} {label}", slot.round);
     let nodes = if floor { 1 } else { plan.nodes };
     progress(&label, &format!("starting {nodes} node(s)"));
-    let spec = ClusterSpec::new(nodes)
-        .provider(provider.clone())
+    let spec = contender
+        .spec(nodes, &plan.lockstep_options)
         .cluster_name("lockstep-bench")
         .slave_threads(plan.slave_threads)
-        .tls(plan.tls)
-        .provider_options(lockstep_only(provider, &plan.lockstep_options));
+        .tls(plan.tls);
     let mut cluster = match spec.start() {
         Ok(c) => c,
         Err(e) => {

@@ -5,8 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
-use lockstep_testkit::Provider;
-
+use crate::cluster_bench::contender::Contender;
 use crate::cluster_bench::large_trx::{self, LargeTrxPlan};
 use crate::cluster_bench::results::BenchResults;
 use crate::cluster_bench::run::Plan;
@@ -40,7 +39,10 @@ pub struct Args {
     #[arg(long, default_value = "all", value_name = "LIST")]
     workloads: String,
     /// Comma-separated providers, run in this order in even rounds (reversed in
-    /// odd ones): `lockstep`, `galera`, or library paths.
+    /// odd ones): `lockstep`, `galera`, or library paths. An item may add its
+    /// own settings after `+`, to compare configurations in one run:
+    /// `lockstep+innodb_flush_log_at_trx_commit=0+lockstep.cache_sync=yes`
+    /// (a name with a dot is a provider option, any other a [mysqld] line).
     #[arg(long, default_value = "lockstep,galera", value_name = "LIST")]
     providers: String,
     /// Rounds: every provider runs every workload once per round.
@@ -173,7 +175,7 @@ fn write_scaling(out: &std::path::Path, all: &[(usize, BenchResults)]) -> bool {
 }
 
 /// Runs `large_trx`, prints its table; whether a run failed.
-fn run_large_trx(args: &Args, providers: &[Provider], out: &std::path::Path) -> bool {
+fn run_large_trx(args: &Args, providers: &[Contender], out: &std::path::Path) -> bool {
     let plan = LargeTrxPlan {
         rows: args.large_rows.max(1),
         time: Duration::from_secs(args.large_time.max(10)),
@@ -230,15 +232,13 @@ fn bench(args: &Args, nodes: usize) -> Result<Bench, CliError> {
     })
 }
 
-fn providers(list: &str, lockstep_lib: Option<&PathBuf>) -> Result<Vec<Provider>, CliError> {
-    let mut out: Vec<Provider> = Vec::new();
-    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let p = match (name, lockstep_lib) {
-            ("lockstep", Some(path)) => Provider::Lockstep(path.clone()),
-            _ => Provider::from_name(name),
-        };
-        if !out.contains(&p) {
-            out.push(p);
+fn providers(list: &str, lockstep_lib: Option<&PathBuf>) -> Result<Vec<Contender>, CliError> {
+    let mut out: Vec<Contender> = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let c = Contender::parse(item, lockstep_lib)
+            .map_err(|e| CliError::Usage(format!("--providers: {e}")))?;
+        if !out.iter().any(|o| o.label == c.label) {
+            out.push(c);
         }
     }
     if out.is_empty() {
@@ -250,13 +250,23 @@ fn providers(list: &str, lockstep_lib: Option<&PathBuf>) -> Result<Vec<Provider>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lockstep_testkit::Provider;
 
     #[test]
     fn lockstep_lib_replaces_the_default_library() {
         let lib = PathBuf::from("/opt/liblockstep.so");
         let p = providers("lockstep, galera,lockstep", Some(&lib)).unwrap();
-        assert_eq!(p, [Provider::Lockstep(lib), Provider::Galera]);
+        let p: Vec<Provider> = p.into_iter().map(|c| c.provider).collect();
+        assert_eq!(p, [Provider::Lockstep(lib.clone()), Provider::Galera]);
         assert!(providers(",", None).is_err());
+        // The same provider with other settings is another contender.
+        let p = providers(
+            "lockstep,lockstep+innodb_flush_log_at_trx_commit=0",
+            Some(&lib),
+        )
+        .unwrap();
+        assert_eq!(p.len(), 2);
+        assert!(providers("lockstep+flush", None).is_err());
     }
 
     #[test]
