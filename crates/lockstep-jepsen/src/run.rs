@@ -189,9 +189,9 @@ pub fn run(spec: &RunSpec, out: &Path) -> RunResult {
             history =
                 std::mem::take(&mut *shared.history.lock().unwrap_or_else(|p| p.into_inner()));
             history.extend(finals);
-            if !problems.is_empty() {
-                let _ = std::fs::write(dir.join("logs.txt"), cluster.log_tails(60));
-            }
+            // Every run's, not only a failed one's: why a node stopped
+            // under a fault (`disk-full`, `disk-eio`) is read here.
+            let _ = std::fs::write(dir.join("logs.txt"), cluster.log_tails(300));
         }
     }
     history.sort_by_key(|t| (t.invoke_us, t.id));
