@@ -120,6 +120,11 @@ pub enum Decoded {
     Record(CachedEvent, usize),
     /// The buffer ends inside a record that needs this many bytes in all.
     NeedMore(usize),
+    /// A header of zeros (a length of 0, which no record has: its payload
+    /// holds at least a kind, a history and a seqno): space a synced cache
+    /// reserved ahead of its records and has not written yet. No record
+    /// follows it.
+    Unwritten,
 }
 
 /// Appends `ev`'s frame to `out`.
@@ -258,6 +263,9 @@ pub fn decode_record(buf: &[u8], max_payload: usize) -> Result<Decoded, RecordEr
         return Ok(Decoded::NeedMore(RECORD_HEADER_LEN));
     }
     let len = u32::from_le_bytes(buf[0..4].try_into().expect("4 bytes")) as usize;
+    if len == 0 && buf[4..RECORD_HEADER_LEN] == [0; RECORD_HEADER_LEN - 4] {
+        return Ok(Decoded::Unwritten);
+    }
     if len > max_payload {
         return Err(RecordError::TooLarge {
             len,
@@ -575,6 +583,23 @@ mod tests {
                 ..
             }))
         ));
+    }
+
+    #[test]
+    fn zeros_after_the_records_are_unwritten_space_not_a_record() {
+        let mut buf = Vec::new();
+        encode_record(&samples()[0], &mut buf);
+        let used = buf.len();
+        buf.resize(used + 4096, 0);
+        assert!(matches!(
+            decode_record(&buf, 1 << 20),
+            Ok(Decoded::Record(_, n)) if n == used
+        ));
+        assert_eq!(decode_record(&buf[used..], 1 << 20), Ok(Decoded::Unwritten));
+        // A length of 0 under a checksum is damage, not reserved space.
+        let mut damaged = [0u8; RECORD_HEADER_LEN];
+        damaged[5] = 1;
+        assert!(decode_record(&damaged, 1 << 20).is_err());
     }
 
     #[test]

@@ -49,11 +49,20 @@ pub trait Fs: Send + Sync {
     fn open_read(&self, path: &Path, offset: u64) -> io::Result<Box<dyn Read + Send>>;
 }
 
-/// A file open for appending ([`Fs::open_append`]).
+/// A file open for appending ([`Fs::open_append`]): records go at its
+/// append position, which starts at the file's end and may fall behind it
+/// once [`AppendFile::reserve`] has added zeros there.
 pub trait AppendFile: Send {
+    /// Writes `bytes` at the append position and moves it past them.
     fn append(&mut self, bytes: &[u8]) -> io::Result<()>;
-    /// Makes what was appended durable (fdatasync).
+    /// Makes what was written durable (fdatasync).
     fn sync(&mut self) -> io::Result<()>;
+    /// Extends the file with zeros up to `len` bytes (nothing if it is
+    /// that long already), leaving the append position where it is. An
+    /// append into written zeros changes no file size and no block map,
+    /// so its fdatasync writes the data alone, not the file system's
+    /// journal too (ADR 0026: the synced cache's cost).
+    fn reserve(&mut self, len: u64) -> io::Result<()>;
 }
 
 /// The temporary name a file is written under before its rename.
@@ -182,12 +191,14 @@ impl Fs for Disk {
     fn open_append(&self, path: &Path, truncate: bool) -> io::Result<Box<dyn AppendFile>> {
         // (`OpenOptions` refuses append with truncate: a new file is
         // written from its start, which is its end.)
-        let f = if truncate {
+        let file = if truncate {
             std::fs::File::create(path)?
         } else {
-            std::fs::OpenOptions::new().append(true).open(path)?
+            std::fs::OpenOptions::new().write(true).open(path)?
         };
-        Ok(Box::new(DiskFile(f)))
+        // Not O_APPEND: records overwrite the zeros `reserve` wrote.
+        let position = file.metadata()?.len();
+        Ok(Box::new(DiskFile { file, position }))
     }
 
     fn open_read(&self, path: &Path, offset: u64) -> io::Result<Box<dyn Read + Send>> {
@@ -199,15 +210,41 @@ impl Fs for Disk {
 }
 
 /// [`Disk`]'s [`AppendFile`].
-struct DiskFile(std::fs::File);
+struct DiskFile {
+    file: std::fs::File,
+    /// Where the next append goes.
+    position: u64,
+}
+
+/// Zeros written per write(2) by [`AppendFile::reserve`].
+const ZEROS: usize = 1 << 20;
 
 impl AppendFile for DiskFile {
     fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.0.write_all(bytes)
+        use std::os::unix::fs::FileExt;
+        self.file.write_all_at(bytes, self.position)?;
+        self.position += bytes.len() as u64;
+        Ok(())
     }
 
     fn sync(&mut self) -> io::Result<()> {
-        self.0.sync_data()
+        self.file.sync_data()
+    }
+
+    fn reserve(&mut self, len: u64) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        // Written zeros, not fallocate(2) nor a hole: blocks allocated as
+        // unwritten (or not at all) change the block map again when the
+        // records land in them, and each fdatasync would commit the
+        // journal once more.
+        let mut end = self.file.metadata()?.len();
+        let zeros = vec![0u8; ZEROS.min(len.saturating_sub(end) as usize)];
+        while end < len {
+            let n = zeros.len().min((len - end) as usize);
+            self.file.write_all_at(&zeros[..n], end)?;
+            end += n as u64;
+        }
+        Ok(())
     }
 }
 

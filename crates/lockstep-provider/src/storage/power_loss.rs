@@ -114,12 +114,29 @@ impl SimFs {
 struct SimFile {
     fs: SimFs,
     inode: usize,
+    /// Where the next append goes.
+    position: usize,
 }
 
 impl AppendFile for SimFile {
     fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
         let mut s = self.fs.step()?;
-        s.inodes[self.inode].live.extend_from_slice(bytes);
+        let live = &mut s.inodes[self.inode].live;
+        let end = self.position + bytes.len();
+        if live.len() < end {
+            live.resize(end, 0);
+        }
+        live[self.position..end].copy_from_slice(bytes);
+        self.position = end;
+        Ok(())
+    }
+
+    fn reserve(&mut self, len: u64) -> io::Result<()> {
+        let mut s = self.fs.step()?;
+        let live = &mut s.inodes[self.inode].live;
+        if (live.len() as u64) < len {
+            live.resize(len as usize, 0);
+        }
         Ok(())
     }
 
@@ -233,9 +250,11 @@ impl Fs for SimFs {
             }
             (None, false) => return Err(io::Error::from(io::ErrorKind::NotFound)),
         };
+        let position = s.inodes[inode].live.len();
         Ok(Box::new(SimFile {
             fs: self.clone(),
             inode,
+            position,
         }))
     }
 
