@@ -175,7 +175,7 @@ pub fn raft_message(data: &[u8]) {
 /// order: everything delivered is the member's own.
 pub fn forged_senders(data: &[u8]) {
     use crate::group::node::{Group, GroupConfig, Output};
-    use crate::group::Delivery;
+    use crate::group::{Delivery, OrderedWriteset};
     use protobuf::Message as _;
     const ME: u64 = 7;
     let Some((&flags, mut rest)) = data.split_first() else {
@@ -200,7 +200,7 @@ pub fn forged_senders(data: &[u8]) {
     let mut now = 0;
     let check = |g: &mut Group| {
         for out in g.poll() {
-            if let Output::Deliver(Delivery::Writeset { origin, .. }) = out {
+            if let Output::Deliver(Delivery::Writeset(OrderedWriteset { origin, .. })) = out {
                 assert_eq!(origin, ME, "a stranger's writeset was ordered");
             }
         }

@@ -18,6 +18,7 @@ pub mod gates;
 pub mod group;
 pub mod metrics;
 pub mod options;
+pub mod rng;
 pub mod saved_state;
 pub mod saved_view;
 pub mod wire;

@@ -869,7 +869,7 @@ fn graceful_leave_to_one() {
         })?;
         let ordered_alone = sim.all[last_view..]
             .iter()
-            .filter(|d| matches!(d, lockstep_core::group::Delivery::Writeset { origin, .. } if *origin == me))
+            .filter(|d| matches!(d, lockstep_core::group::Delivery::Writeset(w) if w.origin == me))
             .count();
         check(ordered_alone > 0, &mut sim, || {
             "the last node ordered nothing on its own".into()

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use lockstep_history::{Mop, Outcome, Txn};
 use lockstep_testkit::{Error, Session};
 
-use crate::rng::Rng;
 use crate::workload::{self, Counters, Workload};
+use lockstep_core::rng::Rng;
 
 /// How long one statement may take before the client gives up on it.
 pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -18,6 +18,5 @@ pub mod disks;
 pub mod nemesis;
 pub mod net;
 pub mod report;
-pub mod rng;
 pub mod run;
 pub mod workload;

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use lockstep_history::Mop;
 
-use crate::rng::Rng;
+use lockstep_core::rng::Rng;
 
 /// The database the runs use.
 pub const DB: &str = "jepsen";
@@ -84,7 +84,7 @@ pub fn next_txn(
                 .map(|_| {
                     let key = base + rng.below(ACTIVE_KEYS);
                     counters.max_key.fetch_max(key, Ordering::Relaxed);
-                    if rng.chance(1, 2) {
+                    if rng.chance(0.5) {
                         Mop::Read { key, values: None }
                     } else {
                         Mop::Append {

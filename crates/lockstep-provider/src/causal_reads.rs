@@ -9,10 +9,7 @@
 //! transport's event loop answers asks (`group_driver/read_ask.rs`).
 //! All of them under the provider's one lock, through these methods.
 
-use crate::read_asks::{Join, ReadAsks};
-use std::collections::HashMap;
-use std::thread::Thread;
-use std::time::{Duration, Instant};
+use crate::read_asks::ReadAsks;
 
 /// The leader's lease as a round publishes it
 /// (`Group::read_lease`).
@@ -39,13 +36,9 @@ pub struct CausalReads {
     /// A read came (here, or a follower asked) since a round last looked:
     /// the rounds then keep the lease renewed.
     asked: bool,
-    /// This node's asks of the leader (batched).
+    /// This node's asks of the leader (batched), with the threads
+    /// waiting for their answers.
     asks: ReadAsks,
-    /// The server threads whose reads wait for an answer to an ask, each
-    /// woken alone (`Thread::unpark`) when its answer comes: a broadcast
-    /// also woke the reads that wait for the next ask, for nothing.
-    /// Bound: one per waiting read, like `asks`.
-    waiters: HashMap<u64, Thread>,
 }
 
 impl CausalReads {
@@ -99,34 +92,9 @@ impl CausalReads {
         std::mem::take(&mut self.asked)
     }
 
-    /// Read `id` of the current thread wants `leader`'s read index: it
-    /// waits to be unparked by the answer ([`CausalReads::answered`]).
-    pub fn join_ask(&mut self, id: u64, leader: u64, now: Instant, lost: Duration) -> Join {
-        self.waiters.insert(id, std::thread::current());
-        self.asks.join(id, leader, now, lost)
-    }
-
-    /// Read `id` stopped waiting (answered, or given up).
-    pub fn leave_ask(&mut self, id: u64) {
-        self.waiters.remove(&id);
-    }
-
-    /// Ask `n` came back from `from`: the reads it answers, each with
-    /// the thread to wake, and the next ask to send if reads joined
-    /// meanwhile (numbered `next_n`).
-    pub fn answered(
-        &mut self,
-        n: u64,
-        from: u64,
-        next_n: u64,
-        now: Instant,
-    ) -> (Vec<(u64, Option<Thread>)>, Option<u64>) {
-        let (reads, next) = self.asks.answered(n, from, next_n, now);
-        let reads = reads
-            .into_iter()
-            .map(|id| (id, self.waiters.remove(&id)))
-            .collect();
-        (reads, next)
+    /// The follower's asks of the leader.
+    pub fn asks(&mut self) -> &mut ReadAsks {
+        &mut self.asks
     }
 }
 
@@ -148,22 +116,6 @@ mod tests {
         assert_eq!(r.lease_index(now + 100_000_000), None);
         r.forget_leader();
         assert_eq!((r.leader(), r.lease_index(now)), (0, None));
-    }
-
-    #[test]
-    fn an_answer_wakes_the_threads_of_the_reads_it_answers() {
-        let mut r = CausalReads::default();
-        let now = Instant::now();
-        let wait = Duration::from_secs(1);
-        assert_eq!(r.join_ask(10, 2, now, wait), Join::Send { n: 10 });
-        assert_eq!(r.join_ask(11, 2, now, wait), Join::Wait);
-        let (reads, next) = r.answered(10, 2, 12, now);
-        let ids: Vec<u64> = reads.iter().map(|(id, _)| *id).collect();
-        assert_eq!(ids, [10]);
-        assert!(reads[0].1.is_some(), "the waiting thread is handed back");
-        assert_eq!(next, Some(12), "read 11 goes with the next ask");
-        r.leave_ask(11);
-        assert!(r.waiters.is_empty());
     }
 
     #[test]

@@ -170,7 +170,7 @@ impl Provider {
         };
         let id = g.proposals.open(true);
         let now = Instant::now();
-        if let Join::Send { n } = g.reads.join_ask(id, leader, now, ASK_WAIT) {
+        if let Join::Send { n } = g.reads.asks().join(id, leader, now, ASK_WAIT) {
             drop(g);
             // Sent without the state lock: the connection's queue has its
             // own. Unsent, the reads of this ask give up after ASK_WAIT.
@@ -191,7 +191,7 @@ impl Provider {
             std::thread::park_timeout(wait - now);
             g = self.lock();
         }
-        g.reads.leave_ask(id);
+        g.reads.asks().leave(id);
         match g.proposals.take(id) {
             Some(Resolution::ReadIndex { index }) => (g, Some(index)),
             _ => (g, None),

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::mariadb::option_file::{cnf_files_in, normalise_name, parse_value, strip_comment};
+use crate::mariadb::option_file::{cnf_files_in, include_target, normalise_name, Line};
 
 /// Include depth at most: deeper nesting is a loop or a mistake.
 const MAX_INCLUDE_DEPTH: usize = 10;
@@ -150,53 +150,37 @@ impl ServerSettings {
                 file: path.to_path_buf(),
                 line: i + 1,
             };
-            let line = raw.trim();
-            if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-                continue;
-            }
-            if let Some(rest) = line.strip_prefix('!') {
-                self.directive(path, rest, depth, &origin);
-                continue;
-            }
-            if let Some(name) = line.strip_prefix('[') {
-                match name.split_once(']') {
-                    Some((g, _)) => group = Some(g.trim().to_ascii_lowercase()),
-                    None => self
-                        .problems
-                        .push((origin, format!("a group header without ']': {line}"))),
-                }
-                continue;
-            }
-            let Some(g) = &group else {
-                self.problems
-                    .push((origin, format!("an option before any [group]: {line}")));
-                continue;
-            };
-            if !self.is_server_group(g) {
-                continue;
-            }
-            // Values are read as the credential reader reads them (quotes,
-            // escapes, a trailing comment); an `=` after a `#` is inside
-            // the comment of a bare key (`key  # why=x`).
-            let (key, value) = match line.split_once('=') {
-                Some((k, v)) if !k.contains('#') => match parse_value(v) {
-                    Ok(v) => (k, v),
-                    Err(why) => {
-                        self.problems.push((origin, why));
+            match Line::of(raw) {
+                Line::Nothing => {}
+                Line::Directive { word, arg } => self.directive(path, word, arg, depth, &origin),
+                Line::Group(Ok(name)) => group = Some(name),
+                Line::Group(Err(why)) => self.problems.push((origin, why)),
+                Line::Option { key, value } => {
+                    let Some(g) = &group else {
+                        self.problems.push((
+                            origin,
+                            format!("an option before any [group]: {}", raw.trim()),
+                        ));
+                        continue;
+                    };
+                    if !self.is_server_group(g) {
                         continue;
                     }
-                },
-                _ => (strip_comment(line), String::new()),
-            };
-            let key = key.trim();
-            for (key, value) in server_spellings(key, value) {
-                self.settings.insert(
-                    key,
-                    Setting {
-                        value,
-                        origin: origin.clone(),
-                    },
-                );
+                    match value {
+                        Ok(value) => {
+                            for (key, value) in server_spellings(&key, value.unwrap_or_default()) {
+                                self.settings.insert(
+                                    key,
+                                    Setting {
+                                        value,
+                                        origin: origin.clone(),
+                                    },
+                                );
+                            }
+                        }
+                        Err(why) => self.problems.push((origin, why)),
+                    }
+                }
             }
         }
     }
@@ -209,19 +193,15 @@ impl ServerSettings {
         SERVER_GROUPS.contains(&base)
     }
 
-    fn directive(&mut self, path: &Path, rest: &str, depth: usize, origin: &Origin) {
-        let (word, arg) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-        let arg = arg.trim();
+    fn directive(&mut self, path: &Path, word: &str, arg: &str, depth: usize, origin: &Origin) {
         if depth >= MAX_INCLUDE_DEPTH {
             self.problems.push((
                 origin.clone(),
-                format!("includes nested deeper than {MAX_INCLUDE_DEPTH}: !{rest}"),
+                format!("includes nested deeper than {MAX_INCLUDE_DEPTH}: !{word} {arg}"),
             ));
             return;
         }
-        // Relative paths are relative to the including file's directory,
-        // as the server resolves them.
-        let target = path.parent().unwrap_or(Path::new(".")).join(arg);
+        let target = include_target(path, arg);
         match word {
             "include" => self.read_file(&target, depth + 1, Some(origin)),
             "includedir" => match cnf_files_in(&target) {

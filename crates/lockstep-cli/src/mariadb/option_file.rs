@@ -124,48 +124,37 @@ impl OptionFile {
                 line: i + 1,
                 message,
             };
-            let line = raw.trim();
-            if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-                continue;
-            }
-            if let Some(rest) = line.strip_prefix("!includedir") {
-                for file in cnf_files_in(Path::new(rest.trim())).map_err(|source| {
-                    OptionFileError::Read {
-                        path: PathBuf::from(rest.trim()),
-                        source,
+            match Line::of(raw) {
+                Line::Nothing => {}
+                Line::Directive { word, arg } => {
+                    let target = include_target(path, arg);
+                    match word {
+                        "include" => self.load_into(&target, depth + 1)?,
+                        "includedir" => {
+                            let files =
+                                cnf_files_in(&target).map_err(|source| OptionFileError::Read {
+                                    path: target.clone(),
+                                    source,
+                                })?;
+                            for file in files {
+                                self.load_into(&file, depth + 1)?;
+                            }
+                        }
+                        _ => return Err(syntax(format!("unknown directive `!{word}`"))),
                     }
-                })? {
-                    self.load_into(&file, depth + 1)?;
                 }
-                continue;
-            }
-            if let Some(rest) = line.strip_prefix("!include") {
-                self.load_into(Path::new(rest.trim()), depth + 1)?;
-                continue;
-            }
-            if let Some(rest) = line.strip_prefix('[') {
-                let name = rest
-                    .split_once(']')
-                    .map(|(n, _)| n.trim())
-                    .ok_or_else(|| syntax(format!("unterminated group header `{line}`")))?;
-                if name.is_empty() {
-                    return Err(syntax("empty group name `[]`".into()));
+                Line::Group(name) => group = Some(name.map_err(syntax)?),
+                Line::Option { key, value } => {
+                    let Some(g) = &group else {
+                        return Err(syntax(format!(
+                            "option `{}` before any [group] header",
+                            raw.trim()
+                        )));
+                    };
+                    let value = value.map_err(syntax)?;
+                    self.groups.entry(g.clone()).or_default().insert(key, value);
                 }
-                group = Some(name.to_ascii_lowercase());
-                continue;
             }
-            let Some(g) = &group else {
-                return Err(syntax(format!("option `{line}` before any [group] header")));
-            };
-            let (key, value) = match line.split_once('=') {
-                Some((k, v)) => (k, Some(parse_value(v).map_err(syntax)?)),
-                None => (line, None),
-            };
-            let key = normalise_name(strip_comment(key).trim());
-            if key.is_empty() {
-                return Err(syntax(format!("missing option name in `{line}`")));
-            }
-            self.groups.entry(g.clone()).or_default().insert(key, value);
         }
         Ok(())
     }
@@ -181,6 +170,68 @@ impl OptionFile {
             .find_map(|opts| opts.get(&key))
             .map(|v| v.clone().unwrap_or_default())
     }
+}
+
+/// One line of an option file, as both readers see it (this one, and
+/// the configuration check's `ServerSettings`, which reads what the
+/// server reads and keeps going where this one stops).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Line<'a> {
+    /// Empty, or a `#` or `;` comment.
+    Nothing,
+    /// `!word arg`: `!include FILE`, `!includedir DIR`, or an unknown one.
+    Directive { word: &'a str, arg: &'a str },
+    /// `[name]`, lowercased; why not, for a header without `]` or a name.
+    Group(Result<String, String>),
+    /// `key=value`, or a bare `key` (`None`); the key normalised
+    /// ([`normalise_name`]); why not, for a value that does not parse or a
+    /// line without a name.
+    Option {
+        key: String,
+        value: Result<Option<String>, String>,
+    },
+}
+
+impl Line<'_> {
+    pub(crate) fn of(raw: &str) -> Line<'_> {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            return Line::Nothing;
+        }
+        if let Some(rest) = line.strip_prefix('!') {
+            let (word, arg) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            return Line::Directive {
+                word,
+                arg: arg.trim(),
+            };
+        }
+        if let Some(rest) = line.strip_prefix('[') {
+            return Line::Group(match rest.split_once(']') {
+                None => Err(format!("unterminated group header `{line}`")),
+                Some((n, _)) if n.trim().is_empty() => Err("empty group name `[]`".into()),
+                Some((n, _)) => Ok(n.trim().to_ascii_lowercase()),
+            });
+        }
+        // An `=` after a `#` is inside the comment of a bare key
+        // (`key  # why=x`).
+        let (key, value) = match line.split_once('=') {
+            Some((k, v)) if !k.contains('#') => (k, parse_value(v).map(Some)),
+            _ => (strip_comment(line), Ok(None)),
+        };
+        let key = normalise_name(key);
+        let value = if key.is_empty() {
+            Err(format!("missing option name in `{line}`"))
+        } else {
+            value
+        };
+        Line::Option { key, value }
+    }
+}
+
+/// An include's path: relative to the including file's directory, as the
+/// server resolves it.
+pub(crate) fn include_target(including: &Path, arg: &str) -> PathBuf {
+    including.parent().unwrap_or(Path::new(".")).join(arg)
 }
 
 pub(crate) fn cnf_files_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {

@@ -46,4 +46,6 @@ pub use fragments::EncodedBody;
 pub use member_state::{LocalState, MemberState, Notify};
 pub use node::{Group, GroupConfig, Output};
 pub use read_grants::LeaseMsg;
-pub use sequencer::{Delivery, GroupView, Member, Membership, Sequencer, SequencerError};
+pub use sequencer::{
+    Delivery, GroupView, Member, Membership, OrderedWriteset, Sequencer, SequencerError,
+};

@@ -34,7 +34,7 @@ use super::member_state::MemberState;
 use super::payload::Payload;
 use super::read_fence::{lease_ms, ReadFences};
 use super::read_grants::{LeaseMsg, ReadGrants, OBLIGATION_MS};
-use super::sequencer::{Delivery, GroupView, Member, Membership, Sequencer};
+use super::sequencer::{Delivery, GroupView, Member, Membership, OrderedWriteset, Sequencer};
 use super::{echo, relay};
 use crate::clocks::ObligationClock;
 use protobuf::Message as _;
@@ -2128,9 +2128,9 @@ impl Group {
     fn observe(&mut self, d: &Delivery) {
         let me = self.me.raft_id;
         match d {
-            Delivery::Writeset {
+            Delivery::Writeset(OrderedWriteset {
                 origin, proposal, ..
-            }
+            })
             | Delivery::Settled { origin, proposal }
                 if *origin == me =>
             {

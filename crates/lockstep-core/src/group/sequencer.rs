@@ -66,21 +66,28 @@ pub struct GroupView {
     pub members: Vec<MemberInfo>,
 }
 
+/// A writeset (or TOI) the group ordered at `seqno`, and its
+/// certification.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderedWriteset {
+    pub seqno: Seqno,
+    /// The Raft id of the member that proposed it.
+    pub origin: u64,
+    /// Its proposal id at the origin.
+    pub proposal: u64,
+    pub ws: Arc<Writeset>,
+    pub outcome: CertOutcome,
+    /// What it depends on beyond its last-seen seqno
+    /// (`Certifier::last_related`), for the commit bypass of its origin;
+    /// `None`: unknown or everything before it.
+    pub related: Option<Vec<Seqno>>,
+}
+
 /// What the sequencer decided for one log position.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Delivery {
-    /// A writeset (or TOI) at `seqno`.
-    Writeset {
-        seqno: Seqno,
-        origin: u64,
-        proposal: u64,
-        ws: Arc<Writeset>,
-        outcome: CertOutcome,
-        /// What it depends on beyond its last-seen seqno
-        /// (`Certifier::last_related`), for the commit bypass of its
-        /// origin; `None`: unknown or everything before it.
-        related: Option<Vec<Seqno>>,
-    },
+    /// A writeset (or TOI).
+    Writeset(OrderedWriteset),
     View(GroupView),
     /// `donor` must send its state to `joiner`; `seqno` is the last seqno
     /// ordered before the request. With `ist_after` the joiner already
@@ -788,14 +795,14 @@ impl Sequencer {
         self.window_keys += ws.keys.len();
         self.window
             .push_back((seqno, ws.clone(), outcome.is_pass()));
-        out.push(Delivery::Writeset {
+        out.push(Delivery::Writeset(OrderedWriteset {
             seqno,
             origin,
             proposal,
             ws,
             outcome,
             related,
-        });
+        }));
         Ok(())
     }
 

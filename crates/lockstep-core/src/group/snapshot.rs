@@ -311,7 +311,7 @@ mod tests {
     use crate::certification::{Key, KeyType};
     use crate::group::action::tests::member;
     use crate::group::action::{Action, Proposal};
-    use crate::group::sequencer::{Delivery, Membership};
+    use crate::group::sequencer::{Delivery, Membership, OrderedWriteset};
 
     /// A deterministic stream of proposals from three members: writesets
     /// on a small key space (conflicts), commit reports (purges), state
@@ -419,10 +419,10 @@ mod tests {
         s.entry(parts, &mut out).unwrap();
         let delivered: Vec<&Delivery> = out
             .iter()
-            .filter(|d| matches!(d, Delivery::Writeset { .. }))
+            .filter(|d| matches!(d, Delivery::Writeset(_)))
             .collect();
         assert_eq!(delivered.len(), 1);
-        let Delivery::Writeset { proposal, ws, .. } = delivered[0] else {
+        let Delivery::Writeset(OrderedWriteset { proposal, ws, .. }) = delivered[0] else {
             unreachable!()
         };
         assert_eq!(*proposal, 77);
@@ -493,13 +493,13 @@ mod tests {
     fn shape(d: &[Delivery]) -> Vec<String> {
         d.iter()
             .map(|d| match d {
-                Delivery::Writeset {
+                Delivery::Writeset(OrderedWriteset {
                     seqno,
                     origin,
                     proposal,
                     outcome,
                     ..
-                } => format!("ws {seqno} {origin} {proposal} {outcome:?}"),
+                }) => format!("ws {seqno} {origin} {proposal} {outcome:?}"),
                 other => format!("{other:?}"),
             })
             .collect()

@@ -20,7 +20,7 @@ use lockstep_core::clocks::SteadyClock;
 use lockstep_core::group::action::BINDING_VERSION;
 use lockstep_core::group::{
     echo, relay, Action, Delivery, Group, GroupConfig, GroupView, LeaseMsg, MemberInfo,
-    MemberState, Output, Writeset,
+    MemberState, OrderedWriteset, Output, Writeset,
 };
 use raft::eraftpb::{Message, MessageType};
 use std::cmp::Ordering;
@@ -31,42 +31,7 @@ use wsrep_abi::consts::flags;
 
 // ---------------------------------------------------------------- PRNG
 
-/// splitmix64: tiny, fast, good enough, and the same on every platform.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: u64) -> u64 {
-        assert!(n > 0);
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-
-    /// Uniform in `lo..=hi`.
-    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi - lo + 1)
-    }
-
-    pub fn chance(&mut self, p: f64) -> bool {
-        p > 0.0 && ((self.next_u64() >> 11) as f64) < p * (1u64 << 53) as f64
-    }
-
-    pub fn index(&mut self, len: usize) -> usize {
-        self.below(len as u64) as usize
-    }
-}
+pub use lockstep_core::rng::Rng;
 
 /// Mixes a test name into a seed, so tests with the same seed numbers
 /// explore different runs.
@@ -1412,7 +1377,7 @@ impl Sim {
             self.all.push(d.clone());
             self.new_canonical(&d);
         }
-        if let Delivery::Writeset { outcome, .. } = &d {
+        if let Delivery::Writeset(OrderedWriteset { outcome, .. }) = &d {
             let node = &mut self.nodes[slot];
             node.certified += 1;
             node.passed += u64::from(outcome.is_pass());
@@ -1516,14 +1481,14 @@ impl Sim {
 
     fn new_canonical(&mut self, d: &Delivery) {
         match d {
-            Delivery::Writeset {
+            Delivery::Writeset(OrderedWriteset {
                 seqno,
                 origin,
                 proposal,
                 outcome,
                 ws,
                 related,
-            } => {
+            }) => {
                 let req = CertRequest {
                     seqno: *seqno,
                     last_seen: ws.last_seen,
@@ -1704,9 +1669,9 @@ impl Sim {
     fn react(&mut self, slot: usize, d: &Delivery) {
         let me = self.nodes[slot].id;
         match d {
-            Delivery::Writeset {
+            Delivery::Writeset(OrderedWriteset {
                 origin, proposal, ..
-            }
+            })
             | Delivery::Settled { origin, proposal }
                 if *origin == me =>
             {
@@ -2437,7 +2402,7 @@ impl Sim {
 
 fn seqno_of(d: &Delivery) -> Option<i64> {
     match d {
-        Delivery::Writeset { seqno, .. } => Some(*seqno),
+        Delivery::Writeset(OrderedWriteset { seqno, .. }) => Some(*seqno),
         Delivery::View(v) => Some(v.seqno),
         _ => None,
     }
@@ -2445,14 +2410,14 @@ fn seqno_of(d: &Delivery) -> Option<i64> {
 
 fn short(d: &Delivery) -> String {
     match d {
-        Delivery::Writeset {
+        Delivery::Writeset(OrderedWriteset {
             seqno,
             origin,
             proposal,
             ws,
             outcome,
             ..
-        } => format!(
+        }) => format!(
             "Writeset seqno={seqno} origin={origin} proposal={proposal} trx={} last_seen={} outcome={outcome:?}",
             ws.trx_id, ws.last_seen
         ),
@@ -2535,13 +2500,13 @@ pub fn run_seeds(
 /// The canonical seqno-consuming stream, for tests that look into it.
 pub fn writesets(sim: &Sim) -> impl Iterator<Item = (i64, u64, &Arc<Writeset>, bool)> {
     sim.seq.iter().filter_map(|d| match d {
-        Delivery::Writeset {
+        Delivery::Writeset(OrderedWriteset {
             seqno,
             origin,
             ws,
             outcome,
             ..
-        } => Some((*seqno, *origin, ws, outcome.is_pass())),
+        }) => Some((*seqno, *origin, ws, outcome.is_pass())),
         _ => None,
     })
 }

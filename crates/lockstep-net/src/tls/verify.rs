@@ -77,6 +77,37 @@ impl Pinned {
     }
 }
 
+/// The handshake-signature methods, the same in both verifier traits
+/// (rustls declares them in each): webpki's check, then [`Pinned::signed`]
+/// for a v1 certificate. The implementing type has `webpki` and `pinned`.
+macro_rules! handshake_signatures {
+    () => {
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, Error> {
+            let webpki = self.webpki.verify_tls12_signature(message, cert, dss);
+            self.pinned.signed(webpki, message, cert, dss, false)
+        }
+
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, Error> {
+            let webpki = self.webpki.verify_tls13_signature(message, cert, dss);
+            self.pinned.signed(webpki, message, cert, dss, true)
+        }
+
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            self.webpki.supported_verify_schemes()
+        }
+    };
+}
+
 /// The dialing side's check of the acceptor.
 #[derive(Debug)]
 pub(super) struct ServerCheck {
@@ -130,29 +161,7 @@ impl ServerCertVerifier for ServerCheck {
         }
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        let webpki = self.webpki.verify_tls12_signature(message, cert, dss);
-        self.pinned.signed(webpki, message, cert, dss, false)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        let webpki = self.webpki.verify_tls13_signature(message, cert, dss);
-        self.pinned.signed(webpki, message, cert, dss, true)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.webpki.supported_verify_schemes()
-    }
+    handshake_signatures!();
 }
 
 /// The accepting side's check of the dialer: a certificate is required.
@@ -206,27 +215,5 @@ impl ClientCertVerifier for ClientCheck {
         }
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        let webpki = self.webpki.verify_tls12_signature(message, cert, dss);
-        self.pinned.signed(webpki, message, cert, dss, false)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        let webpki = self.webpki.verify_tls13_signature(message, cert, dss);
-        self.pinned.signed(webpki, message, cert, dss, true)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.webpki.supported_verify_schemes()
-    }
+    handshake_signatures!();
 }

@@ -11,7 +11,7 @@ use crate::proposals::Mine;
 use crate::remote_ws::RemoteWs;
 use crate::server::{view_members, View};
 use crate::state::{view_kind, Conn, Inner, Resolution};
-use lockstep_core::group::{Delivery, GroupView, MemberState};
+use lockstep_core::group::{Delivery, GroupView, MemberState, OrderedWriteset};
 use lockstep_core::writeset_cache::{membership_digest, CachedKind};
 use wsrep_abi::{view_status, Gtid, Uuid};
 
@@ -35,14 +35,14 @@ pub fn wsrep_view(v: &GroupView, me: u64, proto_ver: i32) -> View {
 
 pub fn deliver(g: &mut Inner, me: u64, d: Delivery) {
     match d {
-        Delivery::Writeset {
+        Delivery::Writeset(OrderedWriteset {
             seqno,
             origin,
             proposal,
             ws,
             outcome,
             related,
-        } => {
+        }) => {
             g.last_ordered = seqno;
             // Once: it walks every key.
             let size = ws.size();

@@ -455,7 +455,7 @@ impl Rounds for Worker {
         let polled = round.elapsed();
         let writesets = outputs
             .iter()
-            .filter(|o| matches!(o, Output::Deliver(Delivery::Writeset { .. })))
+            .filter(|o| matches!(o, Output::Deliver(Delivery::Writeset(_))))
             .count() as u32;
         self.process(outputs);
         if writesets > 0 {

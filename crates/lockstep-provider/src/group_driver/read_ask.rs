@@ -28,7 +28,7 @@ pub fn quick(shared: Arc<Shared>) -> Quick {
             let mut g = shared.lock();
             // Only the leader that was asked answers (`ReadAsks`).
             let next_n = g.proposals.peek_id();
-            let (reads, next) = g.reads.answered(n, from, next_n, Instant::now());
+            let (reads, next) = g.reads.asks().answered(n, from, next_n, Instant::now());
             if next.is_some() {
                 g.proposals.open(false);
             }
