@@ -5,6 +5,9 @@
   cpu_threads.py diff A.json B.json TRX       print what each node's threads
                                               (grouped by name) used per
                                               transaction between A and B
+  cpu_threads.py idle A.json B.json SECS      print what they used per 10 s
+                                              of an idle cluster (CPU from
+                                              schedstat, in nanoseconds)
 
 CPU is utime + stime from /proc/PID/task/TID/stat (clock ticks), context
 switches are voluntary + involuntary from .../status. Threads are grouped
@@ -39,16 +42,19 @@ def snap(pids):
                 switches = int(status["voluntary_ctxt_switches"]) + int(
                     status["nonvoluntary_ctxt_switches"]
                 )
+                # Nanoseconds on the CPU: an idle thread's few ms do not
+                # show in clock ticks.
+                ns = int(open(f"{base}/schedstat").read().split()[0])
             except (FileNotFoundError, ProcessLookupError):
                 continue
-            out[f"{node}:{tid}"] = [comm, cpu, switches]
+            out[f"{node}:{tid}"] = [comm, cpu, switches, ns]
     return out
 
 
 def diff(a, b, trx):
     groups = collections.defaultdict(lambda: [0, 0, 0])
-    for key, (comm, cpu, switches) in b.items():
-        _, cpu0, switches0 = a.get(key, [comm, 0, 0])
+    for key, (comm, cpu, switches, _) in b.items():
+        _, cpu0, switches0, _ = a.get(key, [comm, 0, 0, 0])
         g = groups[(int(key.split(":")[0]), comm)]
         g[0] += cpu - cpu0
         g[1] += switches - switches0
@@ -71,6 +77,26 @@ def diff(a, b, trx):
     return "\n".join(lines)
 
 
+def idle(a, b, secs):
+    groups = collections.defaultdict(lambda: [0, 0])
+    for key, (comm, _, switches, ns) in b.items():
+        _, _, switches0, ns0 = a.get(key, [comm, 0, 0, 0])
+        g = groups[(int(key.split(":")[0]), comm)]
+        g[0] += ns - ns0
+        g[1] += switches - switches0
+    per = 10.0 / secs
+    lines = ["node  threads            CPU ms/10 s  switches/10 s"]
+    total_ns = total_switches = 0
+    for (node, comm), (ns, switches) in sorted(groups.items()):
+        total_ns += ns
+        total_switches += switches
+        if ns == 0 and switches == 0:
+            continue
+        lines.append(f"{node:>4}  {comm:<17} {ns / 1e6 * per:>12.1f}  {switches * per:>13.0f}")
+    lines.append(f"total                   {total_ns / 1e6 * per:>12.1f}  {total_switches * per:>13.0f}")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "snap":
         pids = [int(p) for p in sys.argv[2].split(",")]
@@ -82,5 +108,9 @@ if __name__ == "__main__":
         if trx <= 0:
             sys.exit("no transaction committed between the snapshots")
         print(diff(a, b, trx))
+    elif len(sys.argv) == 5 and sys.argv[1] == "idle":
+        a = json.load(open(sys.argv[2]))
+        b = json.load(open(sys.argv[3]))
+        print(idle(a, b, float(sys.argv[4])))
     else:
         sys.exit(__doc__)

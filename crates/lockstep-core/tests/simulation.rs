@@ -39,7 +39,7 @@ mod sim;
 use std::cell::Cell;
 
 use lockstep_core::group::peer::PROTOCOL_VERSION;
-use lockstep_core::group::Action;
+use lockstep_core::group::{Action, Group};
 use sim::{run_seeds, salted, writesets, Net, Rng, Sim, SimConfig, Stats, Status};
 
 fn setup(name: &str, seed: u64) -> (SimConfig, Rng) {
@@ -101,6 +101,55 @@ fn no_faults() {
             "no_faults: the log was never compacted"
         );
     }
+}
+
+/// What keeps each running node's group busy (`Group::busy_with`).
+fn sim_busy(s: &Sim) -> Vec<Option<&'static str>> {
+    s.nodes
+        .iter()
+        .filter_map(|n| n.group.as_ref().map(Group::busy_with))
+        .collect()
+}
+
+/// Issue 53, tickless when idle: once the workload stops and the group
+/// has settled, every member's group is quiet (`Group::is_quiet`: nothing
+/// a round must push on before an input comes), so its provider may sleep
+/// until the next heartbeat. A proposal makes its node busy until it is
+/// delivered, and the group is quiet again after.
+#[test]
+fn a_settled_group_is_quiet_until_a_proposal() {
+    fn all_quiet(s: &Sim) -> bool {
+        let running: Vec<&Group> = s.nodes.iter().filter_map(|n| n.group.as_ref()).collect();
+        !running.is_empty() && running.iter().all(|g| g.is_quiet())
+    }
+    run_seeds("quiet", 40, |name, seed| {
+        let (cfg, rng) = setup(name, seed);
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        sim.run(3000, |_| {})?;
+        let stats = sim.settle(20_000)?;
+        let quiet = sim.run_until(5_000, all_quiet);
+        let why = sim_busy(&sim);
+        check(quiet, &mut sim, || {
+            format!("a settled group never became quiet: {why:?}")
+        })?;
+        let slot = sim
+            .nodes
+            .iter()
+            .position(|n| n.group.is_some())
+            .expect("a running node");
+        let (raft_id, id) = (sim.nodes[slot].id, sim.nodes[slot].next_id);
+        sim.propose(slot, Action::Barrier { raft_id, id });
+        let busy = !sim.nodes[slot].group.as_ref().expect("running").is_quiet();
+        check(busy, &mut sim, || {
+            "a node with a proposal in flight was quiet".into()
+        })?;
+        let again = sim.run_until(5_000, all_quiet);
+        let why = sim_busy(&sim);
+        check(again, &mut sim, || {
+            format!("not quiet again after the proposal: {why:?}")
+        })?;
+        Ok(stats)
+    });
 }
 
 /// ADR 0017: in a group of three voters a follower commits what it stores

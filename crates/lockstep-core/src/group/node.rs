@@ -559,6 +559,52 @@ impl Group {
         self.cfg.suspect_timeout_ms = ms;
     }
 
+    /// Nothing is under way that a round must push on before an input
+    /// comes (issue 53, tickless when idle): a member with a leader, no
+    /// proposal queued, in flight or in fragments, no read waiting, no
+    /// snapshot to send, nothing held back or ready in Raft (a compaction
+    /// waiting for the log to grow is no work: entries come with inputs),
+    /// and as leader every member's log matched. Raft still needs its
+    /// ticks then (heartbeats, election timeouts), but only at the
+    /// heartbeat's pace: [`Group::heartbeat_ms`].
+    pub fn is_quiet(&self) -> bool {
+        self.busy_with().is_none()
+    }
+
+    /// What keeps the group from being quiet (the first thing found), for
+    /// tests and logs; `None` when it is.
+    pub fn busy_with(&self) -> Option<&'static str> {
+        let last = self.raw.raft.raft_log.last_index();
+        let checks = [
+            (!self.is_member(), "not a member"),
+            (!self.has_leader(), "no leader"),
+            (
+                self.leaving || self.failed || self.retired,
+                "leaving or stopped",
+            ),
+            (!self.queued.is_empty(), "proposals queued"),
+            (!self.fragments.is_empty(), "fragments to send"),
+            (!self.pending.is_empty(), "proposals in flight"),
+            (!self.big_appends.is_empty(), "big appends in flight"),
+            (!self.held.is_empty(), "entries held back"),
+            (!self.out.is_empty(), "outputs not taken"),
+            (!self.snapshot_sent.is_empty(), "snapshots in flight"),
+            (!self.fences.is_idle(), "reads waiting"),
+            (self.raw.has_ready(), "Raft has a ready"),
+            (
+                self.is_leader() && self.raw.raft.prs().iter().any(|(_, p)| p.matched != last),
+                "a member's log behind",
+            ),
+        ];
+        checks.iter().find(|(busy, _)| *busy).map(|(_, what)| *what)
+    }
+
+    /// How often the leader sends heartbeats: how long an idle group
+    /// may leave Raft without a tick.
+    pub fn heartbeat_ms(&self) -> u64 {
+        self.cfg.tick_ms * self.cfg.heartbeat_ticks as u64
+    }
+
     /// Whether this node knows a leader: false while it cannot reach a
     /// majority (pre-vote and check-quorum reset the leader then).
     /// Whether this node is in contact with a leader. A voter loses the

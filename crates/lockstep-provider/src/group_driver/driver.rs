@@ -34,6 +34,9 @@ pub(super) trait Rounds: Send + 'static {
     fn take_after(&mut self) -> Self::After;
     /// Closes the transport (on the group thread, at the end).
     fn shut(&mut self);
+    /// How long the group thread may sleep without input after the last
+    /// round: `POLL` while anything is under way, longer when nothing is.
+    fn idle_wait(&self) -> Duration;
 }
 
 /// A round's work that needs no driver: run later, in round order, by one
@@ -202,16 +205,18 @@ impl<W: Rounds> Driver<W> {
         self.after().queue.len() > AFTER_MAX
     }
 
-    /// The group thread: a round when woken or every `POLL`, until a round
+    /// The group thread: a round when woken, or when the last round's
+    /// `idle_wait` passed (`POLL` while anything is under way), until a round
     /// stops the group. A panic in a round closes the transport and
     /// unwinds out of here (the caller reports it); no round runs again.
     pub(super) fn run(self: Arc<Self>, first: impl FnOnce(&mut W)) {
         first(&mut self.held.lock().unwrap_or_else(|p| p.into_inner()).rounds);
         self.inputs
             .set_driver(Arc::downgrade(&(self.clone() as Arc<dyn Drain>)));
+        let mut wait = POLL;
         loop {
             if !self.inputs.left_round() {
-                thread::park_timeout(POLL);
+                thread::park_timeout(wait);
             }
             let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
             let stop = held.stopping || {
@@ -227,6 +232,9 @@ impl<W: Rounds> Driver<W> {
                     }
                 }
             };
+            // A round another thread ran since counts too: it may have
+            // found work under way.
+            wait = held.rounds.idle_wait();
             let crowded = self.leave_after(&mut held);
             if stop {
                 // The last round's messages (a farewell) go before the
@@ -399,6 +407,10 @@ mod tests {
         }
 
         fn shut(&mut self) {}
+
+        fn idle_wait(&self) -> Duration {
+            POLL
+        }
     }
 
     type Gate = Option<(std::sync::mpsc::Sender<()>, Receiver<()>)>;

@@ -40,8 +40,14 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// How often the group thread wakes up without input (Raft ticks).
+/// How often the group thread wakes up without input while anything is
+/// under way (Raft's ticks, retries, the timed checks).
 const POLL: Duration = Duration::from_millis(10);
+
+/// The longest the group thread sleeps without input when nothing is
+/// under way (`Worker::quiet`): the heartbeat's pace, at most this (the
+/// once-a-second checks stay on time within it).
+const IDLE_POLL_MAX: Duration = Duration::from_millis(250);
 /// How often a non-primary learner pokes the members.
 const POKE_EVERY: Duration = Duration::from_secs(1);
 
@@ -175,6 +181,7 @@ impl GroupChannel {
             join_timeout: setup.join_timeout,
             gave_up: false,
             left_signalled: false,
+            quiet: false,
             non_primary_after: Duration::from_millis(setup.config.suspect_timeout_ms),
             leaderless_since: None,
             non_primary: false,
@@ -284,6 +291,12 @@ struct Worker {
     gave_up: bool,
     /// The end of a graceful leave was passed to the provider.
     left_signalled: bool,
+    /// The last round left nothing under way (`Group::is_quiet`, flow
+    /// control steady, no read asked, nothing delivered, the node Synced
+    /// with an empty apply queue): the group thread may sleep until the
+    /// next heartbeat is due, or an input wakes it (issue 53: tickless
+    /// when idle).
+    quiet: bool,
     /// Without a leader this long, the node is in a minority: non-primary.
     non_primary_after: Duration,
     leaderless_since: Option<Instant>,
@@ -382,6 +395,14 @@ impl Rounds for Worker {
         self.transport.shutdown();
     }
 
+    fn idle_wait(&self) -> Duration {
+        if self.quiet {
+            Duration::from_millis(self.group.heartbeat_ms()).clamp(POLL, IDLE_POLL_MAX)
+        } else {
+            POLL
+        }
+    }
+
     /// One round, on whichever thread holds the driver (`driver.rs`):
     /// every pending input, the timed checks, Raft's ready, and what it
     /// sends and delivers. `true` when the group is to stop.
@@ -424,6 +445,8 @@ impl Rounds for Worker {
         // asked-about seqno while nothing else is ordered.
         g.answer_votes();
         let asked = g.reads.take_asked();
+        let settled =
+            g.local.state() == lockstep_core::group::MemberState::Synced && g.queue.is_empty();
         drop(g);
         self.group.set_clocks_agree(clocks_agree);
         if let (Some(_), Some(views)) = (bound, &self.views) {
@@ -457,7 +480,16 @@ impl Rounds for Worker {
             .iter()
             .filter(|o| matches!(o, Output::Deliver(Delivery::Writeset(_))))
             .count() as u32;
+        let delivered = outputs.iter().any(|o| matches!(o, Output::Deliver(_)));
         self.process(outputs);
+        let was_quiet = self.quiet;
+        self.quiet =
+            settled && !delivered && !asked && flow == Flow::Steady && self.group.is_quiet();
+        if was_quiet && !self.quiet {
+            // Work began in a round on another thread while the group
+            // thread may sleep for a heartbeat: it polls again from now.
+            self.inputs.wake();
+        }
         if writesets > 0 {
             // The time per ordered writeset: Raft's ready, the sequencer
             // (certification) and the delivery.
