@@ -24,10 +24,13 @@
 //! (`cache_writer`), once per run of batches the rounds queued; the
 //! storage engine commits an event only once it is written (ADR 0032),
 //! so a process crash keeps every acknowledged writeset and the cache
-//! reaches the engine's position; they are not fsynced (as
-//! Galera): after a power loss the cache may end early, which only
-//! shortens what it can serve. A write error disables the cache with a
-//! warning; the node keeps running (joiners then need SST).
+//! reaches the engine's position. By default they are not fsynced (as
+//! Galera): after a power loss the cache may end early. With
+//! `lockstep.cache_sync` each flush is fsynced before its commits are
+//! acknowledged, and records overwrite zeros reserved ahead of them
+//! (`RESERVE_AHEAD`), so that the fsync commits no new file size. A write
+//! error disables the cache, and the commits waiting on it fail: the node
+//! leaves the cluster (`cache_writer`).
 //!
 //! Every file operation goes through the storage seam (`storage::Fs`), so
 //! the tests cut the real code at every step of appends, flushes,

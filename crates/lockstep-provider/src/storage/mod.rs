@@ -189,8 +189,6 @@ impl Fs for Disk {
     }
 
     fn open_append(&self, path: &Path, truncate: bool) -> io::Result<Box<dyn AppendFile>> {
-        // (`OpenOptions` refuses append with truncate: a new file is
-        // written from its start, which is its end.)
         let file = if truncate {
             std::fs::File::create(path)?
         } else {
