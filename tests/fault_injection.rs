@@ -146,9 +146,29 @@ impl Drop for Mounted {
 /// every acknowledged insert, node3's own included, is on every node.
 #[test]
 fn a_full_cache_disk_takes_the_node_out_before_it_acknowledges_without_the_cache() {
+    full_cache_disk(false);
+}
+
+/// The same with `lockstep.cache_sync=yes`, where the cache writes zeros
+/// ahead of its records (`AppendFile::reserve`): the `ENOSPC` comes from
+/// the reservation, on a 2 MiB disk, and takes the node out the same way.
+#[test]
+fn with_cache_sync_a_full_cache_disk_takes_the_node_out_the_same_way() {
+    full_cache_disk(true);
+}
+
+fn full_cache_disk(sync: bool) {
+    let (options, size) = if sync {
+        (
+            "evs.suspect_timeout=PT3S; lockstep.cache_sync=yes",
+            "size=2m",
+        )
+    } else {
+        ("evs.suspect_timeout=PT3S", "size=1m")
+    };
     let mut cluster = Cluster::builder(3)
         .cluster_name("cache_enospc")
-        .provider_options("evs.suspect_timeout=PT3S")
+        .provider_options(options)
         .start()
         .unwrap_or_else(|e| panic!("starting 3 nodes: {e}"));
     cluster
@@ -161,13 +181,13 @@ fn a_full_cache_disk_takes_the_node_out_before_it_acknowledges_without_the_cache
     std::fs::create_dir_all(&small).expect("a mount point");
     cluster.node_mut(2).stop().or_logs(&cluster, "stop node3");
     let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=1m,mode=0777", "tmpfs"])
+        .args(["-t", "tmpfs", "-o", &format!("{size},mode=0777"), "tmpfs"])
         .arg(&small)
         .status()
         .is_ok_and(|s| s.success());
     check(&cluster, mounted, || {
         format!(
-            "mounting a 1 MiB tmpfs on {} failed: this test needs root (make test runs as root)",
+            "mounting a {size} tmpfs on {} failed: this test needs root (make test runs as root)",
             small.display()
         )
     });
