@@ -6,7 +6,7 @@ CARGO ?= cargo
 TESTS ?=
 PROVIDER ?= lockstep
 
-.PHONY: setup build deb demo test lint unit integration mtr mtr-suite compat bench bench-cert rejoin-bench wan-bench soak hot-spots jepsen checker-mutations options-doc fuzz clean
+.PHONY: setup build deb demo test lint unit integration mtr mtr-suite compat bench bench-cert failover-bench rejoin-bench wan-bench soak hot-spots jepsen checker-mutations options-doc fuzz clean
 
 setup:
 	@scripts/setup.sh
@@ -63,6 +63,18 @@ bench: build
 	target/release/lockstep bench $(BENCH_ARGS)
 	target/release/lockstep bench $(SCALING_ARGS)
 	@$(MAKE) --no-print-directory bench-cert
+
+# What an application behind HAProxy (every node active, or one writer with
+# backups) or keepalived (a virtual IP between network namespaces) sees when
+# the writer is killed, cut off, isolated, drained or becomes an SST donor,
+# Lockstep beside Galera with README's settings: outage, failed statements by
+# code, acknowledged writes lost, writes answered by a node not Synced and
+# Primary; docs/failover.md with a timeline per fault (~25 min; keepalived
+# and the cut need root):
+#   make failover-bench FAILOVER_ARGS="--layouts haproxy-writer --faults kill"
+FAILOVER_ARGS ?=
+failover-bench: build
+	target/release/lockstep failover-bench --doc docs/failover.md $(FAILOVER_ARGS)
 
 # How long a node takes to come back on a 1 GB data set: kill -9 then IST,
 # the same with a full SST, and Synced after a 60 s cut (~15 min):

@@ -9,6 +9,8 @@
 //! and writes go on. Then the same back to Galera, with
 //! `lockstep.leave_galera_cache=yes` set before the stops: Lockstep leaves
 //! its cache in Galera's format and Galera's nodes behind catch up by IST.
+//! Both with the rsync SST method and with mariabackup (issue 54): a
+//! node that needed a full SST would take it by that method.
 
 #[path = "support/multi_node.rs"]
 mod multi_node;
@@ -21,10 +23,12 @@ use multi_node::{check, edit_cnf, grastate, log_count, OrLogs};
 const WAIT: Duration = Duration::from_secs(90);
 const PROGRESS: u64 = 100;
 
-/// What MariaDB's rsync SST script logs on a joiner after a full SST
-/// (after IST, with the script in bypass mode, it says "rsync IST
+/// What MariaDB's SST scripts log on a joiner after a full SST by `method`
+/// (after IST, with the script in bypass mode, they say "<method> IST
 /// completed"): the same words whichever provider runs.
-const FULL_SST: &str = "rsync SST completed on joiner";
+fn full_sst(method: &str) -> String {
+    format!("{method} SST completed on joiner")
+}
 
 fn provider_line(p: &Provider) -> String {
     format!("wsrep_provider={}", p.path().display())
@@ -52,7 +56,9 @@ fn switch(
     from: &Provider,
     to: &Provider,
     before_stop: Option<&str>,
+    sst_method: &str,
 ) -> Switch {
+    let full_sst = full_sst(sst_method);
     if let Some(sql) = before_stop {
         for n in cluster.nodes() {
             n.sql(sql).or_logs(cluster, sql);
@@ -98,7 +104,7 @@ fn switch(
     let sst_before: Vec<usize> = cluster
         .nodes()
         .iter()
-        .map(|n| log_count(n, FULL_SST))
+        .map(|n| log_count(n, &full_sst))
         .collect();
     let founding = Instant::now();
     cluster
@@ -140,7 +146,7 @@ fn switch(
         check(cluster, last >= max_seqno, || {
             format!("{}: last committed {last}, below {max_seqno}", n.name())
         });
-        let ssts = log_count(n, FULL_SST) - sst_before[i];
+        let ssts = log_count(n, &full_sst) - sst_before[i];
         if ssts > 0 {
             full_ssts.push(format!("node{} (stopped at {})", i + 1, seqnos[i]));
         }
@@ -165,7 +171,19 @@ fn field<'a>(grastate: &'a str, key: &str) -> &'a str {
 
 #[test]
 fn galera_to_lockstep_and_back_without_sst() {
-    if !lockstep_testkit::require_galera("galera_to_lockstep_and_back_without_sst") {
+    round_trip("galera_to_lockstep_and_back_without_sst", "rsync");
+}
+
+#[test]
+fn galera_to_lockstep_and_back_without_sst_with_mariabackup_configured() {
+    round_trip(
+        "galera_to_lockstep_and_back_without_sst_with_mariabackup_configured",
+        "mariabackup",
+    );
+}
+
+fn round_trip(test: &str, sst_method: &str) {
+    if !lockstep_testkit::require_galera(test) {
         return;
     }
     let galera = Provider::Galera;
@@ -173,10 +191,11 @@ fn galera_to_lockstep_and_back_without_sst() {
     let mut cluster = Cluster::builder(3)
         .provider(galera.clone())
         .cluster_name("switch")
+        .sst_method(sst_method)
         .start()
         .unwrap_or_else(|e| panic!("starting 3 Galera nodes: {e}"));
     let load = multi_node::acked_load(&cluster, PROGRESS, WAIT);
-    let there = switch(&mut cluster, &load, &galera, &lockstep, None);
+    let there = switch(&mut cluster, &load, &galera, &lockstep, None, sst_method);
     eprintln!(
         "Galera -> Lockstep: no writes for {:.1} s, all Synced after {:.1} s, full SSTs: {:?}",
         there.no_writes.as_secs_f64(),
@@ -197,6 +216,7 @@ fn galera_to_lockstep_and_back_without_sst() {
         &lockstep,
         &galera,
         Some("SET GLOBAL wsrep_provider_options='lockstep.leave_galera_cache=yes'"),
+        sst_method,
     );
     eprintln!(
         "Lockstep -> Galera: no writes for {:.1} s, all Synced after {:.1} s, full SSTs: {:?}",

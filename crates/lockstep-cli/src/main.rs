@@ -9,6 +9,7 @@ mod check_config;
 mod cluster_bench;
 mod commands;
 mod error;
+mod failover;
 mod mariadb;
 mod probe;
 mod rlimit;
@@ -48,6 +49,8 @@ enum Command {
     CheckBench(commands::check_bench::Args),
     /// sysbench workloads on Lockstep and on Galera: throughput, latency, ratios, plots.
     Bench(commands::bench::Args),
+    /// What an application behind HAProxy or keepalived sees when a node fails, Lockstep beside Galera.
+    FailoverBench(commands::failover_bench::Args),
     /// A CA and node certificates for peer TLS (socket.ssl_cert, _key, _ca).
     Cert(commands::cert::Args),
     /// A voting member without data (Galera's garbd): the third vote of two nodes.
@@ -81,6 +84,7 @@ fn main() -> ExitCode {
         Command::Probe(args) => commands::probe::run(args),
         Command::CheckBench(args) => commands::check_bench::run(args),
         Command::Bench(args) => commands::bench::run(args),
+        Command::FailoverBench(args) => commands::failover_bench::run(args),
         Command::Arbitrator(args) => commands::arbitrator::run(args),
         Command::CheckConfig(args) => commands::check_config::run(args),
         Command::Completions(args) => commands::docs::completions(args, Cli::command()),

@@ -16,7 +16,7 @@
 pub mod client;
 pub mod disks;
 pub mod nemesis;
-pub mod net;
+pub use lockstep_testkit::net;
 pub mod report;
 pub mod run;
 pub mod workload;

@@ -473,6 +473,12 @@ impl Cluster {
     /// The existing nodes' my.cnf files are left as they are: a joiner
     /// only needs to reach one member. Not available on an attached cluster.
     pub fn add_node(&mut self) -> Result<usize> {
+        self.add_node_at(Place::default())
+    }
+
+    /// [`Cluster::add_node`] at `place` (a network namespace of its own,
+    /// as the cluster's other nodes have).
+    pub fn add_node_at(&mut self, place: Place) -> Result<usize> {
         let Some(template) = &self.template else {
             return Err(Error::config(
                 "cannot add a node to an attached cluster (its settings are not recorded); \
@@ -481,7 +487,8 @@ impl Cluster {
         };
         let number = self.nodes.len() + 1;
         let ports = ports::allocate(1)?;
-        let cfg = NodeConfig::new(&self.base, number, ports[0])?;
+        let mut cfg = NodeConfig::new(&self.base, number, ports[0])?;
+        cfg.place = place;
         self.ports.extend_from_slice(&ports);
         if cfg.dir.exists() {
             return Err(Error::config(format!(

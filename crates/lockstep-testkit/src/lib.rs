@@ -26,6 +26,7 @@ mod config;
 mod consistency;
 mod error;
 mod load;
+pub mod net;
 mod node;
 pub mod ports;
 mod process;

@@ -8,6 +8,7 @@ pub mod check_bench;
 pub mod check_config;
 pub mod docs;
 pub mod down;
+pub mod failover_bench;
 pub mod probe;
 pub mod status;
 pub mod up;

@@ -4,11 +4,15 @@
 //! Jepsen's iptables rules drop them; TCP connections stay open and time
 //! out on their own). Needs root; nothing outside the namespaces and the
 //! bridge this creates is touched, and `Drop` removes them.
+//!
+//! The bridge has an address of its own ([`Net::host_addr`]), so that
+//! programs in the host's namespace (a load balancer, an application)
+//! reach the nodes, and a floating address on any node ([`Net::VIP_HOST`]).
 
 use std::collections::BTreeSet;
 use std::process::Command;
 
-use lockstep_testkit::Place;
+use crate::config::Place;
 
 /// Namespaces, a bridge and the cuts in place.
 #[derive(Debug)]
@@ -55,8 +59,37 @@ impl Net {
         Ok(net)
     }
 
-    fn ns(&self, i: usize) -> String {
+    /// The host part of the address kept free for a virtual IP
+    /// (keepalived's): `10.213.<subnet>.100`.
+    pub const VIP_HOST: u8 = 100;
+    /// The host part of the bridge's address in the host's namespace.
+    const HOST: u8 = 254;
+
+    /// Node `i`'s namespace.
+    pub fn ns(&self, i: usize) -> String {
         format!("{}n{}", self.tag, i + 1)
+    }
+
+    /// Node `i`'s interface inside its namespace.
+    pub fn interface(&self, i: usize) -> String {
+        format!("{}p{}", self.tag, i + 1)
+    }
+
+    /// The bridge's address: where the host's programs come from.
+    pub fn host_addr(&self) -> String {
+        format!("10.213.{}.{}", self.subnet, Self::HOST)
+    }
+
+    /// The address left free for a virtual IP.
+    pub fn vip(&self) -> String {
+        format!("10.213.{}.{}", self.subnet, Self::VIP_HOST)
+    }
+
+    /// `program` to run inside node `i`'s namespace.
+    pub fn command(&self, i: usize, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns(i), program]);
+        c
     }
 
     fn bridge(&self) -> String {
@@ -72,10 +105,12 @@ impl Net {
         let br = self.bridge();
         ip(&["link", "add", &br, "type", "bridge"])?;
         ip(&["link", "set", &br, "up"])?;
+        let host = format!("{}/24", self.host_addr());
+        ip(&["addr", "add", &host, "dev", &br])?;
         for i in 0..self.nodes {
             let ns = self.ns(i);
             let outer = format!("{}v{}", self.tag, i + 1);
-            let inner = format!("{}p{}", self.tag, i + 1);
+            let inner = self.interface(i);
             let cidr = format!("{}/24", self.addr(i));
             ip(&["netns", "add", &ns])?;
             ip(&[
