@@ -19,8 +19,8 @@ each fault in turn. Reports the outage, failed statements by error code, acknowl
 lost, and writes answered by a node that was not Synced and Primary; timeline plots per fault. \
 keepalived and the namespace cut need root (network namespaces); without root they are skipped.
 
-Exit code 1 when a run failed, an acknowledged write was lost, or a node that was not Synced \
-and Primary answered a write. See docs/failover.md.")]
+Exit code 1 when a run failed or an acknowledged write was lost; writes answered by a node that \
+was not Synced and Primary are reported. See docs/failover.md.")]
 pub struct Args {
     /// Comma-separated contenders, as for `lockstep bench` (`lockstep`, `galera`, a library
     /// path; settings after `+`).

@@ -67,6 +67,9 @@ pub fn config(i: &Instance, timing: ScriptTiming) -> String {
 /// keepalived running in one namespace.
 pub struct Keepalived {
     child: Child,
+    /// Its VRRP and checker children's pid files: a child can outlive a
+    /// parent that did not stop in time.
+    child_pids: Vec<std::path::PathBuf>,
 }
 
 impl Keepalived {
@@ -116,7 +119,10 @@ impl Keepalived {
                 }
             });
         }
-        Ok(Keepalived { child })
+        Ok(Keepalived {
+            child,
+            child_pids: vec![pid("-vrrp"), pid("-checkers")],
+        })
     }
 }
 
@@ -127,15 +133,31 @@ impl Drop for Keepalived {
             nix::unistd::Pid::from_raw(self.child.id() as i32),
             nix::sys::signal::Signal::SIGTERM,
         );
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        // Read now: a parent that stops removes them.
+        let children: Vec<i32> = self
+            .child_pids
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(p).ok()?.trim().parse().ok())
+            .collect();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         while std::time::Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
-                return;
+                break;
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        for pid in children {
+            // Only a process that is still keepalived: the pid may be reused.
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if comm.trim() == "keepalived" {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
     }
 }
 

@@ -3,10 +3,13 @@
 //! functions: the run collects, this module judges (unit-tested below).
 //!
 //! The definitions, as `docs/failover.md` states them:
-//! - **outage**: from the start of the first statement that failed after
-//!   the fault to the end of the first statement that then succeeded on a
-//!   node other than the faulted one. A statement that hung and then
-//!   failed counts from when it was sent.
+//! - **outage**: for each client that saw a failure after the fault, from
+//!   the sending of its first failed statement to the end of its first
+//!   statement then acknowledged by a node other than the faulted one; the
+//!   longest over the clients. A statement that hung and then failed
+//!   counts from when it was sent. (With every node active, clients on the
+//!   other nodes never fail; the clients that were on the faulted node
+//!   are the ones that wait.)
 //! - **longest wait**: the longest time one client went between two
 //!   successful statements (a hang is an outage without an error).
 //! - **lost**: statements acknowledged (COMMIT returned OK) whose row is
@@ -78,9 +81,10 @@ pub struct FaultResult {
     pub succeeded: u64,
     /// Failed statements (and failed connection attempts) by code.
     pub failed: BTreeMap<String, u64>,
-    /// None when no statement failed.
+    /// None when no statement failed, or a client that failed never
+    /// succeeded elsewhere in the window.
     pub outage_ms: Option<u64>,
-    /// None when no statement failed, or none succeeded elsewhere after.
+    /// When the first statement that failed was sent, after the fault.
     pub first_failure_ms: Option<u64>,
     pub longest_wait_ms: u64,
     /// Acknowledged rows missing, per node name.
@@ -98,9 +102,6 @@ impl FaultResult {
     }
     pub fn lost_total(&self) -> u64 {
         self.lost.values().sum()
-    }
-    pub fn bad_total(&self) -> u64 {
-        self.bad_answers.values().sum()
     }
 }
 
@@ -140,13 +141,10 @@ pub fn judge(
     }
     if let Some(first) = window.iter().find(|s| s.outcome != Outcome::Ok) {
         r.first_failure_ms = Some((first.start_us - from_us) / 1000);
-        r.outage_ms = window
-            .iter()
-            .filter(|s| s.outcome == Outcome::Ok && s.end_us > first.start_us)
-            .filter(|s| answers.get(&s.id).is_some_and(|a| a.node != faulted))
-            .map(|s| s.end_us)
-            .min()
-            .map(|end| (end - first.start_us) / 1000);
+        r.outage_ms = client_outages_us(&window, faulted, answers)
+            .into_iter()
+            .try_fold(0u64, |longest, o| o.map(|o| longest.max(o)))
+            .map(|us| us / 1000);
     }
     r.longest_wait_ms = longest_wait_us(statements, from_us, to_us) / 1000;
     let acked: Vec<u64> = statements
@@ -161,6 +159,32 @@ pub fn judge(
         }
     }
     r
+}
+
+/// Per client that failed: its first failure's sending to its first
+/// success elsewhere after it (None if it never succeeded elsewhere).
+fn client_outages_us(
+    window: &[&Statement],
+    faulted: &str,
+    answers: &HashMap<u64, Answer>,
+) -> Vec<Option<u64>> {
+    let clients: BTreeSet<u32> = window.iter().map(|s| s.client).collect();
+    clients
+        .into_iter()
+        .filter_map(|c| {
+            let first = window
+                .iter()
+                .find(|s| s.client == c && s.outcome != Outcome::Ok)?;
+            let back = window
+                .iter()
+                .filter(|s| s.client == c && s.outcome == Outcome::Ok)
+                .filter(|s| s.end_us > first.start_us)
+                .filter(|s| answers.get(&s.id).is_some_and(|a| a.node != faulted))
+                .map(|s| s.end_us)
+                .min();
+            Some(back.map(|end| end - first.start_us))
+        })
+        .collect()
 }
 
 /// The longest time any client went without a success, within the window:
@@ -217,7 +241,7 @@ mod tests {
             // Sent at 1100, hung, failed at 4000: the outage starts at 1100.
             st(0, 2, 1100, 4000, Outcome::Lost),
             st(0, 3, 4100, 4200, Outcome::Connect),
-            // Still node1 (a stale success does not end the outage) ...
+            // Still node1 (and another client: neither ends client 0's outage) ...
             st(1, 4, 4300, 4310, Outcome::Ok),
             // ... node2 does.
             st(0, 5, 4400, 4500, Outcome::Ok),
@@ -246,7 +270,7 @@ mod tests {
         assert_eq!(r.succeeded, 5);
         // Rows 6 and 7 are acknowledged but on no node: lost everywhere.
         assert_eq!(r.lost.get("node1"), Some(&2));
-        assert_eq!(r.bad_total(), 0);
+        assert!(r.bad_answers.is_empty());
         assert_eq!(r.answered_by["node1"], 2);
         // Client 0: from 1010 to 4500.
         assert_eq!(r.longest_wait_ms, 3490);
@@ -279,6 +303,42 @@ mod tests {
         assert_eq!(r.bad_answers.get("node1 2/Primary"), Some(&1));
         assert_eq!(r.failed.get("timeout"), Some(&1));
         // Nothing succeeded on another node after the timeout.
+        assert_eq!(r.outage_ms, None);
+    }
+
+    #[test]
+    fn the_outage_is_the_longest_of_the_clients_that_failed() {
+        // Client 1 was on node2 all along and never failed; clients 0 and 2
+        // were on node1: 0 is back on node3 after 1 s, 2 after 2.5 s.
+        let statements = vec![
+            st(0, 1, 100, 1100, Outcome::Lost),
+            st(0, 2, 1150, 1200, Outcome::Ok),
+            st(1, 3, 120, 130, Outcome::Ok),
+            st(1, 4, 140, 150, Outcome::Ok),
+            st(2, 5, 200, 210, Outcome::Connect),
+            st(2, 6, 2600, 2700, Outcome::Ok),
+        ];
+        let answers: HashMap<u64, Answer> = [
+            (2, ans("node3", "4", "Primary")),
+            (3, ans("node2", "4", "Primary")),
+            (4, ans("node2", "4", "Primary")),
+            (6, ans("node3", "4", "Primary")),
+        ]
+        .into_iter()
+        .collect();
+        let r = judge(
+            &statements,
+            0,
+            3_000_000,
+            "node1",
+            &answers,
+            &BTreeMap::new(),
+        );
+        assert_eq!(r.outage_ms, Some(2500));
+        assert_eq!(r.first_failure_ms, Some(100));
+        // A client that failed and never came back: no outage figure.
+        let cut: Vec<Statement> = statements.iter().filter(|s| s.id != 6).cloned().collect();
+        let r = judge(&cut, 0, 3_000_000, "node1", &answers, &BTreeMap::new());
         assert_eq!(r.outage_ms, None);
     }
 

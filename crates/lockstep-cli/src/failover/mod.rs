@@ -232,3 +232,70 @@ mod tests {
         assert!(Fault::Kill.applies(Layout::HaproxyAll, false));
     }
 }
+
+/// README's HAProxy and keepalived sections are the configurations this
+/// benchmark runs: every line it writes (but the addresses, names and
+/// paths of a run) is in README.
+#[cfg(test)]
+mod readme {
+    use super::haproxy::{self, CheckTiming};
+    use super::keepalived::{self, ScriptTiming};
+
+    const README: &str = include_str!("../../../../README.md");
+
+    /// Lines of a run's configuration that are the same in every setup.
+    fn portable(text: &str, skip: &[&str]) -> Vec<String> {
+        text.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#') && l != &"}")
+            .filter(|l| !skip.iter().any(|s| l.starts_with(s)))
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn missing(lines: &[String]) -> Vec<String> {
+        let readme: Vec<&str> = README.lines().map(str::trim).collect();
+        lines
+            .iter()
+            .filter(|l| !readme.contains(&l.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn readme_gives_the_haproxy_configurations_that_ran() {
+        let servers: Vec<haproxy::Server> = (1..=3)
+            .map(|i| haproxy::Server {
+                name: format!("node{i}"),
+                addr: format!("10.0.0.{i}"),
+                port: 3306,
+                check_port: 9200,
+            })
+            .collect();
+        for single_writer in [false, true] {
+            let text = haproxy::config("x", &servers, single_writer, CheckTiming::README);
+            let lines = portable(&text, &["log ", "global", "maxconn", "bind "]);
+            assert_eq!(missing(&lines), Vec::<String>::new(), "{text}");
+        }
+    }
+
+    #[test]
+    fn readme_gives_the_keepalived_configuration_that_ran() {
+        let text = keepalived::config(
+            &keepalived::Instance {
+                name: "node1".into(),
+                interface: "eth0".into(),
+                priority: 150,
+                check:
+                    "/usr/local/bin/lockstep check --once --defaults-file /etc/lockstep/check.cnf \
+                        --maintenance-file /etc/lockstep/maintenance"
+                        .into(),
+                vip: "10.0.0.100".into(),
+                router_id: 51,
+            },
+            ScriptTiming::README,
+        );
+        let lines = portable(&text, &["router_id", "script_user", "global_defs"]);
+        assert_eq!(missing(&lines), Vec::<String>::new(), "{text}");
+    }
+}

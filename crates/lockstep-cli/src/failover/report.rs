@@ -76,7 +76,8 @@ pub fn markdown(
     let _ = writeln!(
         s,
         "Settings: HAProxy `inter {}ms fall {} rise {}`, keepalived `interval {} fall {} \
-         rise {}`, `lockstep check --cache-ms {}`.\n",
+         rise {}`, `lockstep check --cache-ms {}` (README's; why these: \
+         docs/adr/0037-failover-measured-through-real-balancers.md).\n",
         plan.haproxy_timing.inter_ms,
         plan.haproxy_timing.fall,
         plan.haproxy_timing.rise,
@@ -87,9 +88,9 @@ pub fn markdown(
     );
     let _ = writeln!(
         s,
-        "- **outage**: from the sending of the first statement that failed after the \
-         fault to the end of the first statement then acknowledged by another node \
-         (– when none failed).\n\
+        "- **outage**: for each client that saw a failure, from the sending of its \
+         first failed statement to the end of its first statement then acknowledged \
+         by another node; the longest over the clients (– when none failed).\n\
          - **failed**: statements and connection attempts that failed, by MariaDB \
          error code (1047: node not ready, 1213: deadlock, 2013-like `lost \
          connection`: the session broke, its outcome unknown).\n\
@@ -180,14 +181,16 @@ pub fn markdown(
     s
 }
 
-/// True when every run finished, nothing acknowledged was lost, and no
-/// write was answered by a node that was not Synced and Primary.
+/// True when every run finished and nothing acknowledged was lost. Writes
+/// answered by a node that was not Synced and Primary are reported, not
+/// judged here: a forced donor answers until the balancer sees it, with
+/// either provider (ADR 0037); tests/failover.rs requires none after a kill.
 pub fn all_good(runs: &[LayoutRun]) -> bool {
     runs.iter().all(|r| {
         r.error.is_none()
-            && r.faults.iter().all(|f| {
-                f.error.is_none() && f.result.lost_total() == 0 && f.result.bad_total() == 0
-            })
+            && r.faults
+                .iter()
+                .all(|f| f.error.is_none() && f.result.lost_total() == 0)
     })
 }
 

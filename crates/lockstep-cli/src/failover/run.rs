@@ -135,6 +135,7 @@ fn run_inner(
         .map_err(|e| format!("nodes did not converge after the faults: {e}"))?;
     let (answers, rows) = read_rows(&rig.cluster)?;
     write_statements(&raw.join("statements.csv"), &statements);
+    write_answers(&raw.join("answers.csv"), &answers);
     for (fault, target, from, to, error) in windows {
         let result = measure::judge(&statements, from, to, &node_name(target), &answers, &rows);
         let events: Vec<super::events::Event> = rig
@@ -560,6 +561,21 @@ fn write_statements(path: &Path, statements: &[Statement]) {
             s.start_us,
             s.end_us,
             s.outcome.code()
+        ));
+    }
+    let _ = std::fs::write(path, text);
+}
+
+/// What each row says, so that a report can be judged again from raw files.
+fn write_answers(path: &Path, answers: &HashMap<u64, Answer>) {
+    let mut ids: Vec<&u64> = answers.keys().collect();
+    ids.sort_unstable();
+    let mut text = String::from("id,node,local_state,cluster_status\n");
+    for id in ids {
+        let a = &answers[id];
+        text.push_str(&format!(
+            "{id},{},{},{}\n",
+            a.node, a.local_state, a.cluster_status
         ));
     }
     let _ = std::fs::write(path, text);
