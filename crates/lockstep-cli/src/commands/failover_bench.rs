@@ -33,10 +33,10 @@ pub struct Args {
         value_name = "LIST"
     )]
     layouts: String,
-    /// Comma-separated faults: kill, cut, isolate, drain, donor.
+    /// Comma-separated faults: kill, cut, isolate, drain, donor, spare-donor.
     #[arg(
         long,
-        default_value = "kill,cut,isolate,drain,donor",
+        default_value = "kill,cut,isolate,drain,donor,spare-donor",
         value_name = "LIST"
     )]
     faults: String,

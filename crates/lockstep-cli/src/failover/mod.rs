@@ -81,15 +81,19 @@ pub enum Fault {
     Drain,
     /// Donor of a full SST to a fourth node joining.
     Donor,
+    /// Not a fault of the writer: a fourth node joins by full SST from a
+    /// node that is not the writer (README's advice for donors).
+    SpareDonor,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 5] = [
+    pub const ALL: [Fault; 6] = [
         Fault::Kill,
         Fault::Cut,
         Fault::Isolate,
         Fault::Drain,
         Fault::Donor,
+        Fault::SpareDonor,
     ];
 
     pub fn name(self) -> &'static str {
@@ -99,6 +103,7 @@ impl Fault {
             Fault::Isolate => "isolate",
             Fault::Drain => "drain",
             Fault::Donor => "donor",
+            Fault::SpareDonor => "spare-donor",
         }
     }
 
@@ -109,6 +114,7 @@ impl Fault {
             Fault::Isolate => "`SET GLOBAL wsrep_provider_options='gmcast.isolate=1'` on the writer, then `=0`",
             Fault::Drain => "`touch` of the writer's `--maintenance-file`, graceful shutdown and start, file removed",
             Fault::Donor => "the writer donor of a full rsync SST to a fourth node (`wsrep_sst_donor=<writer>`), which then leaves",
+            Fault::SpareDonor => "a fourth node joins by full rsync SST from a node that is not the writer (`wsrep_sst_donor=<another node>`, README's advice), then leaves",
         }
     }
 
@@ -116,7 +122,9 @@ impl Fault {
         Fault::ALL
             .into_iter()
             .find(|f| f.name() == s)
-            .ok_or_else(|| format!("unknown fault '{s}' (kill, cut, isolate, drain, donor)"))
+            .ok_or_else(|| {
+                format!("unknown fault '{s}' (kill, cut, isolate, drain, donor, spare-donor)")
+            })
     }
 
     /// Whether this fault runs in `layout` on this machine.

@@ -230,7 +230,8 @@ fn build(plan: &Plan, contender: &Contender, layout: Layout, raw: &Path) -> Resu
         .node(0)
         .sql(&app::create_table_sql())
         .map_err(|e| format!("creating the table: {e}"))?;
-    if plan.faults.contains(&Fault::Donor) && plan.sst_mb > 0 {
+    let donates = plan.faults.contains(&Fault::Donor) || plan.faults.contains(&Fault::SpareDonor);
+    if donates && plan.sst_mb > 0 {
         fill(&cluster, plan.sst_mb)?;
     }
     let t0 = Instant::now();
@@ -472,8 +473,17 @@ fn inject_and_recover(
             rig.checks[target].undrain();
             started?;
         }
-        Fault::Donor => {
+        Fault::Donor | Fault::SpareDonor => {
+            // The writer itself, or the first other node.
+            let donor = if fault == Fault::Donor {
+                target
+            } else {
+                (0..3).find(|&d| d != target).unwrap_or(0)
+            };
+            let name = node_name(donor);
             let place = match &rig.net {
+                // The joiner's namespace; a second joiner reuses it once
+                // the first has left.
                 Some(n) => n.places().into_iter().nth(3).unwrap_or_default(),
                 None => Place::default(),
             };
@@ -482,23 +492,24 @@ fn inject_and_recover(
                 .add_node_at(place)
                 .map_err(|x| e("add node4", x))?;
             // The spec's lines (bind-address, extra_port) are node4's too.
+            let joiner = node_name(i);
             rig.events
-                .push("harness", &format!("node4 joins by SST from {name}"));
+                .push("harness", &format!("{joiner} joins by SST from {name}"));
             rig.cluster
                 .node_mut(i)
                 .start_with_args(&[&format!("--wsrep_sst_donor={name}")])
-                .map_err(|x| e("node4 joining by SST", x))?;
-            rig.events.push("harness", "node4 Synced");
+                .map_err(|x| e("joining by SST", x))?;
+            rig.events.push("harness", &format!("{joiner} Synced"));
             rig.cluster
-                .node(target)
+                .node(donor)
                 .wait_synced(RECOVERY)
                 .map_err(|x| e("donor back", x))?;
             std::thread::sleep(plan.readmit_wait());
-            rig.events.push("harness", "node4 leaves");
+            rig.events.push("harness", &format!("{joiner} leaves"));
             rig.cluster
                 .node_mut(i)
                 .stop()
-                .map_err(|x| e("stop node4", x))?;
+                .map_err(|x| e("stopping the joiner", x))?;
             return Ok(());
         }
     }
