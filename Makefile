@@ -66,10 +66,11 @@ bench: build
 
 # What an application behind HAProxy (every node active, or one writer with
 # backups) or keepalived (a virtual IP between network namespaces) sees when
-# the writer is killed, cut off, isolated, drained or becomes an SST donor,
+# the writer is killed, cut off, isolated, drained or becomes an SST donor (and
+# when another node donates instead),
 # Lockstep beside Galera with README's settings: outage, failed statements by
 # code, acknowledged writes lost, writes answered by a node not Synced and
-# Primary; docs/failover.md with a timeline per fault (~25 min; keepalived
+# Primary; docs/failover.md with a timeline per fault (~17 min; keepalived
 # and the cut need root):
 #   make failover-bench FAILOVER_ARGS="--layouts haproxy-writer --faults kill"
 FAILOVER_ARGS ?=

@@ -172,6 +172,16 @@ impl CheckService {
         }
     }
 
+    /// [`CheckService::stop`], with everything it logged up to its exit.
+    pub fn stop_and_log(self) -> (ExitStatus, String) {
+        let log = Arc::clone(&self.log);
+        let status = self.stop();
+        // The reader thread may still be on the last lines.
+        std::thread::sleep(Duration::from_millis(50));
+        let text = log.lock().unwrap().join("\n");
+        (status, text)
+    }
+
     /// Sends SIGTERM and waits for a clean exit.
     pub fn stop(mut self) -> ExitStatus {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
