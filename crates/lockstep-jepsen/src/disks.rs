@@ -66,6 +66,11 @@ impl Disks {
     /// Node `i` loses power (kill it first): what it did not sync is
     /// gone. Its file system is mounted again, as at the next boot.
     pub fn power_cut(&mut self, i: usize, tear: Option<usize>) -> Result<CutReport, String> {
+        // A killed server's files close when the kernel has torn it down,
+        // and a helper it started (an SST script's rsync) may outlive it a
+        // moment: unmounting before then fails with EBUSY, which a real
+        // power cut never does. One CI run saw it.
+        wait_unused(&self.dirs[i].1, Duration::from_secs(10));
         let m = self.mounts[i]
             .take()
             .ok_or(format!("node {} has no file system mounted", i + 1))?;
@@ -107,4 +112,29 @@ impl Disks {
             None => Err(format!("node {} has no file system mounted", i + 1)),
         }
     }
+}
+
+/// Waits up to `limit` until no process has a file open, or its working
+/// directory, under `dir` (read from /proc).
+fn wait_unused(dir: &std::path::Path, limit: Duration) {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline && in_use(dir) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn in_use(dir: &std::path::Path) -> bool {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    procs.flatten().any(|p| {
+        let path = p.path();
+        let under = |link: std::path::PathBuf| {
+            std::fs::read_link(link).is_ok_and(|target| target.starts_with(dir))
+        };
+        under(path.join("cwd"))
+            || std::fs::read_dir(path.join("fd"))
+                .map(|fds| fds.flatten().any(|fd| under(fd.path())))
+                .unwrap_or(false)
+    })
 }
