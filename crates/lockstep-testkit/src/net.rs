@@ -86,9 +86,9 @@ impl Net {
     }
 
     /// `program` to run inside node `i`'s namespace.
-    pub fn command(&self, i: usize, program: &str) -> Command {
+    pub fn command(&self, i: usize, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.ns(i), program]);
+        c.args(["netns", "exec", &self.ns(i)]).arg(program);
         c
     }
 

@@ -90,27 +90,18 @@ pub struct CheckService {
 }
 
 impl CheckService {
-    /// Serves `check` on `listen`, inside `netns` when given, polling
-    /// MariaDB every `cache_ms`.
+    /// Serves `check` on `listen` with `lockstep` (the binary, or the
+    /// binary inside a node's namespace), polling MariaDB every `cache_ms`.
     pub fn start(
-        lockstep: &Path,
+        mut lockstep: Command,
         check: &NodeCheck,
         cache_ms: u64,
         listen: &str,
-        netns: Option<&str>,
         log: &Path,
     ) -> Result<CheckService, String> {
-        let mut cmd = match netns {
-            Some(ns) => {
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns]).arg(lockstep);
-                c
-            }
-            None => Command::new(lockstep),
-        };
         let log = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
         let log2 = log.try_clone().map_err(|e| e.to_string())?;
-        let child = cmd
+        let child = lockstep
             .arg("check")
             .args(check.args())
             .args(["--listen", listen])
@@ -119,7 +110,7 @@ impl CheckService {
             .stdout(log)
             .stderr(log2)
             .spawn()
-            .map_err(|e| format!("{}: {e}", lockstep.display()))?;
+            .map_err(|e| format!("{:?}: {e}", lockstep.get_program()))?;
         Ok(CheckService {
             _child: KillOnDrop(child),
         })

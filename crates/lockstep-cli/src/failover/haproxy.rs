@@ -7,11 +7,10 @@
 //! this module reads so that server state changes land on the timeline.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::child::{output_pipes, KillOnDrop};
+use super::child::{follow, log_only, output_pipes, KillOnDrop, LineEvent};
 use super::events::Events;
 
 /// How a server's health is polled: README's `inter 1s fall 2 rise 2`
@@ -91,6 +90,11 @@ pub fn config(
     s
 }
 
+/// A server marked up or down, from HAProxy's log.
+fn server_state_change(line: &str) -> Option<String> {
+    (line.contains("is DOWN") || line.contains("is UP")).then(|| line.trim().to_string())
+}
+
 /// A running HAProxy.
 pub struct Haproxy {
     _child: KillOnDrop,
@@ -128,17 +132,11 @@ impl Haproxy {
         // The log goes to stdout; stderr repeats state changes as warnings,
         // which are kept in the log file but not put on the timeline twice.
         let [stdout, stderr] = output_pipes(&mut child);
-        for (pipe, timeline) in [(stdout, true), (stderr, false)] {
-            let Some(pipe) = pipe else { continue };
-            let events = events.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                    if timeline && (line.contains("is DOWN") || line.contains("is UP")) {
-                        events.push("haproxy", line.trim());
-                    }
-                    events.log("haproxy", &line);
-                }
-            });
+        let pipes: [(_, LineEvent); 2] = [(stdout, server_state_change), (stderr, log_only)];
+        for (pipe, event) in pipes {
+            if let Some(pipe) = pipe {
+                follow(pipe, events.clone(), "haproxy".into(), event);
+            }
         }
         Ok(Haproxy {
             _child: KillOnDrop(child),
@@ -173,6 +171,13 @@ mod tests {
         ));
         assert!(text.contains("server node3 10.0.0.3:3306 port 9200\n"));
         assert!(!text.contains("backup"));
+    }
+
+    #[test]
+    fn only_server_state_changes_reach_the_timeline() {
+        let down = "Server galera/node1 is DOWN, reason: Layer7 wrong status, code: 503 ";
+        assert_eq!(server_state_change(down).as_deref(), Some(down.trim()));
+        assert!(server_state_change("Proxy galera started.").is_none());
     }
 
     #[test]

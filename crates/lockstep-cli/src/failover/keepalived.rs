@@ -6,11 +6,10 @@
 //! gratuitous ARP. `nopreempt`: a node that comes back does not take the
 //! address back (that would be a second outage for nothing).
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use super::child::output_pipes;
+use super::child::{follow, output_pipes};
 use super::events::Events;
 
 /// One node's part of the configuration.
@@ -64,6 +63,15 @@ pub fn config(i: &Instance, timing: ScriptTiming) -> String {
     )
 }
 
+/// The VRRP state entered (`MASTER STATE`, `FAULT STATE` ...), from
+/// keepalived's log.
+fn vrrp_state(line: &str) -> Option<String> {
+    if !line.contains("STATE") {
+        return None;
+    }
+    Some(line.split("Entering ").nth(1)?.trim().to_string())
+}
+
 /// keepalived running in one namespace.
 pub struct Keepalived {
     child: Child,
@@ -73,11 +81,12 @@ pub struct Keepalived {
 }
 
 impl Keepalived {
-    /// Starts keepalived in `netns` with the configuration `text`, written
-    /// to `dir/keepalived-<name>.conf`; its state changes go to `events`.
+    /// Starts keepalived (`program`: `keepalived` inside a node's
+    /// namespace) with the configuration `text`, written to
+    /// `dir/keepalived-<name>.conf`; its state changes go to `events`.
     pub fn start(
+        mut program: Command,
         dir: &Path,
-        netns: &str,
         name: &str,
         text: &str,
         events: Events,
@@ -85,8 +94,7 @@ impl Keepalived {
         let cfg = dir.join(format!("keepalived-{name}.conf"));
         std::fs::write(&cfg, text).map_err(|e| format!("writing {}: {e}", cfg.display()))?;
         let pid = |what: &str| dir.join(format!("keepalived-{name}{what}.pid"));
-        let mut child = Command::new("ip")
-            .args(["netns", "exec", netns, "keepalived"])
+        let mut child = program
             .args(["--dont-fork", "--log-console", "--log-detail"])
             .arg("--use-file")
             .arg(&cfg)
@@ -102,22 +110,12 @@ impl Keepalived {
             .spawn()
             .map_err(|e| format!("keepalived: {e} (apt-get install keepalived)"))?;
         for pipe in output_pipes(&mut child).into_iter().flatten() {
-            let events = events.clone();
-            let source = format!("keepalived {name}");
-            std::thread::spawn(move || {
-                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                    if line.contains("Entering") && line.contains("STATE") {
-                        let state = line
-                            .split("Entering ")
-                            .nth(1)
-                            .unwrap_or(&line)
-                            .trim()
-                            .to_string();
-                        events.push(&source, &state);
-                    }
-                    events.log(&source, &line);
-                }
-            });
+            follow(
+                pipe,
+                events.clone(),
+                format!("keepalived {name}"),
+                vrrp_state,
+            );
         }
         Ok(Keepalived {
             child,
@@ -176,6 +174,13 @@ pub fn holder(namespaces: &[(String, String)], vip: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vrrp_states_are_read_from_the_log() {
+        let line = "Sun Nov 29 16:25:01 2026: (galera_vip) Entering MASTER STATE";
+        assert_eq!(vrrp_state(line).as_deref(), Some("MASTER STATE"));
+        assert!(vrrp_state("(galera_vip) received lower priority advert").is_none());
+    }
 
     #[test]
     fn the_configuration_tracks_the_check_and_does_not_preempt() {

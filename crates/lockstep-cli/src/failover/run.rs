@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use lockstep_testkit::net::Net;
@@ -64,6 +65,8 @@ struct Rig {
     events: Events,
     t0: Instant,
     vip_namespaces: Vec<(String, String)>,
+    /// Where the application connects: the balancer's address or the VIP.
+    entry: (String, u16),
 }
 
 fn run_inner(
@@ -74,7 +77,12 @@ fn run_inner(
     out: &mut LayoutRun,
 ) -> Result<(), String> {
     let mut rig = build(plan, contender, layout, raw)?;
-    let target = target(&rig, layout, raw)?;
+    let target = Target {
+        host: rig.entry.0.clone(),
+        port: rig.entry.1,
+        user: TCP_USER.into(),
+        password: TCP_PASSWORD.into(),
+    };
     let app = App::start(target.clone(), plan.clients, plan.pace, rig.t0);
     // The balancer admits a server after `rise` good checks: wait for the
     // application's first writes before sysbench prepares through it.
@@ -96,7 +104,7 @@ fn run_inner(
     std::thread::sleep(plan.settle);
     let mut windows: Vec<(Fault, usize, u64, u64, Option<String>)> = Vec::new();
     for &fault in &plan.faults {
-        if !fault.applies(layout, rig.net.is_some()) {
+        if !fault.applies(rig.net.is_some()) {
             continue;
         }
         let target = writer(&rig.cluster);
@@ -122,7 +130,7 @@ fn run_inner(
         std::thread::sleep(plan.settle);
         windows.push((fault, target, from, app.now_us(), res.err()));
         if layout == Layout::Keepalived {
-            if let Some(h) = keepalived::holder(&rig.vip_namespaces, &rig_vip(&rig)) {
+            if let Some(h) = keepalived::holder(&rig.vip_namespaces, &rig.entry.0) {
                 rig.events.push("harness", &format!("VIP on {h}"));
             }
         }
@@ -204,10 +212,6 @@ fn node_name(i: usize) -> String {
     format!("node{}", i + 1)
 }
 
-fn rig_vip(rig: &Rig) -> String {
-    rig.net.as_ref().map(Net::vip).unwrap_or_default()
-}
-
 fn build(plan: &Plan, contender: &Contender, layout: Layout, raw: &Path) -> Result<Rig, String> {
     let net = if plan.netns {
         // Four namespaces: the fourth is the joiner of the donor fault.
@@ -239,6 +243,8 @@ fn build(plan: &Plan, contender: &Contender, layout: Layout, raw: &Path) -> Resu
     let lockstep = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let dir = cluster.base_dir().to_path_buf();
     let mut checks = Vec::new();
+    // Where each node's check service listens (the HAProxy layouts).
+    let mut check_at: Vec<(String, u16)> = Vec::new();
     let mut services = Vec::new();
     for (i, node) in cluster.nodes().iter().enumerate() {
         let host = node.config().place.host.clone();
@@ -250,35 +256,36 @@ fn build(plan: &Plan, contender: &Contender, layout: Layout, raw: &Path) -> Resu
             TCP_USER,
             TCP_PASSWORD,
         )?;
+        // keepalived runs `check --once` itself; HAProxy polls a service.
         if layout != Layout::Keepalived {
-            let (listen, ns) = match &net {
-                Some(n) => (format!("{}:{CHECK_PORT}", n.addr(i)), Some(n.ns(i))),
-                None => (format!("127.0.0.1:{}", free_port()?), None),
+            let (addr, port, program) = match &net {
+                Some(n) => (n.addr(i), CHECK_PORT, n.command(i, &lockstep)),
+                None => ("127.0.0.1".into(), free_port()?, Command::new(&lockstep)),
             };
             let log = raw.join(format!("check-{}.log", node.name()));
+            let listen = format!("{addr}:{port}");
             services.push(CheckService::start(
-                &lockstep,
+                program,
                 &c,
                 plan.check_cache_ms,
                 &listen,
-                ns.as_deref(),
                 &log,
             )?);
-            checks.push((c, listen));
-        } else {
-            checks.push((c, String::new()));
+            check_at.push((addr, port));
         }
+        checks.push(c);
     }
     let mut rig = Rig {
         cluster,
         net,
-        checks: checks.iter().map(|(c, _)| c.clone()).collect(),
+        checks,
         _services: services,
         _haproxy: None,
         _keepalived: Vec::new(),
         events,
         t0,
         vip_namespaces: Vec::new(),
+        entry: (String::new(), 0),
     };
     match layout {
         Layout::HaproxyAll | Layout::HaproxyWriter => {
@@ -286,18 +293,16 @@ fn build(plan: &Plan, contender: &Contender, layout: Layout, raw: &Path) -> Resu
                 .cluster
                 .nodes()
                 .iter()
-                .zip(&checks)
-                .map(|(node, (_, listen))| {
-                    let (addr, check_port) = listen.rsplit_once(':').unwrap_or((listen, "9200"));
-                    haproxy::Server {
-                        name: node.name().to_string(),
-                        addr: addr.to_string(),
-                        port: node.port(),
-                        check_port: check_port.parse().unwrap_or(CHECK_PORT),
-                    }
+                .zip(&check_at)
+                .map(|(node, (addr, check_port))| haproxy::Server {
+                    name: node.name().to_string(),
+                    addr: addr.clone(),
+                    port: node.port(),
+                    check_port: *check_port,
                 })
                 .collect();
-            let listen = format!("127.0.0.1:{}", free_port()?);
+            rig.entry = ("127.0.0.1".into(), free_port()?);
+            let listen = format!("{}:{}", rig.entry.0, rig.entry.1);
             let text = haproxy::config(
                 &listen,
                 &servers,
@@ -309,7 +314,6 @@ fn build(plan: &Plan, contender: &Contender, layout: Layout, raw: &Path) -> Resu
                 &text,
                 rig.events.clone(),
             )?);
-            std::fs::write(raw.join("listen"), &listen).map_err(|e| e.to_string())?;
         }
         Layout::Keepalived => {
             let net = rig
@@ -333,14 +337,15 @@ fn build(plan: &Plan, contender: &Contender, layout: Layout, raw: &Path) -> Resu
                 )
                 .ok();
                 rig._keepalived.push(Keepalived::start(
+                    net.command(i, "keepalived"),
                     raw,
-                    &net.ns(i),
                     &inst.name,
                     &text,
                     rig.events.clone(),
                 )?);
                 rig.vip_namespaces.push((inst.name.clone(), net.ns(i)));
             }
+            rig.entry = (net.vip(), VIP_PORT);
             let deadline = Instant::now() + Duration::from_secs(60);
             loop {
                 if keepalived::holder(&rig.vip_namespaces, &net.vip()).as_deref() == Some("node1") {
@@ -354,23 +359,6 @@ fn build(plan: &Plan, contender: &Contender, layout: Layout, raw: &Path) -> Resu
         }
     }
     Ok(rig)
-}
-
-fn target(rig: &Rig, layout: Layout, raw: &Path) -> Result<Target, String> {
-    let (host, port) = match layout {
-        Layout::Keepalived => (rig_vip(rig), VIP_PORT),
-        _ => {
-            let listen = std::fs::read_to_string(raw.join("listen")).map_err(|e| e.to_string())?;
-            let (h, p) = listen.rsplit_once(':').ok_or("bad listen address")?;
-            (h.to_string(), p.parse().map_err(|_| "bad listen port")?)
-        }
-    };
-    Ok(Target {
-        host,
-        port,
-        user: TCP_USER.into(),
-        password: TCP_PASSWORD.into(),
-    })
 }
 
 fn free_port() -> Result<u16, String> {
@@ -440,7 +428,7 @@ fn inject_and_recover(
             net.isolate(target)?;
             std::thread::sleep(plan.down);
             rig.events.push("harness", "heal");
-            rig.net.as_mut().ok_or("no net")?.heal()?;
+            net.heal()?;
         }
         Fault::Isolate => {
             let n = rig.cluster.node(target);
