@@ -26,6 +26,10 @@ pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// Wait after a failed connection attempt before the next.
 const RECONNECT_PAUSE: Duration = Duration::from_millis(100);
+/// Statements kept per run: a 4-client run records about 200 a second, so
+/// this holds over an hour; a run that fills it stops its clients and
+/// fails (`App::stop`) rather than judge a partial record.
+const MAX_STATEMENTS: usize = 1_000_000;
 /// Deadlock: the application retries on the same connection.
 const ER_LOCK_DEADLOCK: u16 = 1213;
 
@@ -79,10 +83,12 @@ impl Shared {
         self.t0.elapsed().as_micros() as u64
     }
     fn record(&self, s: Statement) {
-        self.statements
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(s);
+        let mut all = self.statements.lock().unwrap_or_else(|p| p.into_inner());
+        if all.len() < MAX_STATEMENTS {
+            all.push(s);
+        } else {
+            self.stop.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -149,13 +155,21 @@ impl App {
     }
 
     /// Stops the clients (each finishes its statement, at most
-    /// [`STATEMENT_TIMEOUT`]) and returns every statement.
-    pub fn stop(mut self) -> Vec<Statement> {
+    /// [`STATEMENT_TIMEOUT`]) and returns every statement, or an error if
+    /// the record filled up ([`MAX_STATEMENTS`]).
+    pub fn stop(mut self) -> Result<Vec<Statement>, String> {
         self.shared.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        self.statements()
+        let all = self.statements();
+        if all.len() >= MAX_STATEMENTS {
+            return Err(format!(
+                "the application recorded {MAX_STATEMENTS} statements and stopped: \
+                 fewer faults or clients per run"
+            ));
+        }
+        Ok(all)
     }
 }
 

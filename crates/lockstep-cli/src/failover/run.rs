@@ -135,7 +135,7 @@ fn run_inner(
             }
         }
     }
-    let statements = app.stop();
+    let statements = app.stop()?;
     let samples = load.as_ref().map(|l| (l.samples(), l.exits()));
     drop(load);
     rig.cluster

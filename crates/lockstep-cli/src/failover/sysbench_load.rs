@@ -17,8 +17,8 @@ use super::app::Target;
 use super::child::output_pipes;
 use super::events::Events;
 
-/// Per-second samples kept: a run lasts minutes; the bound only guards a
-/// sysbench that never stops.
+/// Per-second samples (and restarts) kept: a run lasts minutes; the bound
+/// only guards a sysbench that never stops, or one that exits at once.
 const MAX_SAMPLES: usize = 100_000;
 
 /// One per-second report line.
@@ -216,7 +216,10 @@ fn supervise(shared: &LoadShared, target: &Target, threads: u32, rate: u32, even
             if !shared.stop.load(Ordering::Relaxed) {
                 let why = status.map(|s| s.to_string()).unwrap_or_default();
                 events.push("sysbench", &format!("exited ({why}); started again"));
-                lock(&shared.exits).push(events.now_ms());
+                let mut exits = lock(&shared.exits);
+                if exits.len() < MAX_SAMPLES {
+                    exits.push(events.now_ms());
+                }
             }
         }
         std::thread::sleep(RESTART_PAUSE);
