@@ -16,9 +16,9 @@
 
 use crate::event::Event;
 use crate::log::{info, warn};
-use crate::recv_spool::{RecvSpool, Spilled, MEMORY_BUDGET};
-use crate::remote_ws::RemoteWs;
+use crate::recv_spool::{RecvSpool, SpillDone, SpillJob, Spilled, MEMORY_BUDGET};
 use lockstep_core::gates::QueueStats;
+use lockstep_core::writeset_cache::{CachedEvent, CachedKind};
 use std::collections::VecDeque;
 
 #[derive(Default)]
@@ -34,20 +34,27 @@ pub struct ApplyQueue {
     stats: QueueStats,
     /// `gcs.recv_q_hard_limit` in bytes, if one is set.
     hard_limit: Option<u64>,
+    /// Writesets queued past the budget and still in memory, with their
+    /// history: a round writes them to the spool once it has let go of
+    /// the lock (`take_spills`), then swaps them for placeholders
+    /// (`spilled`). Bound: the queue's writesets.
+    unspilled: Vec<(i64, [u8; 16])>,
 }
 
 impl ApplyQueue {
     /// Queues an ordered event at the back; a writeset beyond the memory
-    /// budget waits in the spool (`history` names the group's history in
-    /// its record).
+    /// budget is to wait in the spool (`history` names the group's
+    /// history in its record): the next round writes it there
+    /// (`take_spills`), never this call, which runs under the lock.
     pub fn push(&mut self, event: Event, history: [u8; 16]) {
-        let event = match event {
+        if let Event::Apply(ws) = &event {
             // Only once the queue is over its budget: one big writeset at
             // the head of a short queue stays in memory (writing it out
             // and reading it back would only delay its apply).
-            Event::Apply(ws) if self.memory >= MEMORY_BUDGET => self.spill(ws, history),
-            other => other,
-        };
+            if self.memory >= MEMORY_BUDGET && self.spool.is_some() {
+                self.unspilled.push((ws.seqno, history));
+            }
+        }
         self.memory += event.memory_bytes();
         self.events.push_back(event);
         self.stats.sample(self.events.len());
@@ -57,7 +64,8 @@ impl ApplyQueue {
     /// events an IST replays, a removal that drops the rest).
     pub fn push_front(&mut self, event: Event) {
         if matches!(event, Event::Spilled(_)) {
-            // Placeholders are made by `push` alone, at the back.
+            // Placeholders take the places of queued writesets alone
+            // (`spilled`).
             warn!("a spilled writeset cannot be put at the head of the receive queue");
             return;
         }
@@ -65,31 +73,78 @@ impl ApplyQueue {
         self.events.push_front(event);
     }
 
-    fn spill(&mut self, ws: RemoteWs, history: [u8; 16]) -> Event {
+    /// The spill job for the writesets queued past the budget since the
+    /// last one (and the file's truncation, if due), for the round to run
+    /// once it has let go of the lock; `None` if there is nothing to do.
+    pub fn take_spills(&mut self) -> Option<SpillJob> {
+        let wanted = std::mem::take(&mut self.unspilled);
+        let spool = self.spool.as_mut()?;
+        let mut items = Vec::with_capacity(wanted.len());
+        for (seqno, history) in wanted {
+            // Near the back: queued since the last round.
+            let found = self.events.iter().rev().find_map(|e| match e {
+                Event::Apply(ws) if ws.seqno == seqno => Some(ws),
+                _ => None,
+            });
+            // Not found: an applier took it meanwhile.
+            if let Some(ws) = found {
+                let event = CachedEvent {
+                    history,
+                    seqno,
+                    kind: CachedKind::Writeset {
+                        ws: ws.ws.clone(),
+                        outcome: ws.outcome.clone(),
+                    },
+                };
+                items.push((event, ws.size));
+            }
+        }
+        spool.job(items)
+    }
+
+    /// A spill job ran: each writeset written and still queued gives its
+    /// place to its placeholder. A job of a queue cleared since (or of a
+    /// spool started over) counts for nothing; a failed write leaves the
+    /// queue in memory from then on, as it was before the spool.
+    pub fn spilled(&mut self, done: SpillDone) {
         let Some(spool) = self.spool.as_mut() else {
-            return Event::Apply(ws);
+            return;
         };
+        if !spool.accepts(&done) {
+            return;
+        }
         let first = spool.outstanding() == 0;
-        match spool.spill(history, &ws) {
-            Ok(s) => {
-                if first {
-                    info!(
-                        "receive queue holds {} MiB of writesets: the next ones wait in {} \
-                         until the appliers reach them",
-                        self.memory >> 20,
-                        spool.path().display()
-                    );
-                }
-                Event::Spilled(s)
+        let mut swapped = 0;
+        for s in done.placed {
+            let slot = self
+                .events
+                .iter_mut()
+                .rev()
+                .find(|e| matches!(e, Event::Apply(ws) if ws.seqno == s.seqno));
+            if let Some(slot) = slot {
+                let held = slot.memory_bytes();
+                *slot = Event::Spilled(s);
+                self.memory = self.memory.saturating_sub(held);
+                spool.queued_one();
+                swapped += 1;
             }
-            Err(e) => {
-                warn!(
-                    "cannot write to {}: {e}; the receive queue stays in memory",
-                    spool.path().display()
-                );
-                self.spool = None;
-                Event::Apply(ws)
-            }
+        }
+        spool.truncate_if_unused();
+        if first && swapped > 0 {
+            info!(
+                "receive queue holds {} MiB of writesets: the next ones wait in {} until the \
+                 appliers reach them",
+                self.memory >> 20,
+                spool.path().display()
+            );
+        }
+        if let Some(e) = done.failure {
+            warn!(
+                "cannot write to {}: {e}; the receive queue stays in memory",
+                spool.path().display()
+            );
+            self.spool = None;
+            self.unspilled.clear();
         }
     }
 
@@ -129,6 +184,7 @@ impl ApplyQueue {
 
     pub fn clear(&mut self) {
         self.events.clear();
+        self.unspilled.clear();
         self.recount();
     }
 
@@ -139,6 +195,7 @@ impl ApplyQueue {
 
     fn recount(&mut self) {
         self.memory = self.events.iter().map(Event::memory_bytes).sum();
+        // Those left are found again by `take_spills`; those gone are not.
         let spilled = self
             .events
             .iter()
@@ -209,6 +266,14 @@ mod tests {
 
     const H: [u8; 16] = [3; 16];
 
+    /// What a round does after it lets go of the lock.
+    fn round(q: &mut ApplyQueue) {
+        if let Some(job) = q.take_spills() {
+            let done = job.run();
+            q.spilled(done);
+        }
+    }
+
     #[test]
     fn one_big_writeset_in_a_short_queue_stays_in_memory() {
         let dir = tempfile::tempdir().unwrap();
@@ -218,6 +283,11 @@ mod tests {
         q.push(Event::Apply(remote(2, MEMORY_BUDGET * 2)), H);
         assert!(matches!(q.iter().last(), Some(Event::Apply(_))));
         q.push(Event::Apply(remote(3, 1)), H);
+        assert!(
+            matches!(q.iter().last(), Some(Event::Apply(_))),
+            "written by the round, not under the lock"
+        );
+        round(&mut q);
         assert!(matches!(q.iter().last(), Some(Event::Spilled(_))));
     }
 
@@ -229,6 +299,7 @@ mod tests {
         let each = 6 << 20;
         for seqno in 1..=20 {
             q.push(Event::Apply(remote(seqno, each)), H);
+            round(&mut q);
             assert!(
                 q.memory() < MEMORY_BUDGET + each,
                 "{} in memory",
@@ -252,6 +323,7 @@ mod tests {
         }
         assert!(matches!(q.pop(), Some(Event::Synced)));
         assert_eq!(q.memory(), 0);
+        round(&mut q); // the spool's truncation
         let len = std::fs::metadata(dir.path().join(SPOOL_FILE))
             .unwrap()
             .len();
@@ -265,6 +337,7 @@ mod tests {
         q.set_spool(Some(RecvSpool::create(dir.path()).unwrap()));
         for seqno in 1..=12 {
             q.push(Event::Apply(remote(seqno, 8 << 20)), H);
+            round(&mut q);
         }
         q.push_front(Event::Synced);
         assert!(q.spooled() > 0);
@@ -282,10 +355,36 @@ mod tests {
         q.set_hard_limit(Some(100 << 20));
         for seqno in 1..=12 {
             q.push(Event::Apply(remote(seqno, 8 << 20)), H);
+            round(&mut q);
         }
         assert_eq!(q.over_hard_limit(), None);
         q.push(Event::Apply(remote(13, 8 << 20)), H);
+        round(&mut q);
         assert!(q.spooled() > 0 && q.memory() < 100 << 20);
         assert!(q.over_hard_limit().is_some());
+    }
+
+    /// A writeset an applier took before the round could spill it stays
+    /// as it was; the others are swapped for placeholders, in order.
+    #[test]
+    fn a_writeset_taken_before_its_spill_is_applied_from_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut q = ApplyQueue::default();
+        q.set_spool(Some(RecvSpool::create(dir.path()).unwrap()));
+        q.push(Event::Apply(remote(1, MEMORY_BUDGET)), H);
+        q.push(Event::Apply(remote(2, 10)), H);
+        q.push(Event::Apply(remote(3, 10)), H);
+        let job = q.take_spills().expect("2 and 3 are past the budget");
+        assert!(matches!(q.pop(), Some(Event::Apply(ws)) if ws.seqno == 1));
+        assert!(matches!(q.pop(), Some(Event::Apply(ws)) if ws.seqno == 2));
+        let done = job.run();
+        q.spilled(done);
+        assert_eq!(q.spooled(), 1, "only 3 is still queued");
+        let Some(Event::Spilled(s)) = q.pop() else {
+            panic!("3 waits in the spool");
+        };
+        assert_eq!(RecvSpool::read(&s, 1 << 20).unwrap().seqno, 3);
+        q.consumed(&s);
+        assert_eq!((q.spooled(), q.memory()), (0, 0));
     }
 }

@@ -17,6 +17,7 @@ use crate::storage::{self, Disk, Fs};
 use lockstep_core::gates::Watermark;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub const MARKER_FILE: &str = "lockstep_commit_bypass.dat";
@@ -68,10 +69,17 @@ pub struct Bypass {
     pub highest: Option<i64>,
     /// When `last_committed` first passed `highest`.
     pub settled_since: Option<Instant>,
-    /// Where the marker lives; `None` in unit tests without a data dir.
-    pub marker_dir: Option<PathBuf>,
-    /// The marker is on disk.
+    /// The marker file, written and removed outside the state lock
+    /// (`MarkerJob`).
+    marker: Arc<MarkerFile>,
+    /// What the state wants of the marker: present or not, and the
+    /// generation of that wish (each change is a new one), so that file
+    /// operations run late, in any order, apply only the newest.
+    wanted: Wish,
+    /// The marker is on disk for the window now open.
     pub marker_written: bool,
+    /// The window closed: a round removes the marker (`take_removal`).
+    removal_due: bool,
     /// Transactions that committed ahead (unit tests; the log says when a
     /// window opens).
     pub count: u64,
@@ -85,7 +93,92 @@ pub struct Bypass {
     pub backlog: Option<Backlog>,
 }
 
+/// A wish about the marker file: its generation and whether the file is
+/// to be there.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Wish {
+    generation: u64,
+    present: bool,
+}
+
+/// The marker file and the newest wish made true on disk. Its lock is a
+/// leaf taken without the state lock, held across the file operation, so
+/// that two of them never interleave.
+#[derive(Default)]
+struct MarkerFile {
+    /// Where the marker lives; `None` in unit tests without a data dir.
+    dir: Option<PathBuf>,
+    applied: Mutex<Wish>,
+}
+
+/// A file operation on the marker, decided under the state lock and run
+/// after it is let go of (issue 53: no disk write under a lock that the
+/// client threads take).
+#[must_use = "a marker job does nothing until it is run"]
+pub struct MarkerJob {
+    file: Arc<MarkerFile>,
+    wish: Wish,
+}
+
+impl MarkerJob {
+    /// Makes the file match the wish, unless a newer one was made true
+    /// already. `true` when the file is as wished once it returns.
+    pub fn run(self, fs: &dyn Fs) -> bool {
+        crate::state_lock::expect_unlocked("a commit bypass marker's write");
+        let mut applied = self.file.applied.lock().unwrap_or_else(|p| p.into_inner());
+        if applied.generation > self.wish.generation || *applied == self.wish {
+            return applied.present == self.wish.present;
+        }
+        let Some(dir) = &self.file.dir else {
+            *applied = self.wish;
+            return true;
+        };
+        let done = if self.wish.present {
+            write_marker(fs, dir).map_err(|e| {
+                warn!(
+                    "cannot write {}: {e}; transactions wait for the large writeset in commit \
+                     order (no commit bypass without its marker)",
+                    dir.join(MARKER_FILE).display()
+                )
+            })
+        } else {
+            storage::remove_durably(fs, &dir.join(MARKER_FILE)).or_else(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    return Ok(());
+                }
+                warn!("cannot remove {}: {e}", dir.join(MARKER_FILE).display());
+                Err(())
+            })
+        };
+        if done.is_ok() {
+            *applied = self.wish;
+        }
+        done.is_ok()
+    }
+}
+
 impl Bypass {
+    /// The data directory, where the marker lives.
+    pub fn set_marker_dir(&mut self, dir: PathBuf) {
+        self.marker = Arc::new(MarkerFile {
+            dir: Some(dir),
+            applied: Mutex::default(),
+        });
+    }
+
+    fn wish(&mut self, present: bool) -> MarkerJob {
+        if self.wanted.present != present || self.wanted.generation == 0 {
+            self.wanted = Wish {
+                generation: self.wanted.generation + 1,
+                present,
+            };
+        }
+        MarkerJob {
+            file: self.marker.clone(),
+            wish: self.wanted,
+        }
+    }
+
     /// A remote writeset was ordered at `seqno`: remembered if it is large.
     /// Whether it is large (it then holds back what follows it).
     pub fn ordered(&mut self, seqno: i64, bytes: usize) -> bool {
@@ -210,26 +303,46 @@ impl Bypass {
         }
     }
 
-    /// A local transaction at `seqno` is held back by a large writeset:
-    /// writes the marker, durably, before any transaction may pass it
-    /// ([`Bypass::allows`] says no until it is on disk). If it cannot be
+    /// A local transaction is held back by a large writeset: the marker
+    /// must be on disk, durably, before any transaction may pass it
+    /// ([`Bypass::allows`] says no until then). The job writes it, after
+    /// the caller lets go of the state lock; `None` when it is written.
+    /// Its outcome goes to [`Bypass::marker_done`]. If it cannot be
     /// written, transactions wait for their turn in order; the next one
     /// held back tries again.
-    pub fn prepare(&mut self, fs: &dyn Fs, seqno: i64) {
-        if self.marker_written {
-            return;
+    pub fn prepare(&mut self) -> Option<MarkerJob> {
+        (!self.marker_written).then(|| self.wish(true))
+    }
+
+    /// A marker job from [`Bypass::prepare`] ran: `written` tells whether
+    /// the file is there. It counts only if the wish is still the newest
+    /// (the window may have closed meanwhile).
+    pub fn marker_done(&mut self, job_wish: (u64, bool), written: bool) {
+        let (generation, present) = job_wish;
+        if written
+            && present
+            && self.wanted
+                == (Wish {
+                    generation,
+                    present,
+                })
+        {
+            self.marker_written = true;
         }
-        match &self.marker_dir {
-            None => self.marker_written = true,
-            Some(dir) => match write_marker(fs, dir, seqno) {
-                Ok(()) => self.marker_written = true,
-                Err(e) => warn!(
-                    "cannot write {}: {e}; transactions wait for the large writeset in commit \
-                     order (no commit bypass without its marker)",
-                    dir.join(MARKER_FILE).display()
-                ),
-            },
-        }
+    }
+
+    /// The marker removal a closed window left, for the round to run after
+    /// it lets go of the state lock.
+    pub fn take_removal(&mut self) -> Option<MarkerJob> {
+        std::mem::take(&mut self.removal_due).then(|| self.wish(false))
+    }
+
+    /// A whole state arrived by state transfer: whatever marker a crash
+    /// inside a bypass left goes (run after the state lock is let go of).
+    pub fn forget_marker(&mut self) -> MarkerJob {
+        self.marker_written = false;
+        self.removal_due = false;
+        self.wish(false)
     }
 
     /// `seqno` commits ahead of an earlier seqno: opens (or widens) the
@@ -263,9 +376,9 @@ impl Bypass {
         }
         let since = *self.settled_since.get_or_insert_with(Instant::now);
         if since.elapsed() >= SETTLE {
-            if let Some(dir) = &self.marker_dir {
-                remove_marker_on(&Disk, dir);
-            }
+            // Removed by the next round, outside the state lock
+            // (`take_removal`); until then it errs on the safe side.
+            self.removal_due = true;
             self.highest = None;
             self.settled_since = None;
             self.marker_written = false;
@@ -273,11 +386,16 @@ impl Bypass {
     }
 }
 
-fn write_marker(fs: &dyn Fs, dir: &Path, seqno: i64) -> std::io::Result<()> {
-    let text = format!(
-        "# Lockstep: local transactions may commit ahead of a large writeset \
-         (from seqno {seqno}).\n# Present after a crash: the node takes a full state transfer.\n"
-    );
+impl MarkerJob {
+    /// The wish this job makes true, for [`Bypass::marker_done`].
+    pub fn wish(&self) -> (u64, bool) {
+        (self.wish.generation, self.wish.present)
+    }
+}
+
+fn write_marker(fs: &dyn Fs, dir: &Path) -> std::io::Result<()> {
+    let text = "# Lockstep: local transactions may commit ahead of a large writeset.\n\
+                # Present after a crash: the node takes a full state transfer.\n";
     storage::replace_durably(fs, &dir.join(MARKER_FILE), text.as_bytes())
 }
 
@@ -301,6 +419,29 @@ fn remove_marker_on(fs: &dyn Fs, dir: &Path) {
 mod tests {
     use super::*;
 
+    /// What `commit_order_enter` does: the marker's job, run, and its
+    /// outcome told.
+    fn prepare(b: &mut Bypass, fs: &dyn Fs) {
+        if let Some(job) = b.prepare() {
+            let wish = job.wish();
+            let written = job.run(fs);
+            b.marker_done(wish, written);
+        }
+    }
+
+    /// What a round does after `settle` closed the window.
+    fn remove_if_due(b: &mut Bypass) {
+        if let Some(job) = b.take_removal() {
+            assert!(job.run(&Disk));
+        }
+    }
+
+    fn with_dir(dir: &Path) -> Bypass {
+        let mut b = Bypass::default();
+        b.set_marker_dir(dir.into());
+        b
+    }
+
     #[test]
     fn only_a_large_writeset_in_the_way_lets_a_transaction_pass() {
         let mut b = Bypass::default();
@@ -309,7 +450,7 @@ mod tests {
         assert!(!b.allows(12, 5, &at(10)));
         b.large.insert(11);
         assert!(!b.allows(12, 10, &at(10)), "no marker yet");
-        b.prepare(&Disk, 12); // no marker directory: nothing to write
+        prepare(&mut b, &Disk); // no marker directory: nothing to write
         assert!(
             b.allows(12, 10, &at(10)),
             "independent of 11, which is large"
@@ -335,7 +476,7 @@ mod tests {
             ..Bypass::default()
         };
         b.large.insert(11);
-        b.prepare(&Disk, 12);
+        prepare(&mut b, &Disk);
         let mut commit = Watermark::new(10);
         commit.mark(12).unwrap(); // committed ahead of 11
                                   // 14 depends on 12 (committed) and 13 (not yet).
@@ -414,28 +555,60 @@ mod tests {
     #[test]
     fn the_marker_stays_until_a_later_seqno_committed_and_settled() {
         let dir = tempfile::tempdir().unwrap();
-        let mut b = Bypass {
-            marker_dir: Some(dir.path().into()),
-            ..Bypass::default()
-        };
-        b.prepare(&Disk, 12);
+        let mut b = with_dir(dir.path());
+        prepare(&mut b, &Disk);
         b.opened(12);
         assert!(marker_present(dir.path()));
         b.settle(11);
         b.settle(12);
+        remove_if_due(&mut b);
         assert!(marker_present(dir.path()), "nothing past 12 committed yet");
         b.settle(13);
+        remove_if_due(&mut b);
         assert!(b.settled_since.is_some());
+        assert!(marker_present(dir.path()), "not settled yet");
         b.settled_since = Some(Instant::now() - SETTLE);
         b.settle(13);
+        assert!(marker_present(dir.path()), "removed by a round, not here");
+        remove_if_due(&mut b);
         assert!(!marker_present(dir.path()));
         assert_eq!(b.highest, None);
         // A new window writes it again.
         assert!(!b.marker_written);
-        b.prepare(&Disk, 30);
+        prepare(&mut b, &Disk);
         b.opened(30);
         assert!(marker_present(dir.path()));
         assert_eq!(b.count, 2);
+    }
+
+    /// Marker jobs run after the state lock is let go of, so in any
+    /// order: a late one never undoes a newer wish, and a write that a
+    /// closed window overtook does not count as the new window's marker.
+    #[test]
+    fn a_late_marker_job_never_undoes_a_newer_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = with_dir(dir.path());
+        let write = b.prepare().expect("a write to do");
+        let removal = b.forget_marker();
+        let (wish, written) = (write.wish(), {
+            assert!(removal.run(&Disk), "nothing to remove is fine");
+            write.run(&Disk)
+        });
+        assert!(!written, "the removal was newer: the write is not made");
+        assert!(!marker_present(dir.path()));
+        b.marker_done(wish, written);
+        assert!(!b.marker_written);
+        // The other way round: a removal that comes late leaves a newer
+        // window's marker.
+        let old_removal = b.forget_marker();
+        let write = b.prepare().expect("a write to do");
+        let wish = write.wish();
+        assert!(write.run(&Disk));
+        assert!(!old_removal.run(&Disk), "overtaken by the newer write");
+        assert!(marker_present(dir.path()));
+        b.marker_done(wish, true);
+        assert!(b.marker_written);
+        assert!(b.prepare().is_none(), "written: nothing more to do");
     }
 
     #[test]
@@ -445,14 +618,11 @@ mod tests {
         let commit = Watermark::new(10);
         for cut in 0.. {
             let fs = SimFs::new();
-            let mut b = Bypass {
-                threshold: 100,
-                marker_dir: Some(dir.into()),
-                ..Bypass::default()
-            };
+            let mut b = with_dir(dir);
+            b.threshold = 100;
             assert!(b.ordered(11, 1000), "11 is large");
             fs.cut_after(cut);
-            b.prepare(&fs, 12);
+            prepare(&mut b, &fs);
             let passes = b.allows(12, 10, &commit);
             fs.power_loss();
             let on_disk = marker_present_on(&fs, dir);

@@ -7,7 +7,7 @@
 //! A write error fails the cache there, in one place: the node then
 //! commits nothing more and leaves the cluster (`cache_writer`).
 
-use crate::cache_writer::{CacheWriter, Written};
+use crate::cache_writer::{CacheWriter, Room, Written};
 use crate::log::info;
 use crate::writeset_cache::WritesetCache;
 use lockstep_core::writeset_cache::{CachedEvent, CachedKind};
@@ -118,6 +118,13 @@ impl CacheFeed {
         if let Some(writer) = &self.writer {
             writer.end_batch();
         }
+    }
+
+    /// What a round waits on for room in the writer's queue, after it
+    /// lets go of the provider's lock (`cache_writer::Room`); `None`
+    /// without a writer.
+    pub fn room(&self) -> Option<Room> {
+        self.writer.as_ref().map(CacheWriter::room)
     }
 
     /// What committing the event at `seqno` of `history` waits for: that

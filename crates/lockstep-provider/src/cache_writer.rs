@@ -14,12 +14,19 @@
 //! and every acknowledged commit is in it. The writer is usually done by
 //! then, so the wait is a look under a lock.
 //!
-//! Bounds: at most `MAX_QUEUED_BYTES` of event data waits for the writer
-//! (plus one event of any size); a round that would pass it waits for
-//! room, as it waited for its own write(2) before. A commit's wait has a
-//! deadline (`ACK_WAIT`); the round's and the readers' waits for the
-//! writer have none (they wait for the disk, as the round did) but are
-//! logged every `SLOW_WRITER`; every wait ends when the writer is gone.
+//! Bounds: queueing never waits, since it happens under the provider's
+//! lock (issue 53: no blocking wait under a lock that client threads
+//! take). A round that leaves more than `MAX_QUEUED_BYTES` of event data
+//! queued waits for room after it lets go of that lock (`Room::wait`),
+//! before its next round: so the queue holds at most `MAX_QUEUED_BYTES`
+//! plus what one round delivered, or what a joiner's catch-up queued
+//! (`Inner::cache_catch_up`: the apply queue's writesets in memory, at
+//! most `recv_spool::MEMORY_BUDGET`); the group log and the apply queue
+//! hold those writesets anyway: the queue shares them, it copies none. A
+//! commit's wait has a deadline (`ACK_WAIT`); the round's and the
+//! readers' waits for the writer have none (they wait for the disk, as
+//! the round did) but are logged every `SLOW_WRITER`; every wait ends
+//! when the writer is gone.
 //!
 //! A cache that fails (a write or fsync error, a writer that panicked, or
 //! an event still unwritten at the commit's deadline: a stuck disk) fails
@@ -38,8 +45,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Event data queued for the writer, at most (one event of any size is
-/// always let in): the rounds get ahead of the disk by this much.
+/// Event data queued for the writer past which a round waits for room
+/// (`Room::wait`): the rounds get ahead of the disk by this much, plus
+/// one round's deliveries.
 pub const MAX_QUEUED_BYTES: usize = 64 << 20;
 
 /// How long a commit waits for its event to be written: a disk that
@@ -152,6 +160,33 @@ impl Writes {
         self.disabled.store(true, Ordering::Release);
     }
 
+    /// Wakes the writer and waits while `behind` holds and the writer
+    /// lives; no deadline (the writer's own write(2) is what is waited
+    /// for, as the round used to wait for its own), but logged every
+    /// `SLOW_WRITER`.
+    fn wait_for_writer(&self, behind: impl Fn(&Queue) -> bool, what: &str) {
+        let t0 = Instant::now();
+        let mut said = Duration::ZERO;
+        let mut q = lock(&self.queue);
+        while behind(&q) && !q.gone {
+            self.more.notify_one();
+            q = self.progress.wait(q, Some(IDLE));
+            if t0.elapsed() >= said + SLOW_WRITER {
+                said = t0.elapsed();
+                let queued = q.bytes >> 20;
+                // Not under the queue's lock: the server's logger may be
+                // as slow as the disk.
+                drop(q);
+                warn!(
+                    "waiting {} s for the writeset cache's writer ({queued} MiB queued) to \
+                     make {what}: the disk under gcache.dir is slow",
+                    said.as_secs()
+                );
+                q = lock(&self.queue);
+            }
+        }
+    }
+
     fn publish_first(&self, cache: &Option<WritesetCache>) {
         let first = cache.as_ref().and_then(WritesetCache::first).unwrap_or(-1);
         self.first.store(first, Ordering::Release);
@@ -223,6 +258,25 @@ impl Written {
             }
             q = w.progress.wait(q, Some(left));
         }
+    }
+}
+
+/// Room in the writer's queue, waited for by a round after it lets go of
+/// the provider's lock (the bound: `MAX_QUEUED_BYTES`).
+pub struct Room {
+    writes: Arc<Writes>,
+}
+
+impl Room {
+    /// Waits while more than `MAX_QUEUED_BYTES` are queued and the writer
+    /// lives (no deadline: the disk is what is waited for; logged every
+    /// `SLOW_WRITER`).
+    pub fn wait(self) {
+        crate::state_lock::expect_unlocked("a wait for the writeset cache's writer");
+        self.writes.wait_for_writer(
+            |q| q.bytes > MAX_QUEUED_BYTES,
+            "room in its queue (the group waits)",
+        );
     }
 }
 
@@ -316,16 +370,19 @@ impl CacheWriter {
         }
     }
 
-    /// Queues `op` (the event `at`, if it is one), first waiting for
-    /// room if `bytes` would pass the bound (the writer is woken to make
-    /// it).
+    /// What a round waits on once it has let go of the provider's lock:
+    /// room in the queue.
+    pub fn room(&self) -> Room {
+        Room {
+            writes: self.writes.clone(),
+        }
+    }
+
+    /// Queues `op` (the event `at`, if it is one). Never waits: the
+    /// caller holds the provider's lock, and waits for room after it lets
+    /// go of it (`Room::wait`).
     fn queue(&self, op: Op, bytes: usize, at: Option<At>) {
-        let q = lock(&self.writes.queue);
-        let mut q = self.wait_for_writer(
-            q,
-            |q| q.bytes > 0 && q.bytes + bytes > MAX_QUEUED_BYTES,
-            "room in its queue (the group waits)",
-        );
+        let mut q = lock(&self.writes.queue);
         if q.gone {
             self.writes.disabled.store(true, Ordering::Release);
             return;
@@ -348,46 +405,12 @@ impl CacheWriter {
     /// The caller holds the provider's lock, which the writer never
     /// takes, and so nothing is queued meanwhile.
     pub fn with_cache<R>(&self, f: impl FnOnce(&mut WritesetCache) -> R) -> Option<R> {
-        let q = lock(&self.writes.queue);
-        drop(self.wait_for_writer(
-            q,
+        self.writes.wait_for_writer(
             |q| !q.ops.is_empty() || q.busy,
             "everything queued to be written",
-        ));
+        );
         let mut c = lock(&self.writes.cache);
         c.as_mut().map(f)
-    }
-
-    /// Wakes the writer and waits while `behind` holds and the writer
-    /// lives; no deadline (the writer's own write(2) is what is waited
-    /// for, as the round used to wait for its own), but logged every
-    /// `SLOW_WRITER`.
-    fn wait_for_writer<'a>(
-        &'a self,
-        mut q: MutexGuard<'a, Queue>,
-        behind: impl Fn(&Queue) -> bool,
-        what: &str,
-    ) -> MutexGuard<'a, Queue> {
-        let t0 = Instant::now();
-        let mut said = Duration::ZERO;
-        while behind(&q) && !q.gone {
-            self.writes.more.notify_one();
-            q = self.writes.progress.wait(q, Some(IDLE));
-            if t0.elapsed() >= said + SLOW_WRITER {
-                said = t0.elapsed();
-                let queued = q.bytes >> 20;
-                // Not under the queue's lock: the server's logger may be
-                // as slow as the disk.
-                drop(q);
-                warn!(
-                    "waiting {} s for the writeset cache's writer ({queued} MiB queued) to \
-                     make {what}: the disk under gcache.dir is slow",
-                    said.as_secs()
-                );
-                q = lock(&self.writes.queue);
-            }
-        }
-        q
     }
 
     /// Writes what is queued, ends the thread and gives the cache back.
@@ -782,8 +805,9 @@ mod tests {
             .unwrap());
     }
 
-    /// The queue is bounded: past `MAX_QUEUED_BYTES` a round waits for
-    /// the writer (here held) before it queues more.
+    /// The queue is bounded: queueing never waits (it runs under the
+    /// provider's lock), and past `MAX_QUEUED_BYTES` a round waits for
+    /// room, afterwards, until the writer (here held) makes it.
     #[test]
     fn a_round_waits_for_room_past_the_bound() {
         let dir = tempfile::tempdir().unwrap();
@@ -795,21 +819,23 @@ mod tests {
         };
         let big = MAX_QUEUED_BYTES / 2 + 1;
         let held = lock(&w.writes.cache);
-        w.append(ws(1), big); // one event of any size goes in
+        w.append(ws(1), big);
+        w.end_batch();
+        w.room().wait(); // within the bound: returns at once
+        w.append(ws(2), big); // past the bound, and queued at once
+        w.append(ws(3), big);
+        w.end_batch();
         let round = {
-            let w = w.clone();
-            std::thread::spawn(move || {
-                w.append(ws(2), big); // past the bound: waits
-                w.end_batch();
-            })
+            let room = w.room();
+            std::thread::spawn(move || room.wait())
         };
         std::thread::sleep(Duration::from_millis(200));
-        assert!(!round.is_finished(), "the second event waits for room");
+        assert!(!round.is_finished(), "the round waits for room");
         drop(held);
         round.join().unwrap();
-        assert_eq!(w.written(H, 2).wait(Duration::from_secs(10)), Ok(()));
+        assert_eq!(w.written(H, 3).wait(Duration::from_secs(10)), Ok(()));
         assert!(w
-            .with_cache(|c| c.covers(Uuid::from_bytes(H), 0, 2))
+            .with_cache(|c| c.covers(Uuid::from_bytes(H), 0, 3))
             .unwrap());
     }
 }

@@ -186,7 +186,7 @@ impl Provider {
         let tunables = settings.tunables();
         log_commit_bypass(&settings.options(), server_binlog, tunables.commit_bypass);
         let mut inner = Inner::new(saved.uuid, position);
-        inner.bypass.marker_dir = Some(cfg.data_dir.clone());
+        inner.bypass.set_marker_dir(cfg.data_dir.clone());
         inner.diverged = diverged;
         inner.take_settings(tunables, limits);
         let views = Arc::new(crate::viewstate::ViewKeeper::new(&cfg.data_dir));

@@ -7,10 +7,13 @@
 //! node (both exempt from flow control, as in Galera). Each of them queues
 //! every writeset the group orders meanwhile. Galera keeps that queue in
 //! gcache, whose page files spill to disk; here, once the writesets in the
-//! queue hold [`MEMORY_BUDGET`] bytes (so memory holds at most that plus
-//! the one writeset that crossed it), the next one is appended to
+//! queue hold [`MEMORY_BUDGET`] bytes, the next ones are appended to
 //! `lockstep_recv_spool.dat` in the data directory and the queue keeps a
-//! small placeholder ([`Spilled`]) in its place. The applier whose turn it
+//! small placeholder ([`Spilled`]) in their place. The round that queued
+//! them writes them after it lets go of the provider's lock (a
+//! [`SpillJob`]) and then swaps the placeholders in: so memory holds at
+//! most the budget plus what one round queued past it (or, until the next
+//! round, what an applier thread queued). The applier whose turn it
 //! is reads the writeset back (outside the provider's lock) and applies it
 //! like any other.
 //!
@@ -18,8 +21,8 @@
 //! payload, payload; `docs/formats.md`), appended in queue order; a record
 //! that fails its checksum or names another seqno is an inconsistency
 //! (the node stops, it does not skip a writeset). The file is truncated
-//! whenever no placeholder is left in the queue or being read back by an
-//! applier, and created empty at
+//! (by the next spill job) whenever no placeholder is left in the queue
+//! or being read back by an applier, and created empty at
 //! every connect, so it only holds what the queue holds. Its size is
 //! bounded by `gcs.recv_q_hard_limit` where one is set (the limit counts
 //! spilled writesets too), else by the disk, like Galera's page files.
@@ -31,7 +34,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Bytes of writesets the receive queue keeps in memory; beyond it they
 /// are spilled. 64 MiB is far above what a synced node under flow control
@@ -56,17 +59,94 @@ pub struct Spilled {
     file: Arc<File>,
 }
 
+/// The spool file and where its next record goes. Its lock is a leaf,
+/// taken only by a spill job (`SpillJob::run`), never under the
+/// provider's state lock; readers need none (`RecvSpool::read`).
+struct SpoolFile {
+    file: Arc<File>,
+    end: Mutex<u64>,
+}
+
+/// The spool's bookkeeping, kept with the queue under the provider's
+/// lock. The file is written only by a spill job, run after the lock is
+/// let go of (issue 53: no disk write under a lock that client threads
+/// take).
 pub struct RecvSpool {
     path: PathBuf,
-    file: Arc<File>,
-    /// Where the next record goes.
-    end: u64,
+    file: Arc<SpoolFile>,
     /// Placeholders in the queue.
     queued: usize,
     /// Placeholders an applier took from the queue and has not read back
     /// yet: the file is not truncated under them.
     reading: usize,
     generation: u64,
+    /// Records were written in this generation: the file has something
+    /// to truncate.
+    written: bool,
+    /// A generation ended with nothing outstanding: the next spill job
+    /// truncates the file first.
+    truncate_due: bool,
+}
+
+/// Writesets to write to the spool, and whether the file starts over
+/// first: decided under the state lock (`RecvSpool::job`), run without it.
+#[must_use = "a spill job does nothing until it is run"]
+pub struct SpillJob {
+    file: Arc<SpoolFile>,
+    generation: u64,
+    truncate: bool,
+    /// Each writeset as its spool record's event, and its size. Bound:
+    /// what one round queued past the memory budget.
+    items: Vec<(CachedEvent, usize)>,
+}
+
+/// What a spill job did, for `ApplyQueue::spilled`.
+pub struct SpillDone {
+    generation: u64,
+    /// A placeholder for each writeset written, in order.
+    pub placed: Vec<Spilled>,
+    /// Why the rest could not be written.
+    pub failure: Option<io::Error>,
+}
+
+impl SpillJob {
+    /// Truncates the file if due, then appends each writeset's record.
+    pub fn run(self) -> SpillDone {
+        crate::state_lock::expect_unlocked("a receive spool write");
+        let mut end = self.file.end.lock().unwrap_or_else(|p| p.into_inner());
+        let mut done = SpillDone {
+            generation: self.generation,
+            placed: Vec::with_capacity(self.items.len()),
+            failure: None,
+        };
+        if self.truncate {
+            // Placeholders of the old contents no longer match (their
+            // generation ended under the state lock).
+            *end = 0;
+            if let Err(e) = self.file.file.set_len(0) {
+                crate::log::warn!("cannot truncate the receive spool: {e}");
+            }
+        }
+        let mut record = Vec::new();
+        for (event, bytes) in &self.items {
+            record.clear();
+            encode_record(event, &mut record);
+            if let Err(e) = self.file.file.write_all_at(&record, *end) {
+                done.failure = Some(e);
+                break;
+            }
+            done.placed.push(Spilled {
+                seqno: event.seqno,
+                bytes: *bytes,
+                offset: *end,
+                len: record.len(),
+                generation: self.generation,
+                file: self.file.file.clone(),
+            });
+            *end += record.len() as u64;
+        }
+        done
+    }
 }
 
 impl RecvSpool {
@@ -81,11 +161,15 @@ impl RecvSpool {
             .open(&path)?;
         Ok(RecvSpool {
             path,
-            file: Arc::new(file),
-            end: 0,
+            file: Arc::new(SpoolFile {
+                file: Arc::new(file),
+                end: Mutex::new(0),
+            }),
             queued: 0,
             reading: 0,
             generation: 0,
+            written: false,
+            truncate_due: false,
         })
     }
 
@@ -99,30 +183,35 @@ impl RecvSpool {
         self.queued + self.reading
     }
 
-    /// Appends `ws` and returns its placeholder.
-    pub fn spill(&mut self, history: [u8; 16], ws: &RemoteWs) -> io::Result<Spilled> {
-        let mut record = Vec::with_capacity(ws.size + 256);
-        let event = CachedEvent {
-            history,
-            seqno: ws.seqno,
-            kind: CachedKind::Writeset {
-                ws: ws.ws.clone(),
-                outcome: ws.outcome.clone(),
-            },
-        };
-        encode_record(&event, &mut record);
-        self.file.write_all_at(&record, self.end)?;
-        let spilled = Spilled {
-            seqno: ws.seqno,
-            bytes: ws.size,
-            offset: self.end,
-            len: record.len(),
-            generation: self.generation,
+    /// The job that writes `items` (writesets as spool records, with
+    /// their sizes), truncating the file first if due; `None` when there
+    /// is nothing to do.
+    pub fn job(&mut self, items: Vec<(CachedEvent, usize)>) -> Option<SpillJob> {
+        if items.is_empty() && !self.truncate_due {
+            return None;
+        }
+        Some(SpillJob {
             file: self.file.clone(),
-        };
-        self.end += record.len() as u64;
+            generation: self.generation,
+            truncate: std::mem::take(&mut self.truncate_due),
+            items,
+        })
+    }
+
+    /// Whether a job's placeholders belong to the current generation (the
+    /// queue was not cleared and the file not started over meanwhile);
+    /// if so, its records count as written.
+    pub fn accepts(&mut self, done: &SpillDone) -> bool {
+        let current = done.generation == self.generation;
+        if current && !done.placed.is_empty() {
+            self.written = true;
+        }
+        current
+    }
+
+    /// A placeholder was put in the queue in its writeset's place.
+    pub fn queued_one(&mut self) {
         self.queued += 1;
-        Ok(spilled)
     }
 
     /// Reads a placeholder's writeset back. Needs no lock: records are
@@ -178,17 +267,17 @@ impl RecvSpool {
         self.truncate_if_unused();
     }
 
-    fn truncate_if_unused(&mut self) {
-        if self.end == 0 || self.queued > 0 || self.reading > 0 {
+    /// With nothing outstanding, the generation ends here (its
+    /// placeholders no longer match) and the next spill job truncates
+    /// the file, under no lock. Also after a job whose writesets had all
+    /// been taken meanwhile: its records are of no use.
+    pub fn truncate_if_unused(&mut self) {
+        if !self.written || self.queued > 0 || self.reading > 0 {
             return;
         }
-        // Placeholders of the old contents (dropped from the queue) no
-        // longer match.
         self.generation += 1;
-        self.end = 0;
-        if let Err(e) = self.file.set_len(0) {
-            crate::log::warn!("cannot truncate {}: {e}", self.path.display());
-        }
+        self.written = false;
+        self.truncate_due = true;
     }
 
     /// Removes the file (clean close).
@@ -205,12 +294,44 @@ mod tests {
 
     const MAX: usize = 1 << 20;
 
+    /// What a round and the queue do for one writeset queued past the
+    /// budget: the job, run, and the placeholder queued.
+    fn spill(spool: &mut RecvSpool, ws: RemoteWs) -> Spilled {
+        let event = CachedEvent {
+            history: [3; 16],
+            seqno: ws.seqno,
+            kind: CachedKind::Writeset {
+                ws: ws.ws.clone(),
+                outcome: ws.outcome.clone(),
+            },
+        };
+        let job = spool.job(vec![(event, ws.size)]).expect("a job");
+        let mut done = job.run();
+        assert!(done.failure.is_none());
+        if spool.accepts(&done) {
+            spool.queued_one();
+        }
+        done.placed.pop().expect("written")
+    }
+
+    /// A round with nothing to spill: runs a truncation if one is due.
+    fn idle_round(spool: &mut RecvSpool) {
+        if let Some(job) = spool.job(Vec::new()) {
+            let done = job.run();
+            spool.accepts(&done);
+        }
+    }
+
+    fn spool_len(dir: &Path) -> u64 {
+        std::fs::metadata(dir.join(SPOOL_FILE)).unwrap().len()
+    }
+
     #[test]
     fn writesets_come_back_as_spilled_and_the_file_starts_over_when_all_are_read() {
         let dir = tempfile::tempdir().unwrap();
         let mut spool = RecvSpool::create(dir.path()).unwrap();
-        let a = spool.spill([3; 16], &remote(5, 1000)).unwrap();
-        let b = spool.spill([3; 16], &remote(6, 10)).unwrap();
+        let a = spill(&mut spool, remote(5, 1000));
+        let b = spill(&mut spool, remote(6, 10));
         assert_eq!(spool.outstanding(), 2);
         spool.taken(&b);
         let back = RecvSpool::read(&b, MAX).unwrap();
@@ -222,17 +343,20 @@ mod tests {
         assert_eq!(back.outcome, remote(5, 1000).outcome);
         spool.consumed(&a);
         assert_eq!(spool.outstanding(), 0);
-        let len = std::fs::metadata(dir.path().join(SPOOL_FILE))
-            .unwrap()
-            .len();
-        assert_eq!(len, 0, "an empty queue leaves an empty spool");
+        assert!(spool_len(dir.path()) > 0, "truncated by a round, not here");
+        idle_round(&mut spool);
+        assert_eq!(
+            spool_len(dir.path()),
+            0,
+            "an empty queue leaves an empty spool"
+        );
     }
 
     #[test]
     fn a_damaged_record_is_an_error_not_a_writeset() {
         let dir = tempfile::tempdir().unwrap();
         let mut spool = RecvSpool::create(dir.path()).unwrap();
-        let a = spool.spill([3; 16], &remote(5, 100)).unwrap();
+        let a = spill(&mut spool, remote(5, 100));
         let f = OpenOptions::new()
             .write(true)
             .open(dir.path().join(SPOOL_FILE))
@@ -248,10 +372,10 @@ mod tests {
     fn placeholders_of_a_cleared_queue_are_recognised() {
         let dir = tempfile::tempdir().unwrap();
         let mut spool = RecvSpool::create(dir.path()).unwrap();
-        let old = spool.spill([3; 16], &remote(5, 100)).unwrap();
+        let old = spill(&mut spool, remote(5, 100));
         spool.recount(0);
         assert!(!spool.is_current(&old));
-        let new = spool.spill([3; 16], &remote(9, 100)).unwrap();
+        let new = spill(&mut spool, remote(9, 100));
         spool.consumed(&old);
         assert_eq!(
             spool.outstanding(),
@@ -265,16 +389,39 @@ mod tests {
     fn a_writeset_being_read_survives_a_cleared_queue() {
         let dir = tempfile::tempdir().unwrap();
         let mut spool = RecvSpool::create(dir.path()).unwrap();
-        let a = spool.spill([3; 16], &remote(5, 100)).unwrap();
-        spool.spill([3; 16], &remote(6, 100)).unwrap();
+        let a = spill(&mut spool, remote(5, 100));
+        spill(&mut spool, remote(6, 100));
         spool.taken(&a);
         spool.recount(0); // 6 dropped from the queue, 5 still being read
         assert_eq!(RecvSpool::read(&a, MAX).unwrap().seqno, 5);
         spool.consumed(&a);
         assert_eq!(spool.outstanding(), 0);
-        let len = std::fs::metadata(dir.path().join(SPOOL_FILE))
-            .unwrap()
-            .len();
-        assert_eq!(len, 0);
+        idle_round(&mut spool);
+        assert_eq!(spool_len(dir.path()), 0);
+    }
+
+    /// A job decided before the queue was cleared and run after: its
+    /// records are of a generation that ended, and count for nothing.
+    #[test]
+    fn a_job_that_a_cleared_queue_overtook_counts_for_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spool = RecvSpool::create(dir.path()).unwrap();
+        spill(&mut spool, remote(5, 100));
+        let ws = remote(6, 100);
+        let event = CachedEvent {
+            history: [3; 16],
+            seqno: 6,
+            kind: CachedKind::Writeset {
+                ws: ws.ws.clone(),
+                outcome: ws.outcome.clone(),
+            },
+        };
+        let job = spool.job(vec![(event, ws.size)]).unwrap();
+        spool.recount(0); // the queue was cleared meanwhile
+        let done = job.run();
+        assert!(!spool.accepts(&done));
+        assert_eq!(spool.outstanding(), 0);
+        idle_round(&mut spool);
+        assert_eq!(spool_len(dir.path()), 0);
     }
 }

@@ -406,8 +406,20 @@ impl Provider {
         };
         let depends_on = g.trxs.depends_on(trx_id).unwrap_or(seqno - 1);
         if g.bypass.holds_back(seqno, g.gates.commit_level()) {
-            // Its marker on disk before anything passes the large writeset.
-            g.bypass.prepare(&crate::storage::Disk, seqno);
+            // Its marker on disk before anything passes the large
+            // writeset, written under no lock (issue 53); the wait below
+            // looks at everything again.
+            if let Some(job) = g.bypass.prepare() {
+                drop(g);
+                let wish = job.wish();
+                let written = job.run(&crate::storage::Disk);
+                g = self.lock();
+                g.bypass.marker_done(wish, written);
+                drop(g);
+                // Those held back too may pass now.
+                self.notify();
+                g = self.lock();
+            }
         }
         let t0 = Instant::now();
         // Held back by a large writeset, this transaction may pass it as
@@ -766,8 +778,11 @@ impl Provider {
     pub fn inconsistent(&self, mut g: StateGuard<'_>, why: &str) -> Status {
         error!("node consistency compromised: {why}; refusing further writes, restart required");
         g.local.inconsistent();
-        g.set_diverged(&self.data_dir);
+        let newly = g.set_diverged();
         drop(g);
+        if newly {
+            crate::diverged::mark(&self.data_dir);
+        }
         self.notify();
         status::NODE_FAIL
     }
@@ -859,7 +874,7 @@ impl Provider {
             if !ok {
                 let mut g = self.lock();
                 // Its data is no longer the group's at any seqno.
-                g.set_diverged(&self.data_dir);
+                let newly = g.set_diverged();
                 let lost_vote = g.votes.lost(seqno);
                 let why = if lost_vote {
                     format!(
@@ -870,6 +885,9 @@ impl Provider {
                     format!("failed to apply writeset {seqno}: node consistency compromised")
                 };
                 drop(g);
+                if newly {
+                    crate::diverged::mark(&self.data_dir);
+                }
                 return Some(self.fail_session(ctx, &why));
             }
             exit_loop = exit;

@@ -650,7 +650,10 @@ impl Provider {
             Event::PastView(seqno, _, view) => self.pass_past_view(ctx, seqno, view.as_deref()),
             Event::Rejoin => self.rejoin(ctx),
             Event::Inconsistent(why) => {
-                self.lock().set_diverged(&self.data_dir);
+                let newly = self.lock().set_diverged();
+                if newly {
+                    crate::diverged::mark(&self.data_dir);
+                }
                 Some(self.fail_session(ctx, &why))
             }
             // Not diverged: every commit it acknowledged is in the cache,

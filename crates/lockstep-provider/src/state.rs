@@ -424,14 +424,13 @@ impl Inner {
 
     /// The grastate.dat record for this history at `seqno`: safe to
     /// bootstrap only if this node was the last member of its cluster.
-    /// This node's data is no longer the group's at any seqno: say so,
-    /// durably, so that a restart takes a full state transfer too
-    /// (`diverged`, in the data directory `data_dir`).
-    pub fn set_diverged(&mut self, data_dir: &std::path::Path) {
-        if !self.diverged {
-            crate::diverged::mark(data_dir);
-        }
-        self.diverged = true;
+    /// This node's data is no longer the group's at any seqno. `true`
+    /// when it was not before: the caller then says so durably, after it
+    /// lets go of the lock (`diverged::mark`, issue 53), so that a restart
+    /// takes a full state transfer too.
+    #[must_use = "a newly diverged node writes its marker"]
+    pub fn set_diverged(&mut self) -> bool {
+        !std::mem::replace(&mut self.diverged, true)
     }
 
     pub fn saved_state(&self, seqno: i64) -> SavedState {

@@ -447,7 +447,15 @@ impl Rounds for Worker {
         let asked = g.reads.take_asked();
         let settled =
             g.local.state() == lockstep_core::group::MemberState::Synced && g.queue.is_empty();
+        let marker_removal = g.bypass.take_removal();
+        let spills = g.queue.take_spills();
         drop(g);
+        if let Some(job) = marker_removal {
+            // A closed commit bypass's marker (ADR 0011): a durable
+            // removal, under no lock that a client thread takes.
+            job.run(&crate::storage::Disk);
+        }
+        self.spill(spills);
         self.group.set_clocks_agree(clocks_agree);
         if let (Some(_), Some(views)) = (bound, &self.views) {
             // Rare (a founder's first binding, a reloaded certificate):
@@ -1371,6 +1379,8 @@ impl Worker {
             .map(|m| i64::from(m.weight))
             .sum();
         g.cache.end_batch();
+        let room = g.cache.room();
+        let spills = g.queue.take_spills();
         self.publish_proposals(&mut g);
         g.reads.set_applied_index(self.group.applied_index());
         g.proposals.sample_send_queue();
@@ -1379,6 +1389,23 @@ impl Worker {
             self.shared.notify();
         } else {
             self.shared.notify_delivered(added);
+        }
+        self.spill(spills);
+        // The cache writer's bound, kept here, under no lock that a
+        // client thread takes: the next round waits for the disk, the
+        // server's threads do not (issue 53).
+        if let Some(room) = room {
+            room.wait();
+        }
+    }
+
+    /// Writes the writesets queued past the receive queue's memory budget
+    /// to the spool, under no lock, and swaps in their placeholders
+    /// (`recv_spool`, issue 53).
+    fn spill(&self, job: Option<crate::recv_spool::SpillJob>) {
+        if let Some(job) = job {
+            let done = job.run();
+            self.shared.lock().queue.spilled(done);
         }
     }
 }

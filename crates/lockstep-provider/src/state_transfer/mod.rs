@@ -462,11 +462,10 @@ impl Provider {
             g.joining.ist_mut().clear();
             Vec::new()
         };
-        if g.diverged {
-            // A whole state replaced the data that was not the group's.
-            crate::diverged::clear(&self.data_dir);
-        }
-        g.diverged = false;
+        // A whole state replaced the data that was not the group's: its
+        // marker goes below, under no lock (until then it errs on the
+        // safe side).
+        let was_diverged = std::mem::replace(&mut g.diverged, false);
         g.start_at(gtid);
         let writesets = replay
             .iter()
@@ -501,6 +500,9 @@ impl Provider {
             "the group log"
         };
         drop(g);
+        if was_diverged {
+            crate::diverged::clear(&self.data_dir);
+        }
         self.save_state(running);
         if by_ist {
             info!(
@@ -763,16 +765,15 @@ impl Provider {
             return status::CONN_FAIL;
         }
         info!("state received: {state_id} (code {rcode})");
-        if rcode == 0 {
-            // A whole state replaces whatever a crash inside a commit
-            // bypass may have left.
-            if let Some(dir) = g.bypass.marker_dir.clone() {
-                crate::bypass::remove_marker(&dir);
-            }
-        }
+        // A whole state replaces whatever a crash inside a commit bypass
+        // may have left: the marker goes, after the lock is let go of.
+        let forget = (rcode == 0).then(|| g.bypass.forget_marker());
         g.joining.state_received(state_id, rcode);
         drop(g);
         self.notify();
+        if let Some(job) = forget {
+            job.run(&crate::storage::Disk);
+        }
         status::OK
     }
 }

@@ -94,6 +94,7 @@ pub fn sync_parent_on(fs: &dyn Fs, path: &Path) -> io::Result<()> {
 /// Replaces `path` with `bytes` so that a crash at any step leaves the old
 /// content or the new one, and a return means the new one is durable.
 pub fn replace_durably(fs: &dyn Fs, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    crate::state_lock::expect_unlocked("a durable file write");
     let tmp = temp_path(path);
     fs.write_file(&tmp, bytes)?;
     fs.sync_file(&tmp)?;
@@ -103,6 +104,7 @@ pub fn replace_durably(fs: &dyn Fs, path: &Path, bytes: &[u8]) -> io::Result<()>
 
 /// Removes `path` durably.
 pub fn remove_durably(fs: &dyn Fs, path: &Path) -> io::Result<()> {
+    crate::state_lock::expect_unlocked("a durable file removal");
     fs.remove(path)?;
     fs.sync_dir(parent(path))
 }
