@@ -145,13 +145,10 @@ pub fn one_row_table(cluster: &Cluster, db: &str) {
 /// cannot be read fails the test: counting nothing there would pass any
 /// check that a line is absent.
 pub fn log_count(node: &Node, what: &str) -> usize {
-    let path = node.error_log_path();
-    let text = std::fs::read(path)
-        .unwrap_or_else(|e| panic!("{}: cannot read {}: {e}", node.name(), path.display()));
-    String::from_utf8_lossy(&text)
-        .lines()
-        .filter(|l| l.contains(what))
-        .count()
+    node.log_count(what).unwrap_or_else(|e| {
+        let path = node.error_log_path();
+        panic!("{}: cannot read {}: {e}", node.name(), path.display())
+    })
 }
 
 /// Node `i`'s grastate.dat (the test fails if it cannot be read).

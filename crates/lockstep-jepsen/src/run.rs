@@ -186,6 +186,7 @@ pub fn run(spec: &RunSpec, out: &Path) -> RunResult {
                     cluster.len()
                 ));
             }
+            problems.extend(internal_errors(&cluster));
             history =
                 std::mem::take(&mut *shared.history.lock().unwrap_or_else(|p| p.into_inner()));
             history.extend(finals);
@@ -220,6 +221,27 @@ pub fn run(spec: &RunSpec, out: &Path) -> RunResult {
         dir,
         seconds: t0.elapsed().as_secs_f64(),
     }
+}
+
+/// The provider's own report of a broken lock rule (a server callback,
+/// a disk write or a wait for the disk under its state lock: ADR 0030,
+/// 0038), which it logs rather than fail the server's work: a run under
+/// faults is where it would show. Galera never logs it.
+const INTERNAL_ERROR: &str = "lockstep internal error";
+
+fn internal_errors(cluster: &Cluster) -> Vec<String> {
+    cluster
+        .nodes()
+        .iter()
+        .filter_map(|n| match n.log_count(INTERNAL_ERROR) {
+            Ok(0) => None,
+            Ok(k) => Some(format!(
+                "{}: {k} '{INTERNAL_ERROR}' line(s) in its log",
+                n.name()
+            )),
+            Err(e) => Some(format!("{}: cannot read its log: {e}", n.name())),
+        })
+        .collect()
 }
 
 /// Builds and starts the cluster; with a disk nemesis, its datadirs are

@@ -131,6 +131,15 @@ impl Node {
         process::log_tail(&self.cfg.error_log, lines)
     }
 
+    /// How many lines of the error log contain `what`.
+    pub fn log_count(&self, what: &str) -> std::io::Result<usize> {
+        let text = std::fs::read(&self.cfg.error_log)?;
+        Ok(String::from_utf8_lossy(&text)
+            .lines()
+            .filter(|l| l.contains(what))
+            .count())
+    }
+
     /// Environment variables for the server's next starts (replacing any
     /// set before; empty: none), e.g. `LD_PRELOAD` of libfaketime.
     pub fn set_env(&mut self, env: &[(&str, &str)]) {
