@@ -19,7 +19,7 @@ use crate::log::{info, warn};
 use crate::recv_spool::{RecvSpool, SpillDone, SpillJob, Spilled, MEMORY_BUDGET};
 use lockstep_core::gates::QueueStats;
 use lockstep_core::writeset_cache::{CachedEvent, CachedKind};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 #[derive(Default)]
 pub struct ApplyQueue {
@@ -79,18 +79,20 @@ impl ApplyQueue {
     pub fn take_spills(&mut self) -> Option<SpillJob> {
         let wanted = std::mem::take(&mut self.unspilled);
         let spool = self.spool.as_mut()?;
-        let mut items = Vec::with_capacity(wanted.len());
-        for (seqno, history) in wanted {
-            // Near the back: queued since the last round.
-            let found = self.events.iter().rev().find_map(|e| match e {
-                Event::Apply(ws) if ws.seqno == seqno => Some(ws),
-                _ => None,
-            });
+        // One pass from the back (they were queued last), not one per
+        // writeset: a joiner's round may queue thousands.
+        let mut left: HashMap<i64, [u8; 16]> = wanted.into_iter().collect();
+        let mut items = Vec::with_capacity(left.len());
+        for e in self.events.iter().rev() {
+            if left.is_empty() {
+                break;
+            }
+            let Event::Apply(ws) = e else { continue };
             // Not found: an applier took it meanwhile.
-            if let Some(ws) = found {
+            if let Some(history) = left.remove(&ws.seqno) {
                 let event = CachedEvent {
                     history,
-                    seqno,
+                    seqno: ws.seqno,
                     kind: CachedKind::Writeset {
                         ws: ws.ws.clone(),
                         outcome: ws.outcome.clone(),
@@ -99,13 +101,17 @@ impl ApplyQueue {
                 items.push((event, ws.size));
             }
         }
+        // The spool's records in queue order.
+        items.reverse();
         spool.job(items)
     }
 
     /// A spill job ran: each writeset written and still queued gives its
-    /// place to its placeholder. A job of a queue cleared since (or of a
-    /// spool started over) counts for nothing; a failed write leaves the
-    /// queue in memory from then on, as it was before the spool.
+    /// place to its placeholder; one an applier took meanwhile (or a
+    /// cleared queue dropped) keeps none, and its record is an orphan
+    /// until the file starts over. A job of an earlier session's spool
+    /// counts for nothing; a failed write leaves the queue in memory from
+    /// then on, as it was before the spool.
     pub fn spilled(&mut self, done: SpillDone) {
         let Some(spool) = self.spool.as_mut() else {
             return;
@@ -115,13 +121,14 @@ impl ApplyQueue {
         }
         let first = spool.outstanding() == 0;
         let mut swapped = 0;
-        for s in done.placed {
-            let slot = self
-                .events
-                .iter_mut()
-                .rev()
-                .find(|e| matches!(e, Event::Apply(ws) if ws.seqno == s.seqno));
-            if let Some(slot) = slot {
+        let mut placed: HashMap<i64, Spilled> =
+            done.placed.into_iter().map(|s| (s.seqno, s)).collect();
+        for slot in self.events.iter_mut().rev() {
+            if placed.is_empty() {
+                break;
+            }
+            let Event::Apply(ws) = slot else { continue };
+            if let Some(s) = placed.remove(&ws.seqno) {
                 let held = slot.memory_bytes();
                 *slot = Event::Spilled(s);
                 self.memory = self.memory.saturating_sub(held);
@@ -129,6 +136,8 @@ impl ApplyQueue {
                 swapped += 1;
             }
         }
+        // Those left were taken by an applier meanwhile: their records
+        // are orphans, gone when the file starts over.
         spool.truncate_if_unused();
         if first && swapped > 0 {
             info!(
@@ -266,6 +275,12 @@ mod tests {
 
     const H: [u8; 16] = [3; 16];
 
+    fn with_spool(dir: &std::path::Path) -> ApplyQueue {
+        let mut q = ApplyQueue::default();
+        q.set_spool(Some(RecvSpool::create(dir).unwrap()));
+        q
+    }
+
     /// What a round does after it lets go of the lock.
     fn round(q: &mut ApplyQueue) {
         if let Some(job) = q.take_spills() {
@@ -277,8 +292,7 @@ mod tests {
     #[test]
     fn one_big_writeset_in_a_short_queue_stays_in_memory() {
         let dir = tempfile::tempdir().unwrap();
-        let mut q = ApplyQueue::default();
-        q.set_spool(Some(RecvSpool::create(dir.path()).unwrap()));
+        let mut q = with_spool(dir.path());
         q.push(Event::Apply(remote(1, 1 << 20)), H);
         q.push(Event::Apply(remote(2, MEMORY_BUDGET * 2)), H);
         assert!(matches!(q.iter().last(), Some(Event::Apply(_))));
@@ -294,8 +308,7 @@ mod tests {
     #[test]
     fn the_queue_keeps_its_memory_budget_and_hands_out_writesets_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        let mut q = ApplyQueue::default();
-        q.set_spool(Some(RecvSpool::create(dir.path()).unwrap()));
+        let mut q = with_spool(dir.path());
         let each = 6 << 20;
         for seqno in 1..=20 {
             q.push(Event::Apply(remote(seqno, each)), H);
@@ -333,8 +346,7 @@ mod tests {
     #[test]
     fn a_cleared_queue_holds_no_memory_and_no_spilled_writeset() {
         let dir = tempfile::tempdir().unwrap();
-        let mut q = ApplyQueue::default();
-        q.set_spool(Some(RecvSpool::create(dir.path()).unwrap()));
+        let mut q = with_spool(dir.path());
         for seqno in 1..=12 {
             q.push(Event::Apply(remote(seqno, 8 << 20)), H);
             round(&mut q);
@@ -350,8 +362,7 @@ mod tests {
     #[test]
     fn the_hard_limit_counts_spilled_writesets_too() {
         let dir = tempfile::tempdir().unwrap();
-        let mut q = ApplyQueue::default();
-        q.set_spool(Some(RecvSpool::create(dir.path()).unwrap()));
+        let mut q = with_spool(dir.path());
         q.set_hard_limit(Some(100 << 20));
         for seqno in 1..=12 {
             q.push(Event::Apply(remote(seqno, 8 << 20)), H);
@@ -364,13 +375,47 @@ mod tests {
         assert!(q.over_hard_limit().is_some());
     }
 
+    /// The last placeholder read back while a job is out: the spool's
+    /// generation does not end under the job, whose writesets still take
+    /// their placeholders (they would otherwise stay in memory).
+    #[test]
+    fn a_job_out_while_the_last_placeholder_is_read_still_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut q = with_spool(dir.path());
+        q.push(Event::Apply(remote(1, MEMORY_BUDGET)), H);
+        q.push(Event::Apply(remote(2, 10)), H);
+        round(&mut q);
+        assert!(matches!(q.pop(), Some(Event::Apply(ws)) if ws.seqno == 1));
+        let Some(Event::Spilled(two)) = q.pop() else {
+            panic!("2 waits in the spool");
+        };
+        // Over the budget again while 2 is being read.
+        q.push(Event::Apply(remote(3, MEMORY_BUDGET)), H);
+        q.push(Event::Apply(remote(4, 10)), H);
+        let job = q.take_spills().expect("4 is past the budget");
+        assert_eq!(RecvSpool::read(&two, 1 << 20).unwrap().seqno, 2);
+        q.consumed(&two); // nothing else outstanding: the file may go...
+        q.spilled(job.run()); // ...but not under the job
+        assert_eq!(q.spooled(), 1, "4 took its placeholder");
+        assert!(matches!(q.pop(), Some(Event::Apply(ws)) if ws.seqno == 3));
+        let Some(Event::Spilled(four)) = q.pop() else {
+            panic!("4 waits in the spool");
+        };
+        assert_eq!(RecvSpool::read(&four, 1 << 20).unwrap().seqno, 4);
+        q.consumed(&four);
+        round(&mut q);
+        let len = std::fs::metadata(dir.path().join(SPOOL_FILE))
+            .unwrap()
+            .len();
+        assert_eq!(len, 0, "empty once nothing is outstanding");
+    }
+
     /// A writeset an applier took before the round could spill it stays
     /// as it was; the others are swapped for placeholders, in order.
     #[test]
     fn a_writeset_taken_before_its_spill_is_applied_from_memory() {
         let dir = tempfile::tempdir().unwrap();
-        let mut q = ApplyQueue::default();
-        q.set_spool(Some(RecvSpool::create(dir.path()).unwrap()));
+        let mut q = with_spool(dir.path());
         q.push(Event::Apply(remote(1, MEMORY_BUDGET)), H);
         q.push(Event::Apply(remote(2, 10)), H);
         q.push(Event::Apply(remote(3, 10)), H);

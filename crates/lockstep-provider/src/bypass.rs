@@ -13,11 +13,11 @@
 //! the storage engine has had time to write its log.
 
 use crate::log::{info, warn};
+use crate::storage::marker::{Marker, MarkerJob, Wish};
 use crate::storage::{self, Disk, Fs};
 use lockstep_core::gates::Watermark;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub const MARKER_FILE: &str = "lockstep_commit_bypass.dat";
@@ -69,16 +69,13 @@ pub struct Bypass {
     pub highest: Option<i64>,
     /// When `last_committed` first passed `highest`.
     pub settled_since: Option<Instant>,
-    /// The marker file, written and removed outside the state lock
-    /// (`MarkerJob`).
-    marker: Arc<MarkerFile>,
-    /// What the state wants of the marker: present or not, and the
-    /// generation of that wish (each change is a new one), so that file
-    /// operations run late, in any order, apply only the newest.
-    wanted: Wish,
+    /// The marker file: wished there or gone under the state lock,
+    /// written or removed outside it (`storage::marker`, ADR 0038).
+    marker: Marker,
     /// The marker is on disk for the window now open.
     pub marker_written: bool,
-    /// The window closed: a round removes the marker (`take_removal`).
+    /// The window closed: a round removes the marker (`take_removal`),
+    /// unless a new window wished it there again meanwhile.
     removal_due: bool,
     /// Transactions that committed ahead (unit tests; the log says when a
     /// window opens).
@@ -93,90 +90,10 @@ pub struct Bypass {
     pub backlog: Option<Backlog>,
 }
 
-/// A wish about the marker file: its generation and whether the file is
-/// to be there.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Wish {
-    generation: u64,
-    present: bool,
-}
-
-/// The marker file and the newest wish made true on disk. Its lock is a
-/// leaf taken without the state lock, held across the file operation, so
-/// that two of them never interleave.
-#[derive(Default)]
-struct MarkerFile {
-    /// Where the marker lives; `None` in unit tests without a data dir.
-    dir: Option<PathBuf>,
-    applied: Mutex<Wish>,
-}
-
-/// A file operation on the marker, decided under the state lock and run
-/// after it is let go of (issue 53: no disk write under a lock that the
-/// client threads take).
-#[must_use = "a marker job does nothing until it is run"]
-pub struct MarkerJob {
-    file: Arc<MarkerFile>,
-    wish: Wish,
-}
-
-impl MarkerJob {
-    /// Makes the file match the wish, unless a newer one was made true
-    /// already. `true` when the file is as wished once it returns.
-    pub fn run(self, fs: &dyn Fs) -> bool {
-        crate::state_lock::expect_unlocked("a commit bypass marker's write");
-        let mut applied = self.file.applied.lock().unwrap_or_else(|p| p.into_inner());
-        if applied.generation > self.wish.generation || *applied == self.wish {
-            return applied.present == self.wish.present;
-        }
-        let Some(dir) = &self.file.dir else {
-            *applied = self.wish;
-            return true;
-        };
-        let done = if self.wish.present {
-            write_marker(fs, dir).map_err(|e| {
-                warn!(
-                    "cannot write {}: {e}; transactions wait for the large writeset in commit \
-                     order (no commit bypass without its marker)",
-                    dir.join(MARKER_FILE).display()
-                )
-            })
-        } else {
-            storage::remove_durably(fs, &dir.join(MARKER_FILE)).or_else(|e| {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    return Ok(());
-                }
-                warn!("cannot remove {}: {e}", dir.join(MARKER_FILE).display());
-                Err(())
-            })
-        };
-        if done.is_ok() {
-            *applied = self.wish;
-        }
-        done.is_ok()
-    }
-}
-
 impl Bypass {
     /// The data directory, where the marker lives.
     pub fn set_marker_dir(&mut self, dir: PathBuf) {
-        self.marker = Arc::new(MarkerFile {
-            dir: Some(dir),
-            applied: Mutex::default(),
-        });
-    }
-
-    fn wish(&mut self, present: bool) -> MarkerJob {
-        if self.wanted.present != present || self.wanted.generation == 0 {
-            self.wanted = Wish {
-                generation: self.wanted.generation + 1,
-                present,
-            };
-        }
-        MarkerJob {
-            file: self.marker.clone(),
-            wish: self.wanted,
-        }
+        self.marker = Marker::at(dir.join(MARKER_FILE), MARKER_TEXT);
     }
 
     /// A remote writeset was ordered at `seqno`: remembered if it is large.
@@ -306,35 +223,29 @@ impl Bypass {
     /// A local transaction is held back by a large writeset: the marker
     /// must be on disk, durably, before any transaction may pass it
     /// ([`Bypass::allows`] says no until then). The job writes it, after
-    /// the caller lets go of the state lock; `None` when it is written.
-    /// Its outcome goes to [`Bypass::marker_done`]. If it cannot be
-    /// written, transactions wait for their turn in order; the next one
-    /// held back tries again.
+    /// the caller lets go of the state lock (`run_marker_job`); `None`
+    /// when it is written. Its outcome goes to [`Bypass::marker_done`]. If
+    /// it cannot be written, transactions wait for their turn in order;
+    /// the next one held back tries again.
     pub fn prepare(&mut self) -> Option<MarkerJob> {
-        (!self.marker_written).then(|| self.wish(true))
+        (!self.marker_written).then(|| self.marker.want(true))
     }
 
     /// A marker job from [`Bypass::prepare`] ran: `written` tells whether
-    /// the file is there. It counts only if the wish is still the newest
+    /// the file is there. It counts only if its wish is still the newest
     /// (the window may have closed meanwhile).
-    pub fn marker_done(&mut self, job_wish: (u64, bool), written: bool) {
-        let (generation, present) = job_wish;
-        if written
-            && present
-            && self.wanted
-                == (Wish {
-                    generation,
-                    present,
-                })
-        {
+    pub fn marker_done(&mut self, wish: Wish, written: bool) {
+        if written && wish.present() && self.marker.is_current(wish) {
             self.marker_written = true;
         }
     }
 
     /// The marker removal a closed window left, for the round to run after
-    /// it lets go of the state lock.
+    /// it lets go of the state lock: none if a new window wished the marker
+    /// there again meanwhile.
     pub fn take_removal(&mut self) -> Option<MarkerJob> {
-        std::mem::take(&mut self.removal_due).then(|| self.wish(false))
+        let due = std::mem::take(&mut self.removal_due);
+        (due && !self.marker.wanted().present()).then(|| self.marker.job())
     }
 
     /// A whole state arrived by state transfer: whatever marker a crash
@@ -342,7 +253,7 @@ impl Bypass {
     pub fn forget_marker(&mut self) -> MarkerJob {
         self.marker_written = false;
         self.removal_due = false;
-        self.wish(false)
+        self.marker.want(false)
     }
 
     /// `seqno` commits ahead of an earlier seqno: opens (or widens) the
@@ -376,8 +287,10 @@ impl Bypass {
         }
         let since = *self.settled_since.get_or_insert_with(Instant::now);
         if since.elapsed() >= SETTLE {
-            // Removed by the next round, outside the state lock
+            // Wished gone now, so that a new window's wish is a newer
+            // one; removed by the next round, outside the state lock
             // (`take_removal`); until then it errs on the safe side.
+            self.marker.set(false);
             self.removal_due = true;
             self.highest = None;
             self.settled_since = None;
@@ -386,18 +299,27 @@ impl Bypass {
     }
 }
 
-impl MarkerJob {
-    /// The wish this job makes true, for [`Bypass::marker_done`].
-    pub fn wish(&self) -> (u64, bool) {
-        (self.wish.generation, self.wish.present)
-    }
+/// Runs a marker job (`prepare`'s, `take_removal`'s, `forget_marker`'s)
+/// under no lock; `true` when the file is as the job wishes. A failure is
+/// logged: a marker not written keeps the strict commit order, one not
+/// removed sends a crashed node to a full state transfer (the safe side).
+pub fn run_marker_job(job: MarkerJob, fs: &dyn Fs) -> bool {
+    let present = job.wish().present();
+    job.run(fs).unwrap_or_else(|e| {
+        if present {
+            warn!(
+                "cannot write {MARKER_FILE}: {e}; transactions wait for the large writeset in \
+                 commit order (no commit bypass without its marker)"
+            );
+        } else {
+            warn!("cannot remove {MARKER_FILE}: {e}");
+        }
+        false
+    })
 }
 
-fn write_marker(fs: &dyn Fs, dir: &Path) -> std::io::Result<()> {
-    let text = "# Lockstep: local transactions may commit ahead of a large writeset.\n\
-                # Present after a crash: the node takes a full state transfer.\n";
-    storage::replace_durably(fs, &dir.join(MARKER_FILE), text.as_bytes())
-}
+const MARKER_TEXT: &str = "# Lockstep: local transactions may commit ahead of a large writeset.\n\
+                           # Present after a crash: the node takes a full state transfer.\n";
 
 pub fn marker_present(dir: &Path) -> bool {
     marker_present_on(&Disk, dir)
@@ -424,7 +346,7 @@ mod tests {
     fn prepare(b: &mut Bypass, fs: &dyn Fs) {
         if let Some(job) = b.prepare() {
             let wish = job.wish();
-            let written = job.run(fs);
+            let written = run_marker_job(job, fs);
             b.marker_done(wish, written);
         }
     }
@@ -432,7 +354,7 @@ mod tests {
     /// What a round does after `settle` closed the window.
     fn remove_if_due(b: &mut Bypass) {
         if let Some(job) = b.take_removal() {
-            assert!(job.run(&Disk));
+            assert!(run_marker_job(job, &Disk));
         }
     }
 
@@ -581,34 +503,37 @@ mod tests {
         assert_eq!(b.count, 2);
     }
 
-    /// Marker jobs run after the state lock is let go of, so in any
-    /// order: a late one never undoes a newer wish, and a write that a
-    /// closed window overtook does not count as the new window's marker.
+    /// A window that opens after another closed, before a round removed
+    /// the old marker: the removal must not take the new window's marker
+    /// away (the closing is a wish of its own, older than the new one).
     #[test]
-    fn a_late_marker_job_never_undoes_a_newer_one() {
+    fn a_new_window_keeps_its_marker_when_the_old_ones_removal_runs_late() {
         let dir = tempfile::tempdir().unwrap();
         let mut b = with_dir(dir.path());
-        let write = b.prepare().expect("a write to do");
-        let removal = b.forget_marker();
-        let (wish, written) = (write.wish(), {
-            assert!(removal.run(&Disk), "nothing to remove is fine");
-            write.run(&Disk)
-        });
-        assert!(!written, "the removal was newer: the write is not made");
-        assert!(!marker_present(dir.path()));
-        b.marker_done(wish, written);
+        prepare(&mut b, &Disk);
+        b.opened(12);
+        b.settle(13);
+        b.settled_since = Some(Instant::now() - SETTLE);
+        b.settle(13); // the first window closes; no round yet
         assert!(!b.marker_written);
-        // The other way round: a removal that comes late leaves a newer
-        // window's marker.
-        let old_removal = b.forget_marker();
-        let write = b.prepare().expect("a write to do");
-        let wish = write.wish();
-        assert!(write.run(&Disk));
-        assert!(!old_removal.run(&Disk), "overtaken by the newer write");
-        assert!(marker_present(dir.path()));
-        b.marker_done(wish, true);
+        prepare(&mut b, &Disk); // a second window, held back
         assert!(b.marker_written);
-        assert!(b.prepare().is_none(), "written: nothing more to do");
+        remove_if_due(&mut b); // the round comes late
+        assert!(
+            marker_present(dir.path()),
+            "the second window's marker was removed"
+        );
+        assert!(b.marker_written);
+        // And a removal job taken before the new wish, run after it.
+        b.opened(20);
+        b.settle(21);
+        b.settled_since = Some(Instant::now() - SETTLE);
+        b.settle(21);
+        let late = b.take_removal().expect("the window closed");
+        prepare(&mut b, &Disk);
+        assert!(!run_marker_job(late, &Disk), "overtaken by the new write");
+        assert!(marker_present(dir.path()));
+        assert!(b.marker_written);
     }
 
     #[test]

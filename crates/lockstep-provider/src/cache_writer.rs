@@ -19,7 +19,8 @@
 //! take). A round that leaves more than `MAX_QUEUED_BYTES` of event data
 //! queued waits for room after it lets go of that lock (`Room::wait`),
 //! before its next round: so the queue holds at most `MAX_QUEUED_BYTES`
-//! plus what one round delivered, or what a joiner's catch-up queued
+//! plus what one round delivered (raft-rs sets no size limit per ready:
+//! what one poll committed), or what a joiner's catch-up queued
 //! (`Inner::cache_catch_up`: the apply queue's writesets in memory, at
 //! most `recv_spool::MEMORY_BUDGET`); the group log and the apply queue
 //! hold those writesets anyway: the queue shares them, it copies none. A

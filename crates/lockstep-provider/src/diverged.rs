@@ -10,46 +10,73 @@
 //! recovers a position by itself).
 
 use crate::log::warn;
+use crate::storage::marker::{Marker, MarkerJob};
 use crate::storage::{self, Disk};
 use std::path::Path;
 
 const MARKER_FILE: &str = "lockstep-diverged";
 
-/// Records that this node's data is not the group's.
-pub fn mark(dir: &Path) {
-    let text = "# Lockstep: this node left the cluster inconsistent.\n# It takes a full state \
-                transfer at its next join; a successful one removes this file.\n";
-    let path = dir.join(MARKER_FILE);
-    if let Err(e) = storage::replace_durably(&Disk, &path, text.as_bytes()) {
+const MARKER_TEXT: &str =
+    "# Lockstep: this node left the cluster inconsistent.\n# It takes a full state \
+                           transfer at its next join; a successful one removes this file.\n";
+
+/// Whether this node's data is the group's at some seqno, and its marker
+/// file: decided under the state lock, written or removed after it
+/// (`storage::marker`, ADR 0038).
+#[derive(Default)]
+pub struct Diverged {
+    diverged: bool,
+    marker: Marker,
+}
+
+impl Diverged {
+    /// As found at start in `dir` (the marker there or not).
+    pub fn at_start(dir: &Path, diverged: bool) -> Diverged {
+        Diverged {
+            diverged,
+            marker: Marker::at(dir.join(MARKER_FILE), MARKER_TEXT),
+        }
+    }
+
+    /// This node's data is not the group's at any seqno.
+    pub fn is(&self) -> bool {
+        self.diverged
+    }
+
+    /// The node diverged (again): the job writes the marker, run by every
+    /// caller after it lets go of the lock (a second caller waits there
+    /// for a write in progress), with [`write`].
+    #[must_use = "the marker is written by the job"]
+    pub fn set(&mut self) -> MarkerJob {
+        self.diverged = true;
+        self.marker.want(true)
+    }
+
+    /// A full state transfer replaced the data: the job removes the marker
+    /// (run with [`remove`]); `None` if the node had not diverged.
+    pub fn clear(&mut self) -> Option<MarkerJob> {
+        std::mem::replace(&mut self.diverged, false).then(|| self.marker.want(false))
+    }
+}
+
+/// Writes the marker (a job of [`Diverged::set`]), under no lock.
+pub fn write(job: MarkerJob) {
+    if let Err(e) = job.run(&Disk) {
         warn!(
-            "cannot write {}: {e}; if this node restarts without a position it may recover \
-             one from data that is not the cluster's",
-            path.display()
+            "cannot write {MARKER_FILE}: {e}; if this node restarts without a position it may \
+             recover one from data that is not the cluster's"
         );
+    }
+}
+
+/// Removes the marker (a job of [`Diverged::clear`]), under no lock.
+pub fn remove(job: MarkerJob) {
+    if let Err(e) = job.run(&Disk) {
+        warn!("cannot remove {MARKER_FILE}: {e}");
     }
 }
 
 /// Whether the marker is there (an unreadable one counts as there).
 pub fn present(dir: &Path) -> bool {
     storage::marker_present(&Disk, &dir.join(MARKER_FILE))
-}
-
-/// A full state transfer replaced the data.
-pub fn clear(dir: &Path) {
-    storage::remove_marker(&Disk, &dir.join(MARKER_FILE));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_marker_outlives_a_restart_and_a_state_transfer_clears_it() {
-        let dir = tempfile::tempdir().unwrap();
-        assert!(!present(dir.path()));
-        mark(dir.path());
-        assert!(present(dir.path()), "what a restart reads");
-        clear(dir.path());
-        assert!(!present(dir.path()));
-    }
 }

@@ -187,7 +187,7 @@ impl Provider {
         log_commit_bypass(&settings.options(), server_binlog, tunables.commit_bypass);
         let mut inner = Inner::new(saved.uuid, position);
         inner.bypass.set_marker_dir(cfg.data_dir.clone());
-        inner.diverged = diverged;
+        inner.diverged = crate::diverged::Diverged::at_start(&cfg.data_dir, diverged);
         inner.take_settings(tunables, limits);
         let views = Arc::new(crate::viewstate::ViewKeeper::new(&cfg.data_dir));
         Ok(Provider {

@@ -74,6 +74,12 @@ struct SpoolFile {
 pub struct RecvSpool {
     path: PathBuf,
     file: Arc<SpoolFile>,
+    /// This spool among those of the process (one per session): a job
+    /// of another session's spool counts for nothing.
+    id: u64,
+    /// A spill job is out: the generation does not end meanwhile (its
+    /// placeholders would be refused); `ApplyQueue::spilled` looks again.
+    in_flight: bool,
     /// Placeholders in the queue.
     queued: usize,
     /// Placeholders an applier took from the queue and has not read back
@@ -93,6 +99,7 @@ pub struct RecvSpool {
 #[must_use = "a spill job does nothing until it is run"]
 pub struct SpillJob {
     file: Arc<SpoolFile>,
+    spool: u64,
     generation: u64,
     truncate: bool,
     /// Each writeset as its spool record's event, and its size. Bound:
@@ -102,6 +109,7 @@ pub struct SpillJob {
 
 /// What a spill job did, for `ApplyQueue::spilled`.
 pub struct SpillDone {
+    spool: u64,
     generation: u64,
     /// A placeholder for each writeset written, in order.
     pub placed: Vec<Spilled>,
@@ -115,6 +123,7 @@ impl SpillJob {
         crate::state_lock::expect_unlocked("a receive spool write");
         let mut end = self.file.end.lock().unwrap_or_else(|p| p.into_inner());
         let mut done = SpillDone {
+            spool: self.spool,
             generation: self.generation,
             placed: Vec::with_capacity(self.items.len()),
             failure: None,
@@ -159,7 +168,10 @@ impl RecvSpool {
             .create(true)
             .truncate(true)
             .open(&path)?;
+        static SPOOLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Ok(RecvSpool {
+            id: SPOOLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            in_flight: false,
             path,
             file: Arc::new(SpoolFile {
                 file: Arc::new(file),
@@ -190,18 +202,25 @@ impl RecvSpool {
         if items.is_empty() && !self.truncate_due {
             return None;
         }
+        self.in_flight = true;
         Some(SpillJob {
             file: self.file.clone(),
+            spool: self.id,
             generation: self.generation,
             truncate: std::mem::take(&mut self.truncate_due),
             items,
         })
     }
 
-    /// Whether a job's placeholders belong to the current generation (the
-    /// queue was not cleared and the file not started over meanwhile);
-    /// if so, its records count as written.
+    /// Whether a job's placeholders belong to this spool's current
+    /// generation (which does not end while a job is out); if so, its
+    /// records count as written. The caller then looks whether the file
+    /// may start over (`truncate_if_unused`).
     pub fn accepts(&mut self, done: &SpillDone) -> bool {
+        if done.spool != self.id {
+            return false;
+        }
+        self.in_flight = false;
         let current = done.generation == self.generation;
         if current && !done.placed.is_empty() {
             self.written = true;
@@ -272,7 +291,7 @@ impl RecvSpool {
     /// the file, under no lock. Also after a job whose writesets had all
     /// been taken meanwhile: its records are of no use.
     pub fn truncate_if_unused(&mut self) {
-        if !self.written || self.queued > 0 || self.reading > 0 {
+        if self.in_flight || !self.written || self.queued > 0 || self.reading > 0 {
             return;
         }
         self.generation += 1;
@@ -400,13 +419,14 @@ mod tests {
         assert_eq!(spool_len(dir.path()), 0);
     }
 
-    /// A job decided before the queue was cleared and run after: its
-    /// records are of a generation that ended, and count for nothing.
+    /// A job out while the queue is cleared: the generation ends after
+    /// it, not under it, and the file then starts over; a job of an
+    /// earlier spool counts for nothing.
     #[test]
-    fn a_job_that_a_cleared_queue_overtook_counts_for_nothing() {
+    fn a_cleared_queue_starts_the_file_over_once_the_job_is_back() {
         let dir = tempfile::tempdir().unwrap();
         let mut spool = RecvSpool::create(dir.path()).unwrap();
-        spill(&mut spool, remote(5, 100));
+        let old = spill(&mut spool, remote(5, 100));
         let ws = remote(6, 100);
         let event = CachedEvent {
             history: [3; 16],
@@ -416,12 +436,18 @@ mod tests {
                 outcome: ws.outcome.clone(),
             },
         };
-        let job = spool.job(vec![(event, ws.size)]).unwrap();
+        let job = spool.job(vec![(event.clone(), ws.size)]).unwrap();
         spool.recount(0); // the queue was cleared meanwhile
+        assert!(spool.is_current(&old), "no new generation under the job");
         let done = job.run();
-        assert!(!spool.accepts(&done));
-        assert_eq!(spool.outstanding(), 0);
+        assert!(spool.accepts(&done));
+        spool.truncate_if_unused();
+        assert!(!spool.is_current(&old));
         idle_round(&mut spool);
         assert_eq!(spool_len(dir.path()), 0);
+        // Another session's spool in the same directory.
+        let job = spool.job(vec![(event, ws.size)]).unwrap();
+        let mut next = RecvSpool::create(dir.path()).unwrap();
+        assert!(!next.accepts(&job.run()));
     }
 }

@@ -412,7 +412,7 @@ impl Provider {
             if let Some(job) = g.bypass.prepare() {
                 drop(g);
                 let wish = job.wish();
-                let written = job.run(&crate::storage::Disk);
+                let written = crate::bypass::run_marker_job(job, &crate::storage::Disk);
                 g = self.lock();
                 g.bypass.marker_done(wish, written);
                 drop(g);
@@ -778,11 +778,9 @@ impl Provider {
     pub fn inconsistent(&self, mut g: StateGuard<'_>, why: &str) -> Status {
         error!("node consistency compromised: {why}; refusing further writes, restart required");
         g.local.inconsistent();
-        let newly = g.set_diverged();
+        let marker = g.diverged.set();
         drop(g);
-        if newly {
-            crate::diverged::mark(&self.data_dir);
-        }
+        crate::diverged::write(marker);
         self.notify();
         status::NODE_FAIL
     }
@@ -874,7 +872,7 @@ impl Provider {
             if !ok {
                 let mut g = self.lock();
                 // Its data is no longer the group's at any seqno.
-                let newly = g.set_diverged();
+                let marker = g.diverged.set();
                 let lost_vote = g.votes.lost(seqno);
                 let why = if lost_vote {
                     format!(
@@ -885,9 +883,7 @@ impl Provider {
                     format!("failed to apply writeset {seqno}: node consistency compromised")
                 };
                 drop(g);
-                if newly {
-                    crate::diverged::mark(&self.data_dir);
-                }
+                crate::diverged::write(marker);
                 return Some(self.fail_session(ctx, &why));
             }
             exit_loop = exit;

@@ -650,10 +650,8 @@ impl Provider {
             Event::PastView(seqno, _, view) => self.pass_past_view(ctx, seqno, view.as_deref()),
             Event::Rejoin => self.rejoin(ctx),
             Event::Inconsistent(why) => {
-                let newly = self.lock().set_diverged();
-                if newly {
-                    crate::diverged::mark(&self.data_dir);
-                }
+                let marker = self.lock().diverged.set();
+                crate::diverged::write(marker);
                 Some(self.fail_session(ctx, &why))
             }
             // Not diverged: every commit it acknowledged is in the cache,
@@ -930,7 +928,11 @@ impl Provider {
         }
         // A diverged node's seqno names no state of the group's: saving
         // it would let a restart catch up by IST on top of other data.
-        let seqno = if g.diverged { -1 } else { g.last_committed() };
+        let seqno = if g.diverged.is() {
+            -1
+        } else {
+            g.last_committed()
+        };
         let position = g.saved_state(seqno);
         g.trxs.clear();
         g.group = None;
@@ -1014,7 +1016,7 @@ impl Provider {
             warn!("{left} provider threads still run after {DETACHED_WAIT:?} at shutdown");
         }
         let g = self.lock();
-        if g.conn == Conn::Closed || g.history.is_nil() || g.diverged {
+        if g.conn == Conn::Closed || g.history.is_nil() || g.diverged.is() {
             return;
         }
         let position = g.saved_state(g.last_committed());

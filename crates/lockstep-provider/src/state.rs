@@ -152,8 +152,9 @@ pub struct Inner {
     /// lost, an apply that failed here alone, a failed group thread): its
     /// data is not the group's state at any seqno. Until a full state
     /// transfer installs one, it joins as a node without a position and
-    /// saves none (`join_position`).
-    pub diverged: bool,
+    /// saves none (`join_position`), and its marker file says so across
+    /// restarts (`diverged.rs`).
+    pub diverged: crate::diverged::Diverged,
     /// Rejoining after a removal: the server is already connected.
     pub rejoining: bool,
     /// The runtime options change (`Applied::generation`) whose values
@@ -246,7 +247,7 @@ impl Inner {
             cache: CacheFeed::default(),
             group_history: [0; 16],
             fork_check: ForkCheck::default(),
-            diverged: false,
+            diverged: Default::default(),
             rejoining: false,
             settings_taken: 0,
             bypass: crate::bypass::Bypass::default(),
@@ -424,15 +425,6 @@ impl Inner {
 
     /// The grastate.dat record for this history at `seqno`: safe to
     /// bootstrap only if this node was the last member of its cluster.
-    /// This node's data is no longer the group's at any seqno. `true`
-    /// when it was not before: the caller then says so durably, after it
-    /// lets go of the lock (`diverged::mark`, issue 53), so that a restart
-    /// takes a full state transfer too.
-    #[must_use = "a newly diverged node writes its marker"]
-    pub fn set_diverged(&mut self) -> bool {
-        !std::mem::replace(&mut self.diverged, true)
-    }
-
     pub fn saved_state(&self, seqno: i64) -> SavedState {
         SavedState {
             uuid: self.history,
@@ -451,7 +443,7 @@ impl Inner {
     /// The position this node joins from: its last committed one, or none
     /// once it diverged (then only a full SST will do).
     pub fn join_position(&self) -> Gtid {
-        if self.diverged {
+        if self.diverged.is() {
             return Gtid::UNDEFINED;
         }
         Gtid {

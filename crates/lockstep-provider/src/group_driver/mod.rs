@@ -453,7 +453,7 @@ impl Rounds for Worker {
         if let Some(job) = marker_removal {
             // A closed commit bypass's marker (ADR 0011): a durable
             // removal, under no lock that a client thread takes.
-            job.run(&crate::storage::Disk);
+            crate::bypass::run_marker_job(job, &crate::storage::Disk);
         }
         self.spill(spills);
         self.group.set_clocks_agree(clocks_agree);

@@ -41,7 +41,7 @@ impl Provider {
         }
         let (needed, local) = {
             let g = self.lock();
-            if g.diverged {
+            if g.diverged.is() {
                 info!(
                     "this node left the cluster inconsistent: its data is not the cluster's \
                      at any position, so it takes a full state transfer"
@@ -465,7 +465,7 @@ impl Provider {
         // A whole state replaced the data that was not the group's: its
         // marker goes below, under no lock (until then it errs on the
         // safe side).
-        let was_diverged = std::mem::replace(&mut g.diverged, false);
+        let undiverged = g.diverged.clear();
         g.start_at(gtid);
         let writesets = replay
             .iter()
@@ -500,8 +500,8 @@ impl Provider {
             "the group log"
         };
         drop(g);
-        if was_diverged {
-            crate::diverged::clear(&self.data_dir);
+        if let Some(job) = undiverged {
+            crate::diverged::remove(job);
         }
         self.save_state(running);
         if by_ist {
@@ -772,7 +772,7 @@ impl Provider {
         drop(g);
         self.notify();
         if let Some(job) = forget {
-            job.run(&crate::storage::Disk);
+            crate::bypass::run_marker_job(job, &crate::storage::Disk);
         }
         status::OK
     }

@@ -12,6 +12,7 @@
 //!   ([`Fs::open_append`]), reads them back ([`Fs::open_read`]), cuts a
 //!   damaged tail ([`Fs::set_len`]) and rotates them by rename.
 
+pub mod marker;
 #[cfg(test)]
 pub mod power_loss;
 
