@@ -308,11 +308,11 @@ pub fn run_marker_job(job: MarkerJob, fs: &dyn Fs) -> bool {
     job.run(fs).unwrap_or_else(|e| {
         if present {
             warn!(
-                "cannot write {MARKER_FILE}: {e}; transactions wait for the large writeset in \
-                 commit order (no commit bypass without its marker)"
+                "cannot write the commit bypass marker ({e}); transactions wait for the large \
+                 writeset in commit order (no commit bypass without its marker)"
             );
         } else {
-            warn!("cannot remove {MARKER_FILE}: {e}");
+            warn!("cannot remove the commit bypass marker ({e})");
         }
         false
     })

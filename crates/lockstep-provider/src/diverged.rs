@@ -63,7 +63,7 @@ impl Diverged {
 pub fn write(job: MarkerJob) {
     if let Err(e) = job.run(&Disk) {
         warn!(
-            "cannot write {MARKER_FILE}: {e}; if this node restarts without a position it may \
+            "cannot write the diverged marker ({e}); if this node restarts without a position it may \
              recover one from data that is not the cluster's"
         );
     }
@@ -72,11 +72,41 @@ pub fn write(job: MarkerJob) {
 /// Removes the marker (a job of [`Diverged::clear`]), under no lock.
 pub fn remove(job: MarkerJob) {
     if let Err(e) = job.run(&Disk) {
-        warn!("cannot remove {MARKER_FILE}: {e}");
+        warn!("cannot remove the diverged marker ({e})");
     }
 }
 
 /// Whether the marker is there (an unreadable one counts as there).
 pub fn present(dir: &Path) -> bool {
     storage::marker_present(&Disk, &dir.join(MARKER_FILE))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A state transfer's removal that runs late, after the node diverged
+    /// again, leaves the new divergence's marker; a second thread finding
+    /// the node diverged gets the same write (done once).
+    #[test]
+    fn a_late_removal_leaves_a_new_divergences_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = Diverged::at_start(dir.path(), false);
+        write(d.set());
+        assert!(present(dir.path()));
+        let removal = d.clear().expect("it had diverged");
+        let again = d.set();
+        let second = d.set();
+        assert_eq!(again.wish(), second.wish());
+        write(again);
+        remove(removal);
+        assert!(present(dir.path()), "the late removal took the new marker");
+        write(second);
+        assert!(present(dir.path()));
+        assert!(d.is());
+        // A marker found at start goes with the first full transfer.
+        let mut d = Diverged::at_start(dir.path(), true);
+        remove(d.clear().expect("diverged at start"));
+        assert!(!present(dir.path()));
+    }
 }

@@ -53,8 +53,10 @@ pub struct Spilled {
     pub bytes: usize,
     offset: u64,
     len: usize,
-    /// The spool it was written to: a placeholder left over from a queue
-    /// that was cleared since is recognised and ignored.
+    /// The spool (its id) and generation it was written to: a placeholder
+    /// left over from a queue that was cleared since, or from an earlier
+    /// session, is recognised and ignored.
+    spool: u64,
     generation: u64,
     file: Arc<File>,
 }
@@ -149,6 +151,7 @@ impl SpillJob {
                 bytes: *bytes,
                 offset: *end,
                 len: record.len(),
+                spool: self.spool,
                 generation: self.generation,
                 file: self.file.file.clone(),
             });
@@ -159,14 +162,19 @@ impl SpillJob {
 }
 
 impl RecvSpool {
-    /// Creates (or empties) the spool file in `dir`.
+    /// Creates the spool file in `dir`, a new one: a file left by an
+    /// earlier session is unlinked first, so nothing of that session's
+    /// (a reader, a late writer) can touch this one.
     pub fn create(dir: &Path) -> io::Result<RecvSpool> {
         let path = dir.join(SPOOL_FILE);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
         let file = OpenOptions::new()
             .read(true)
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create_new(true)
             .open(&path)?;
         static SPOOLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Ok(RecvSpool {
@@ -202,6 +210,8 @@ impl RecvSpool {
         if items.is_empty() && !self.truncate_due {
             return None;
         }
+        // One job out at a time: the round runs each before the next.
+        debug_assert!(!self.in_flight, "a spill job is already out");
         self.in_flight = true;
         Some(SpillJob {
             file: self.file.clone(),
@@ -276,7 +286,7 @@ impl RecvSpool {
 
     /// Whether a placeholder still belongs to the current queue.
     pub fn is_current(&self, s: &Spilled) -> bool {
-        s.generation == self.generation
+        s.spool == self.id && s.generation == self.generation
     }
 
     /// The queue was cleared or filtered: `still` placeholders remain in
@@ -313,9 +323,8 @@ mod tests {
 
     const MAX: usize = 1 << 20;
 
-    /// What a round and the queue do for one writeset queued past the
-    /// budget: the job, run, and the placeholder queued.
-    fn spill(spool: &mut RecvSpool, ws: RemoteWs) -> Spilled {
+    /// A writeset as a spill job's item.
+    fn item(ws: &RemoteWs) -> (CachedEvent, usize) {
         let event = CachedEvent {
             history: [3; 16],
             seqno: ws.seqno,
@@ -324,7 +333,13 @@ mod tests {
                 outcome: ws.outcome.clone(),
             },
         };
-        let job = spool.job(vec![(event, ws.size)]).expect("a job");
+        (event, ws.size)
+    }
+
+    /// What a round and the queue do for one writeset queued past the
+    /// budget: the job, run, and the placeholder queued.
+    fn spill(spool: &mut RecvSpool, ws: RemoteWs) -> Spilled {
+        let job = spool.job(vec![item(&ws)]).expect("a job");
         let mut done = job.run();
         assert!(done.failure.is_none());
         if spool.accepts(&done) {
@@ -427,16 +442,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut spool = RecvSpool::create(dir.path()).unwrap();
         let old = spill(&mut spool, remote(5, 100));
-        let ws = remote(6, 100);
-        let event = CachedEvent {
-            history: [3; 16],
-            seqno: 6,
-            kind: CachedKind::Writeset {
-                ws: ws.ws.clone(),
-                outcome: ws.outcome.clone(),
-            },
-        };
-        let job = spool.job(vec![(event.clone(), ws.size)]).unwrap();
+        let job = spool.job(vec![item(&remote(6, 100))]).unwrap();
         spool.recount(0); // the queue was cleared meanwhile
         assert!(spool.is_current(&old), "no new generation under the job");
         let done = job.run();
@@ -445,9 +451,29 @@ mod tests {
         assert!(!spool.is_current(&old));
         idle_round(&mut spool);
         assert_eq!(spool_len(dir.path()), 0);
-        // Another session's spool in the same directory.
-        let job = spool.job(vec![(event, ws.size)]).unwrap();
+    }
+
+    /// A new session's spool (generation 0 again) refuses what an earlier
+    /// session's spool wrote at generation 0: a late job's placeholders
+    /// and a placeholder an applier still holds.
+    #[test]
+    fn an_earlier_sessions_spool_counts_for_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut first = RecvSpool::create(dir.path()).unwrap();
+        let held = spill(&mut first, remote(5, 100));
+        first.taken(&held);
+        let late = first.job(vec![item(&remote(6, 100))]).unwrap();
         let mut next = RecvSpool::create(dir.path()).unwrap();
-        assert!(!next.accepts(&job.run()));
+        assert!(!next.accepts(&late.run()));
+        assert!(!next.is_current(&held));
+        next.consumed(&held);
+        assert_eq!(next.outstanding(), 0);
+        let mine = spill(&mut next, remote(7, 100));
+        assert_eq!(RecvSpool::read(&mine, MAX).unwrap().seqno, 7);
+        assert_eq!(
+            RecvSpool::read(&held, MAX).unwrap().seqno,
+            5,
+            "its own file"
+        );
     }
 }

@@ -125,11 +125,14 @@ impl MarkerJob {
             return Ok(applied.present == self.wish.present);
         }
         if let Some(path) = &self.file.path {
+            let named = |e: std::io::Error| {
+                std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+            };
             if self.wish.present {
-                replace_durably(fs, path, self.file.text.as_bytes())?;
+                replace_durably(fs, path, self.file.text.as_bytes()).map_err(named)?;
             } else {
                 match remove_durably(fs, path) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(named(e)),
                     _ => {}
                 }
             }
