@@ -689,12 +689,41 @@ impl Worker {
             | PeerMsg::Ping { .. }
             | PeerMsg::Pong { .. }
             | PeerMsg::ClockPing { .. } => {}
-            // Passed on by the connection thread only from a non-member.
-            PeerMsg::ClockPong { .. } => self.refusals.refused(
+            // Passed on by the connection thread only from a peer not in
+            // this node's view.
+            PeerMsg::ClockPong { sent, clock } => self.clock_pong(from, sent, clock),
+        }
+    }
+
+    /// A clock probe's answer from a peer not in this node's view
+    /// (`read_ask::quick`): a member of the group, which this node pinged,
+    /// counts (its round trip too, which the non-primary component is
+    /// judged by); any other peer's is dropped, counted and noted, not
+    /// warned of: a member evicted since the ping answers that way, and a
+    /// stranger's answer changes nothing. (A warning here failed MariaDB's
+    /// `galera.galera_kill_nochanges`, `galera_split_brain` and
+    /// `MDEV-26597`, whose restarted node answers before its view.)
+    fn clock_pong(&mut self, from: u64, sent: u64, clock: u64) {
+        let Some(name) = self
+            .group
+            .sequencer()
+            .member(from)
+            .map(|m| m.info.name.clone())
+        else {
+            self.refusals.noted(
                 from,
                 "a clock probe's answer",
                 "only a member's clock counts for the leases (ADR 0036)",
-            ),
+            );
+            return;
+        };
+        let now = crate::state::mono_ns();
+        let mut g = self.shared.lock();
+        g.peer_rtt.observe(from, now.saturating_sub(sent), now);
+        let change = g.clock_rates.sample(from, sent, now, clock);
+        drop(g);
+        if let Some(change) = change {
+            crate::clock_log::rate_changed(&name, change);
         }
     }
 

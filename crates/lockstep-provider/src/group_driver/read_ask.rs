@@ -70,8 +70,10 @@ pub fn quick(shared: Arc<Shared>) -> Quick {
             let mut g = shared.lock();
             // Only a member's clock counts: a stranger (any holder of a
             // certificate of the CA) must not turn this node's leases off
-            // with made-up clocks. Members are the ones this node pings;
-            // the round refuses and logs the others.
+            // with made-up clocks. Members are the ones this node pings,
+            // as the group lists them; the view's list, read here, lags
+            // it (a joiner before its view, a member just added), so the
+            // round looks again at what it pinged (`clock_pong`).
             let Some(name) = g
                 .membership
                 .members()
