@@ -18,7 +18,7 @@ use crate::event::Event;
 use crate::log::{info, warn};
 use crate::recv_spool::{RecvSpool, SpillDone, SpillJob, Spilled, MEMORY_BUDGET};
 use lockstep_core::gates::QueueStats;
-use lockstep_core::writeset_cache::{CachedEvent, CachedKind};
+use lockstep_core::writeset_cache::CachedEvent;
 use std::collections::{HashMap, VecDeque};
 
 #[derive(Default)]
@@ -93,10 +93,7 @@ impl ApplyQueue {
                 let event = CachedEvent {
                     history,
                     seqno: ws.seqno,
-                    kind: CachedKind::Writeset {
-                        ws: ws.ws.clone(),
-                        outcome: ws.outcome.clone(),
-                    },
+                    kind: ws.cached_kind(),
                 };
                 items.push((event, ws.size));
             }

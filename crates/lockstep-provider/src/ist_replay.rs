@@ -284,11 +284,7 @@ pub(crate) mod tests {
     /// [`ws`] as a writeset cache record's kind (the cache's, the
     /// writer's and the Galera export's tests).
     pub(crate) fn ws_kind(seqno: i64, data: usize) -> lockstep_core::writeset_cache::CachedKind {
-        let r = ws(seqno, data);
-        lockstep_core::writeset_cache::CachedKind::Writeset {
-            ws: r.ws,
-            outcome: r.outcome,
-        }
+        ws(seqno, data).cached_kind()
     }
 
     fn at(seqno: i64) -> Gtid {

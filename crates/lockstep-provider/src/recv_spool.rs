@@ -328,10 +328,7 @@ mod tests {
         let event = CachedEvent {
             history: [3; 16],
             seqno: ws.seqno,
-            kind: CachedKind::Writeset {
-                ws: ws.ws.clone(),
-                outcome: ws.outcome.clone(),
-            },
+            kind: ws.cached_kind(),
         };
         (event, ws.size)
     }
@@ -435,8 +432,7 @@ mod tests {
     }
 
     /// A job out while the queue is cleared: the generation ends after
-    /// it, not under it, and the file then starts over; a job of an
-    /// earlier spool counts for nothing.
+    /// it, not under it, and the file then starts over.
     #[test]
     fn a_cleared_queue_starts_the_file_over_once_the_job_is_back() {
         let dir = tempfile::tempdir().unwrap();

@@ -3,6 +3,7 @@
 
 use lockstep_core::certification::CertOutcome;
 use lockstep_core::group::Writeset;
+use lockstep_core::writeset_cache::CachedKind;
 use std::sync::Arc;
 
 /// Writesets at least this big are logged when replicated, ordered and
@@ -21,6 +22,15 @@ pub struct RemoteWs {
 }
 
 impl RemoteWs {
+    /// This writeset as a writeset cache (or spool) record's kind: the
+    /// same `Arc`, no copy of its data.
+    pub fn cached_kind(&self) -> CachedKind {
+        CachedKind::Writeset {
+            ws: self.ws.clone(),
+            outcome: self.outcome.clone(),
+        }
+    }
+
     pub fn new(seqno: i64, ws: Arc<Writeset>, outcome: CertOutcome) -> RemoteWs {
         let size = ws.size();
         RemoteWs {

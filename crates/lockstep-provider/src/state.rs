@@ -284,14 +284,7 @@ impl Inner {
             .queue
             .iter()
             .filter_map(|e| match e {
-                Event::Apply(ws) => Some((
-                    ws.seqno,
-                    CachedKind::Writeset {
-                        ws: ws.ws.clone(),
-                        outcome: ws.outcome.clone(),
-                    },
-                    ws.size,
-                )),
+                Event::Apply(ws) => Some((ws.seqno, ws.cached_kind(), ws.size)),
                 // Not read back here, under the lock, at the join: the
                 // cache starts a new run after them (it never claims a
                 // range with a gap), so IST from this node's cache starts

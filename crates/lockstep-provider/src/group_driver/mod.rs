@@ -718,13 +718,7 @@ impl Worker {
             return;
         };
         let now = crate::state::mono_ns();
-        let mut g = self.shared.lock();
-        g.peer_rtt.observe(from, now.saturating_sub(sent), now);
-        let change = g.clock_rates.sample(from, sent, now, clock);
-        drop(g);
-        if let Some(change) = change {
-            crate::clock_log::rate_changed(&name, change);
-        }
+        read_ask::member_clock_answer(self.shared.lock(), &name, from, sent, now, clock);
     }
 
     /// Returns whether to stop.

@@ -67,7 +67,7 @@ pub fn quick(shared: Arc<Shared>) -> Quick {
         }
         PeerMsg::ClockPong { sent, clock } => {
             let now = crate::state::mono_ns();
-            let mut g = shared.lock();
+            let g = shared.lock();
             // Only a member's clock counts: a stranger (any holder of a
             // certificate of the CA) must not turn this node's leases off
             // with made-up clocks. Members are the ones this node pings,
@@ -83,14 +83,29 @@ pub fn quick(shared: Arc<Shared>) -> Quick {
             else {
                 return Handled::Pass(PeerMsg::ClockPong { sent, clock });
             };
-            g.peer_rtt.observe(from, now.saturating_sub(sent), now);
-            let change = g.clock_rates.sample(from, sent, now, clock);
-            drop(g);
-            if let Some(change) = change {
-                crate::clock_log::rate_changed(&name, change);
-            }
+            member_clock_answer(g, &name, from, sent, now, clock);
             Handled::Done(None)
         }
         other => Handled::Pass(other),
     })
+}
+
+/// A member's answer to this node's clock probe, received at `now`: its
+/// round trip and its clock's rate (ADR 0036), a change of rate logged
+/// after the lock is let go of. Here and in the round (`clock_pong`, for
+/// a member not in the view yet).
+pub(super) fn member_clock_answer(
+    mut g: crate::shared::StateGuard<'_>,
+    name: &str,
+    from: u64,
+    sent: u64,
+    now: u64,
+    clock: u64,
+) {
+    g.peer_rtt.observe(from, now.saturating_sub(sent), now);
+    let change = g.clock_rates.sample(from, sent, now, clock);
+    drop(g);
+    if let Some(change) = change {
+        crate::clock_log::rate_changed(name, change);
+    }
 }
