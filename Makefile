@@ -6,7 +6,7 @@ CARGO ?= cargo
 TESTS ?=
 PROVIDER ?= lockstep
 
-.PHONY: setup build deb demo test lint unit integration mtr mtr-suite compat bench bench-cert failover-bench rejoin-bench wan-bench soak hot-spots jepsen checker-mutations options-doc fuzz clean
+.PHONY: setup build deb demo test lint unit integration mtr mtr-suite compat bench bench-cert failover-bench rejoin-bench catch-up-bench wan-bench soak hot-spots jepsen checker-mutations options-doc fuzz clean
 
 setup:
 	@scripts/setup.sh
@@ -82,6 +82,13 @@ failover-bench: build
 #   make rejoin-bench REJOIN_ARGS="--size-mb 1024 --cut-secs 60"
 rejoin-bench: build
 	$(CARGO) run --release -p lockstep-integration --example rejoin_times -- $(REJOIN_ARGS)
+
+# A joiner's catch-up after its SST (rsync) while node2 writes, Lockstep
+# beside Galera in alternating pairs; the nodes must end identical
+# (~3 min a run at 512 MB):
+#   make catch-up-bench CATCH_UP_ARGS="--size-mb 512 --threads 8 --pairs 2"
+catch-up-bench: build
+	$(CARGO) run --release -p lockstep-integration --example sst_catch_up -- $(CATCH_UP_ARGS)
 
 # Commit latency and WAN bytes per commit from each of two sites 50 ms
 # apart (2 + 1 nodes, gmcast.segment), Lockstep next to Galera; the WAN is
