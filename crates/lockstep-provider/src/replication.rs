@@ -92,20 +92,18 @@ impl Provider {
     ) -> (StateGuard<'a>, Option<Ordered>) {
         let last_seen = ws.last_seen;
         let proposed = match body {
-            Some(body) => g.propose_fragments_to_drive(body.with_head(&ws)),
-            None => g.propose_to_drive(Action::Writeset(ws)),
+            Some(body) => g.propose_fragments_unwoken(body.with_head(&ws)),
+            None => g.propose_unwoken(Action::Writeset(ws)),
         };
         let Some(id) = proposed else {
             return (g, None);
         };
         g.proposals.set_last_seen(id, last_seen);
         let t0 = Instant::now();
-        // This thread takes its proposal into Raft itself (ADR 0023),
-        // giving up the lock, which a round takes.
+        // The rounds' loop takes the proposal into Raft (ADR 0039), woken
+        // once this thread has let go of the lock, which a round takes.
         match g.group.as_ref().map(|l| l.tx.clone()) {
-            Some(inputs) => {
-                inputs.drive(g);
-            }
+            Some(inputs) => inputs.wake_after(g),
             None => drop(g),
         }
         let g = self.lock();

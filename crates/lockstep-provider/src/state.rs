@@ -205,9 +205,6 @@ static CLOCK_BASE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock
 static STEADY: std::sync::Mutex<lockstep_core::clocks::SteadyClock> =
     std::sync::Mutex::new(lockstep_core::clocks::SteadyClock::new());
 
-/// A round locks `Inner`: only its guard may be handed to
-/// `InputTx::drive`, which drops it before the round.
-impl crate::group_input::TakenByRounds for Inner {}
 impl crate::server::TakenByCallbacks for Inner {}
 
 impl Inner {
@@ -474,11 +471,11 @@ impl Inner {
         })
     }
 
-    /// [`Inner::propose`] with a waiter, without waking the group thread:
-    /// the caller runs the round itself once it has let go of the lock
-    /// (`InputTx::drive`, ADR 0023), and a round already running
-    /// takes it.
-    pub fn propose_to_drive(&mut self, action: Action) -> Option<u64> {
+    /// [`Inner::propose`] with a waiter, without waking the rounds' loop:
+    /// the caller wakes it once it has let go of the lock
+    /// (`InputTx::wake_after`), so that the round does not find the lock
+    /// held by the thread that woke it.
+    pub fn propose_unwoken(&mut self, action: Action) -> Option<u64> {
         self.send_proposal(true, false, |id| crate::group_input::Input::Propose {
             id,
             action,
@@ -504,9 +501,9 @@ impl Inner {
             .is_some_and(|l| self.proposals.all_ordered(l.sent))
     }
 
-    /// [`Inner::propose_to_drive`] of an action already cut into fragment
+    /// [`Inner::propose_unwoken`] of an action already cut into fragment
     /// parts.
-    pub fn propose_fragments_to_drive(&mut self, parts: Vec<bytes::Bytes>) -> Option<u64> {
+    pub fn propose_fragments_unwoken(&mut self, parts: Vec<bytes::Bytes>) -> Option<u64> {
         self.send_proposal(true, false, |id| {
             crate::group_input::Input::ProposeFragments { id, parts }
         })
@@ -523,7 +520,7 @@ impl Inner {
     }
 
     /// Sends `input` to the group under a new id (with a waiter registered
-    /// when `wait` is set), waking the group thread when `wake` is set;
+    /// when `wait` is set), waking the rounds' loop when `wake` is set;
     /// `None` outside a group.
     fn send_input(
         &mut self,

@@ -12,9 +12,11 @@
 //! (`connection::arm_liveness`) bound how long a vanished peer goes
 //! unnoticed.
 //!
-//! The owner's sink may run a group round on this thread (ADR 0023): the
-//! loop holds no lock of its own while it calls it, and a round's sends
-//! only queue or write without blocking.
+//! The loop also runs its *owner* (ADR 0039): the group's rounds live on
+//! this thread. The owner is called when another thread wakes it
+//! ([`LoopWaker`]), when a message came for it, and when the deadline it
+//! gave passed; the loop holds no lock of its own meanwhile, and the
+//! owner's sends only queue or write without blocking.
 
 use super::connection::connection_ended;
 use super::queue::{Drained, Queue};
@@ -31,7 +33,9 @@ use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::net::Shutdown;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::Ordering;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -54,6 +58,64 @@ const EVENTS: usize = 256;
 const IDLE_WAIT: Duration = Duration::from_secs(1);
 /// How soon a connection held back by the input budget tries again.
 const BUDGET_RETRY: Duration = Duration::from_millis(1);
+
+thread_local! {
+    /// Set on the loop's own thread: a wake-up from there needs no
+    /// `eventfd` write, the loop looks at its flags before it sleeps.
+    static ON_LOOP: Cell<bool> = const { Cell::new(false) };
+}
+
+fn on_loop() -> bool {
+    ON_LOOP.with(Cell::get)
+}
+
+/// What lives on the loop's thread besides the connections: the group's
+/// rounds (ADR 0039). It must not block: it runs between the reads and
+/// writes of every connection.
+pub trait LoopOwner: Send {
+    /// Takes what was queued for it and does what is due. Returns how
+    /// long the loop may wait before calling again without a wake-up,
+    /// or `None` once the owner has stopped (it is then given back).
+    fn turn(&mut self) -> Option<Duration>;
+    /// Called by whoever took the stopped owner back, off the loop: the
+    /// owner closes what it holds (the transport, whose shutdown waits
+    /// for the loop's thread).
+    fn shut(&mut self);
+}
+
+/// A stopped owner, given back (`Transport::set_owner`).
+pub type OwnerBack = Sender<Box<dyn LoopOwner>>;
+
+/// Wakes the loop's owner from any thread. A burst of wake-ups before the
+/// owner's turn is one `eventfd` write; from the loop's own thread none.
+#[derive(Clone)]
+pub struct LoopWaker {
+    waker: Arc<Waker>,
+    /// The owner has something to take: its next turn comes at once.
+    due: Arc<AtomicBool>,
+}
+
+impl LoopWaker {
+    pub fn wake(&self) {
+        if !self.due.swap(true, Ordering::SeqCst) && !on_loop() {
+            if let Err(e) = self.waker.wake() {
+                warn!("cannot wake the group connections' event loop: {e}");
+            }
+        }
+    }
+
+    /// Whether a wake-up came since the last call (and clears it).
+    fn take(&self) -> bool {
+        self.due.swap(false, Ordering::SeqCst)
+    }
+
+    fn pending(&self) -> bool {
+        self.due.load(Ordering::SeqCst)
+    }
+}
+
+/// The owner on its way to the loop (`Transport::set_owner`).
+type OwnerSlot = Arc<Mutex<Option<(Box<dyn LoopOwner>, OwnerBack)>>>;
 
 /// An open connection on its way from its opening thread to the loop.
 pub(super) struct Handoff {
@@ -78,6 +140,8 @@ pub(super) struct LoopHandle {
     /// after that is ended by its opening thread.
     handoffs: Arc<Mutex<Option<Vec<Handoff>>>>,
     to_write: Arc<Mutex<Vec<u64>>>,
+    owner_waker: LoopWaker,
+    owner: OwnerSlot,
 }
 
 impl LoopHandle {
@@ -111,6 +175,22 @@ impl LoopHandle {
 
     pub(super) fn kick(&self, conn_id: u64) {
         lock(&self.to_write).push(conn_id);
+        // On the loop (the owner's sends) the list is looked at before
+        // the next sleep.
+        if !on_loop() {
+            self.wake();
+        }
+    }
+
+    pub(super) fn owner_waker(&self) -> LoopWaker {
+        self.owner_waker.clone()
+    }
+
+    /// Gives the loop its owner; its first turn comes at once.
+    pub(super) fn set_owner(&self, owner: Box<dyn LoopOwner>, back: OwnerBack) {
+        *lock(&self.owner) = Some((owner, back));
+        self.owner_waker.wake();
+        // From the loop's own thread too: the slot is looked at after a poll.
         self.wake();
     }
 
@@ -128,14 +208,21 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The loop's poll and the handle to it; the poll goes to `run`.
 pub(super) fn new() -> Result<(Poll, LoopHandle), String> {
     let poll = Poll::new().map_err(|e| format!("cannot create the event loop's poll: {e}"))?;
-    let waker = Waker::new(poll.registry(), WAKER)
-        .map_err(|e| format!("cannot create the event loop's waker: {e}"))?;
+    let waker = Arc::new(
+        Waker::new(poll.registry(), WAKER)
+            .map_err(|e| format!("cannot create the event loop's waker: {e}"))?,
+    );
     Ok((
         poll,
         LoopHandle {
-            waker: Arc::new(waker),
+            waker: waker.clone(),
             handoffs: Arc::new(Mutex::new(Some(Vec::new()))),
             to_write: Arc::default(),
+            owner_waker: LoopWaker {
+                waker,
+                due: Arc::default(),
+            },
+            owner: Arc::default(),
         },
     ))
 }
@@ -318,9 +405,77 @@ fn close(ctx: &Ctx, reader: &Reader, out: &Queue, conn_id: u64, raft_id: u64) {
     connection_ended(ctx, conn_id, Some(raft_id));
 }
 
+/// The loop's owner, once given, and when its next turn is due.
+#[derive(Default)]
+struct Owner {
+    held: Option<(Box<dyn LoopOwner>, OwnerBack)>,
+    /// `None`: at the first look.
+    due: Option<Instant>,
+}
+
+impl Owner {
+    /// The poll's timeout, shortened for the owner: none while a wake-up
+    /// or the owner's own sends wait, else at most until its deadline.
+    fn limit(&self, timeout: Duration, lp: &LoopHandle) -> Duration {
+        if lp.owner_waker.pending() || !lock(&lp.to_write).is_empty() {
+            return Duration::ZERO;
+        }
+        match (&self.held, self.due) {
+            (Some(_), Some(due)) => timeout.min(due.saturating_duration_since(Instant::now())),
+            (Some(_), None) => Duration::ZERO,
+            (None, _) => timeout,
+        }
+    }
+
+    /// Takes an owner given since the last look.
+    fn pick_up(&mut self, lp: &LoopHandle) {
+        if self.held.is_none() {
+            if let Some(given) = lock(&lp.owner).take() {
+                self.held = Some(given);
+                self.due = None;
+            }
+        }
+    }
+
+    /// The owner's turn, if it was woken or its deadline passed.
+    fn turn(&mut self, lp: &LoopHandle) {
+        let Some((owner, _)) = self.held.as_mut() else {
+            return;
+        };
+        let woken = lp.owner_waker.take();
+        if !woken && self.due.is_some_and(|due| Instant::now() < due) {
+            return;
+        }
+        match guarded(None, "running", || owner.turn()) {
+            Some(Some(wait)) => self.due = Some(Instant::now() + wait),
+            // Stopped, or a bug in it (logged): given back.
+            Some(None) | None => self.give_back(),
+        }
+    }
+
+    /// Hands the owner to whoever waits for it: its `shut` waits for this
+    /// thread, so it must not run (or drop) here.
+    fn give_back(&mut self) {
+        let Some((owner, back)) = self.held.take() else {
+            return;
+        };
+        if let Err(unwanted) = back.send(owner) {
+            let owner = unwanted.0;
+            let _ = std::thread::Builder::new()
+                .name("lockstep-owner-end".into())
+                .spawn(move || {
+                    let mut owner = owner;
+                    owner.shut();
+                });
+        }
+    }
+}
+
 /// The loop, until `Transport::shutdown` sets `stop` and wakes it; then
 /// it ends every connection it holds.
 pub(super) fn run(mut poll: Poll, ctx: Ctx) {
+    ON_LOOP.with(|c| c.set(true));
+    let mut owner = Owner::default();
     let mut events = Events::with_capacity(EVENTS);
     let mut conns: HashMap<u64, Open> = HashMap::new();
     let mut buf = vec![0u8; READ_CHUNK];
@@ -336,6 +491,7 @@ pub(super) fn run(mut poll: Poll, ctx: Ctx) {
         } else {
             IDLE_WAIT
         };
+        let timeout = owner.limit(timeout, &ctx.lp);
         if let Err(e) = poll.poll(&mut events, Some(timeout)) {
             if e.kind() != ErrorKind::Interrupted {
                 warn!("the group connections' event loop cannot poll: {e}");
@@ -378,7 +534,7 @@ pub(super) fn run(mut poll: Poll, ctx: Ctx) {
             let Some(c) = conns.get(id) else {
                 continue;
             };
-            let drained = guarded(&c.peer, "writing", || {
+            let drained = guarded(Some(&c.peer), "writing", || {
                 c.out.drain(&ctx.threads, WRITES_PER_TURN)
             });
             match drained {
@@ -401,14 +557,18 @@ pub(super) fn run(mut poll: Poll, ctx: Ctx) {
                 continue;
             };
             let peer = c.peer.clone();
-            let served = guarded(&peer, "reading", || c.read_turn(&ctx, &mut buf));
+            let served = guarded(Some(&peer), "reading", || c.read_turn(&ctx, &mut buf));
             if served != Some(true) {
                 if let Some(c) = conns.remove(&id) {
                     end(&ctx, poll.registry(), c);
                 }
             }
         }
+        // After the reads: what they brought is taken in this turn.
+        owner.pick_up(&ctx.lp);
+        owner.turn(&ctx.lp);
     }
+    owner.give_back();
     for (_, c) in conns.drain() {
         end(&ctx, poll.registry(), c);
     }
@@ -417,17 +577,23 @@ pub(super) fn run(mut poll: Poll, ctx: Ctx) {
     }
 }
 
-/// Runs one connection's turn; a panic in it (a bug, here or in the
-/// owner's quick handler) ends that connection, loudly, and the loop
-/// serves the others on. `None` after a panic.
-fn guarded<T>(peer: &str, what: &str, turn: impl FnOnce() -> T) -> Option<T> {
+/// Runs one connection's turn, or the owner's; a panic in it (a bug,
+/// here, in the owner's quick handler or in the owner) ends that
+/// connection, or gives the owner back, loudly, and the loop serves the
+/// others on. `None` after a panic.
+/// `peer`: the connection's; `None` for the owner.
+fn guarded<T>(peer: Option<&str>, what: &str, turn: impl FnOnce() -> T) -> Option<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(turn)) {
         Ok(t) => Some(t),
         Err(payload) => {
             let why = lockstep_core::panic_message(&*payload);
+            let whose = match peer {
+                Some(peer) => format!("the connection with {peer}"),
+                None => "its owner".to_string(),
+            };
             error!(
                 "lockstep internal error: the group connections' event loop failed {what} \
-                 the connection with {peer} ({why}); that connection is closed"
+                 {whose} ({why}); it ends"
             );
             None
         }

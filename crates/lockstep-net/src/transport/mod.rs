@@ -26,6 +26,7 @@ mod table;
 mod tests;
 
 pub use budget::{input_bytes, InputBudget, INPUT_BUDGET};
+pub use event_loop::{LoopOwner, LoopWaker, OwnerBack};
 pub use queue::Out;
 pub use staged::Staged;
 pub use table::{MAX_ACCEPTS_PER_HOST_PER_SEC, MAX_OPENING, MAX_OPENING_PER_HOST};
@@ -105,6 +106,19 @@ pub enum Handled {
 /// A handler that runs on the event loop before the sink, for small messages that must not wait for the owner's round
 /// (causal-read asks and answers, ADR 0016). It must not block.
 pub type Quick = Arc<dyn Fn(u64, PeerMsg) -> Handled + Send + Sync>;
+
+/// Gives the event loop its owner ([`Transport::owner_seat`]).
+pub struct OwnerSeat(event_loop::LoopHandle);
+
+impl OwnerSeat {
+    /// From now on the owner's turns run on the loop's thread, when
+    /// [`Transport::owner_waker`] wakes it, after messages came, and at
+    /// the deadlines it gives. A stopped owner is sent to `back`, whose
+    /// receiver then calls its [`LoopOwner::shut`].
+    pub fn seat(self, owner: Box<dyn LoopOwner>, back: OwnerBack) {
+        self.0.set_owner(owner, back);
+    }
+}
 
 /// Sends frames to peers from any thread (the owner's [`Transport::send`]
 /// without dialing).
@@ -226,6 +240,17 @@ impl Transport {
 
     fn context(&self) -> Ctx {
         self.ctx.clone()
+    }
+
+    /// Where the event loop's owner is given to it (ADR 0039); a handle,
+    /// since the owner may hold this transport.
+    pub fn owner_seat(&self) -> OwnerSeat {
+        OwnerSeat(self.ctx.lp.clone())
+    }
+
+    /// Wakes the loop's owner from any thread.
+    pub fn owner_waker(&self) -> LoopWaker {
+        self.ctx.lp.owner_waker()
     }
 
     /// Installs the event loop's [`Quick`] handler (once; later calls

@@ -8,6 +8,7 @@ use lockstep_core::wire::lanes::Lane;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{channel, Receiver, Sender};
 
 #[test]
@@ -683,4 +684,127 @@ fn a_big_message_over_tls_arrives_whole_and_small_ones_keep_their_lane_order() {
         )
         .collect();
     assert_eq!(back, in_order);
+}
+
+/// An owner that records its turns (their threads and times), stops at
+/// its `stop_at`-th turn, and panics at its `panic_at`-th.
+struct Recording {
+    turns: Arc<Mutex<Vec<(std::thread::ThreadId, Instant)>>>,
+    wait: Duration,
+    stop_at: usize,
+    panic_at: usize,
+    shut: Arc<AtomicBool>,
+}
+
+impl LoopOwner for Recording {
+    fn turn(&mut self) -> Option<Duration> {
+        let n = {
+            let mut turns = self.turns.lock().unwrap();
+            turns.push((std::thread::current().id(), Instant::now()));
+            turns.len()
+        };
+        assert_ne!(n, self.panic_at, "a bug in the owner");
+        (n < self.stop_at).then_some(self.wait)
+    }
+
+    fn shut(&mut self) {
+        self.shut.store(true, Ordering::SeqCst);
+    }
+}
+
+type Turns = Arc<Mutex<Vec<(std::thread::ThreadId, Instant)>>>;
+
+fn seated(
+    t: &Transport,
+    wait: Duration,
+    stop_at: usize,
+    panic_at: usize,
+) -> (Turns, Receiver<Box<dyn LoopOwner>>, Arc<AtomicBool>) {
+    let turns: Turns = Arc::default();
+    let shut = Arc::new(AtomicBool::new(false));
+    let (back_tx, back) = channel();
+    t.owner_seat().seat(
+        Box::new(Recording {
+            turns: turns.clone(),
+            wait,
+            stop_at,
+            panic_at,
+            shut: shut.clone(),
+        }),
+        back_tx,
+    );
+    (turns, back, shut)
+}
+
+fn wait_for_turns(turns: &Turns, n: usize) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let len = turns.lock().unwrap().len();
+        if len >= n || Instant::now() >= deadline {
+            return len;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn the_owner_turns_on_the_loop_when_woken_and_at_its_deadline() {
+    let (t, _rx) = start("c", 1);
+    // A long deadline: only wake-ups make turns.
+    let (turns, back, shut) = seated(&t, Duration::from_secs(60), usize::MAX, usize::MAX);
+    assert_eq!(wait_for_turns(&turns, 1), 1, "a first turn once seated");
+    let waker = t.owner_waker();
+    for n in 2..=5 {
+        waker.wake();
+        assert_eq!(wait_for_turns(&turns, n), n, "a turn per wake-up");
+    }
+    let threads: std::collections::HashSet<_> =
+        turns.lock().unwrap().iter().map(|(id, _)| *id).collect();
+    assert_eq!(threads.len(), 1, "every turn on the one loop thread");
+    assert!(!threads.contains(&std::thread::current().id()));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(turns.lock().unwrap().len(), 5, "no turn without a wake-up or its deadline");
+    assert!(back.try_recv().is_err(), "not given back while it runs");
+    assert!(!shut.load(Ordering::SeqCst));
+}
+
+#[test]
+fn a_short_deadline_makes_turns_without_wake_ups_and_a_stopped_owner_comes_back() {
+    let (t, _rx) = start("c", 1);
+    let (turns, back, shut) = seated(&t, Duration::from_millis(20), 6, usize::MAX);
+    let mut owner = back
+        .recv_timeout(Duration::from_secs(5))
+        .expect("given back after its sixth turn");
+    let turns = turns.lock().unwrap().clone();
+    assert_eq!(turns.len(), 6);
+    for w in turns.windows(2) {
+        let gap = w[1].1 - w[0].1;
+        assert!(gap >= Duration::from_millis(19), "a turn came early: {gap:?}");
+    }
+    // No turn after it stopped; its shut runs where it was taken back.
+    assert!(!shut.load(Ordering::SeqCst));
+    owner.shut();
+    assert!(shut.load(Ordering::SeqCst));
+    t.owner_waker().wake();
+    std::thread::sleep(Duration::from_millis(50));
+}
+
+#[test]
+fn an_owner_that_panics_is_given_back_and_the_loop_serves_on() {
+    let ((a, rx_a), (b, _rx_b), _) = connected_pair();
+    let (turns, back, _) = seated(&a, Duration::from_millis(5), usize::MAX, 3);
+    assert!(back.recv_timeout(Duration::from_secs(5)).is_ok());
+    assert_eq!(turns.lock().unwrap().len(), 3, "no turn after the panic");
+    // The connections are still served.
+    let frame = PeerMsg::Raft(vec![7]).to_frame().unwrap();
+    b.send(1, Out::Frame(frame), Lane::Control, None);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut got = false;
+    while !got && Instant::now() < deadline {
+        got = matches!(
+            rx_a.recv_timeout(Duration::from_millis(50)),
+            Ok(Inbound::Peer { from: 2, .. })
+        );
+    }
+    assert!(got, "the loop still delivers messages");
 }

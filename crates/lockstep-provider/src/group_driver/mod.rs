@@ -1,25 +1,20 @@
-//! The group channel: the group driver (`driver.rs`, ADR 0023), which
-//! keeps this node's raft-rs node (`lockstep_core::group::Group`), the
-//! transport to the other members (`lockstep_net::transport`) and the
-//! timed checks behind one mutex, and the translation of ordered
-//! deliveries into the provider's state (`deliver`).
+//! The group channel: the `Worker`, which keeps this node's raft-rs node
+//! (`lockstep_core::group::Group`), the transport to the other members
+//! (`lockstep_net::transport`) and the timed checks, and the translation
+//! of ordered deliveries into the provider's state (`deliver`).
 //!
-//! Its rounds run on whichever thread holds the driver: the transport's
-//! event loop when it brings a peer message, a client thread ordering
-//! its own writeset, or the group thread, which runs one when woken and
-//! at least every `POLL` (Raft's ticks) and alone closes the transport.
-//! The server's threads never touch Raft: they queue [`Input`]s and wait
-//! on the shared state, which the round updates under the provider's one
-//! lock.
+//! Its rounds run on one thread, the transport's event loop, which owns
+//! the `Worker` (ADR 0039): a round runs when an input wakes the loop,
+//! when a peer message came, and at least every `POLL` while anything is
+//! under way (Raft's ticks). The server's threads never touch Raft: they
+//! queue [`Input`]s and wait on the shared state, which the round updates
+//! under the provider's one lock.
 
 mod deliver;
-mod driver;
 mod identities;
 mod read_ask;
 mod recovery;
 mod refusals;
-
-use driver::{Driver, Rounds};
 
 use crate::group_input::{Input, InputTx};
 use crate::log::{error, info, warn};
@@ -31,16 +26,19 @@ use lockstep_core::group::{relay, Action, Delivery, Group, GroupConfig, MemberIn
 use lockstep_core::metrics::Stage;
 use lockstep_core::wire::lanes::{Lane, Outgoing as _};
 pub use lockstep_net::transport::Identity;
-use lockstep_net::transport::{self, Inbound, Out, Staged, Transport};
+use lockstep_net::transport::{self, Inbound, LoopOwner, Out, Staged, Transport};
 use raft::eraftpb::MessageType;
 pub use recovery::RecoveryStart;
 use std::collections::HashMap;
 use std::sync::mpsc::{channel, Receiver, TryRecvError};
 use std::sync::Arc;
-use std::thread;
 use std::time::{Duration, Instant};
 
-/// How often the group thread wakes up without input while anything is
+/// How long `GroupChannel::stop` waits for the event loop to give the
+/// stopped `Worker` back (its last round, then the loop's next look).
+const STOP_WAIT: Duration = Duration::from_secs(30);
+
+/// How often the rounds run without input while anything is
 /// under way (Raft's ticks, retries, the timed checks).
 const POLL: Duration = Duration::from_millis(10);
 
@@ -68,9 +66,8 @@ pub fn suspect_timeout_ms(d: Duration) -> u64 {
     (d.as_millis() as u64).max(1000)
 }
 
-/// What the transport hands over goes into the group's input, on its
-/// event loop's thread, which runs the round itself when the driver is free
-/// (ADR 0023).
+/// What the transport hands over goes into the group's input; the
+/// loop's next look runs the round that takes it (ADR 0039).
 fn inbound_sink(tx: InputTx) -> transport::Sink {
     Arc::new(move |inbound| {
         let input = match inbound {
@@ -86,7 +83,7 @@ fn inbound_sink(tx: InputTx) -> transport::Sink {
             Inbound::Peer { from, msg } => Input::Peer { from, msg },
             Inbound::PeerDown { raft_id } => Input::PeerDown { raft_id },
         };
-        tx.submit_from_network(input)
+        tx.send_from_network(input)
     })
 }
 
@@ -122,7 +119,8 @@ pub struct Setup {
 
 pub struct GroupChannel {
     tx: InputTx,
-    thread: Option<thread::JoinHandle<()>>,
+    /// Where the event loop gives the stopped `Worker` back.
+    back: Receiver<Box<dyn LoopOwner>>,
 }
 
 impl GroupChannel {
@@ -197,43 +195,29 @@ impl GroupChannel {
             reported: -1,
             reported_applied: 0,
             rx,
-            inputs: tx.clone(),
+            rounds_started: false,
             identities: identities::Identities::new(setup.security.clone()),
             refusals: refusals::RefusalLog::default(),
         };
-        let on_panic = worker.shared.clone();
-        let failed = on_panic.clone();
-        let driver = Arc::new(Driver::new(
-            worker,
-            tx.clone(),
-            Box::new(move |why| group_thread_failed(&failed, why)),
-        ));
-        let thread = thread::Builder::new()
-            .name("lockstep-group".into())
-            .spawn(move || {
-                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    driver.run(Worker::start_rounds)
-                }));
-                if let Err(payload) = run {
-                    group_thread_failed(&on_panic, &crate::log::panic_message(&*payload));
-                }
-            })
-            .map_err(|e| format!("cannot start the group thread: {e}"))?;
-        tx.set_group_thread(thread.thread().clone());
-        Ok((
-            GroupChannel {
-                tx: tx.clone(),
-                thread: Some(thread),
-            },
-            tx,
-        ))
+        tx.set_waker(worker.transport.owner_waker());
+        let seat = worker.transport.owner_seat();
+        let (back_tx, back) = channel();
+        seat.seat(Box::new(worker), back_tx);
+        Ok((GroupChannel { tx: tx.clone(), back }, tx))
     }
 
-    /// Stops the thread and closes every connection.
-    pub fn stop(mut self) {
+    /// Stops the rounds (the last one's messages go out) and closes every
+    /// connection, here: the transport's shutdown waits for the event
+    /// loop, which gives the stopped `Worker` back.
+    pub fn stop(self) {
         let _ = self.tx.send(Input::Stop);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        match self.back.recv_timeout(STOP_WAIT) {
+            Ok(mut worker) => worker.shut(),
+            Err(_) => warn!(
+                "the group's event loop did not stop its rounds within {} s; its connections \
+                 stay open until the process ends",
+                STOP_WAIT.as_secs()
+            ),
         }
     }
 }
@@ -329,9 +313,10 @@ struct Worker {
     refusals: refusals::RefusalLog,
     /// Bytes sent to members of other segments (`RoundStatus::wan_bytes_sent`).
     wan_bytes: u64,
-    /// The group's input; a round takes all of it (`InputTx` counts it).
+    /// The group's input; a round takes all of it.
     rx: Receiver<Input>,
-    inputs: InputTx,
+    /// `start_rounds` ran (the first turn on the event loop).
+    rounds_started: bool,
     /// Members bound to their certificates (ADR 0014).
     identities: identities::Identities,
 }
@@ -350,13 +335,12 @@ fn free_elsewhere(
     threads.spawn("lockstep-free", move || drop(reaped));
 }
 
-/// A round panicked (a bug), on the group thread or on another thread
-/// that held the driver, which counts as the group thread failing: no
-/// round runs again. Nothing would order or deliver for this node any
+/// A round panicked (a bug), which counts as the group thread failing:
+/// no round runs again. Nothing would order or deliver for this node any
 /// more while it still looked Synced, so it leaves as an inconsistent
 /// node does: an applier delivers the final view and the server stops
-/// serving. (The group thread closes the transport: its connections are
-/// closed, and the others see the node go.)
+/// serving. (Its connections are closed, as `gmcast.isolate` closes
+/// them, and the others see the node go.)
 fn group_thread_failed(shared: &Shared, what: &str) {
     error!(
         "the group thread failed: {what}; this is a Lockstep bug, please report it with \
@@ -371,7 +355,7 @@ fn group_thread_failed(shared: &Shared, what: &str) {
 }
 
 impl Worker {
-    /// Before the first round, on the group thread.
+    /// Before the first round, on the event loop.
     fn start_rounds(&mut self) {
         // A new channel is a new member: nothing announced yet, and the
         // old group's requests do not apply. (Here, not in `start`: its
@@ -384,17 +368,40 @@ impl Worker {
     }
 }
 
-impl Rounds for Worker {
-    type After = Staged;
-
-    fn take_after(&mut self) -> Staged {
-        std::mem::take(&mut self.staged)
+impl LoopOwner for Worker {
+    /// A round on the event loop, then its messages. `None` once the
+    /// group stops, or after a panic in the round (a bug: the node
+    /// leaves, `group_thread_failed`, and its connections close).
+    fn turn(&mut self) -> Option<Duration> {
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if !self.rounds_started {
+                self.rounds_started = true;
+                self.start_rounds();
+            }
+            self.round()
+        }));
+        // The round's messages (a farewell too, before the connections
+        // close), written or queued on the loop.
+        std::mem::take(&mut self.staged).send();
+        match ran {
+            Ok(false) => Some(self.idle_wait()),
+            Ok(true) => None,
+            Err(payload) => {
+                group_thread_failed(&self.shared, &crate::log::panic_message(&*payload));
+                self.transport.set_isolated(true);
+                None
+            }
+        }
     }
 
     fn shut(&mut self) {
         self.transport.shutdown();
     }
+}
 
+impl Worker {
+    /// How long the loop may wait for the next round without input:
+    /// `POLL` while anything is under way, longer when nothing is.
     fn idle_wait(&self) -> Duration {
         if self.quiet {
             Duration::from_millis(self.group.heartbeat_ms()).clamp(POLL, IDLE_POLL_MAX)
@@ -403,16 +410,15 @@ impl Rounds for Worker {
         }
     }
 
-    /// One round, on whichever thread holds the driver (`driver.rs`):
-    /// every pending input, the timed checks, Raft's ready, and what it
-    /// sends and delivers. `true` when the group is to stop.
+    /// One round, on the event loop: every pending input, the timed
+    /// checks, Raft's ready, and what it sends and delivers. `true` when
+    /// the group is to stop.
     fn round(&mut self) -> bool {
         let round = Instant::now();
         self.group.set_clock(self.clock_ms());
         loop {
             match self.rx.try_recv() {
                 Ok(input) => {
-                    self.inputs.took();
                     if self.handle(input) {
                         return true;
                     }
@@ -490,14 +496,10 @@ impl Rounds for Worker {
             .count() as u32;
         let delivered = outputs.iter().any(|o| matches!(o, Output::Deliver(_)));
         self.process(outputs);
-        let was_quiet = self.quiet;
+        // The loop asks `idle_wait` after this round: the next deadline
+        // follows at once.
         self.quiet =
             settled && !delivered && !asked && flow == Flow::Steady && self.group.is_quiet();
-        if was_quiet && !self.quiet {
-            // Work began in a round on another thread while the group
-            // thread may sleep for a heartbeat: it polls again from now.
-            self.inputs.wake();
-        }
         if writesets > 0 {
             // The time per ordered writeset: Raft's ready, the sequencer
             // (certification) and the delivery.
