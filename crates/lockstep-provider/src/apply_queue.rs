@@ -74,9 +74,15 @@ impl ApplyQueue {
     }
 
     /// The spill job for the writesets queued past the budget since the
-    /// last one (and the file's truncation, if due), for the round to run
-    /// once it has let go of the lock; `None` if there is nothing to do.
+    /// last one (and the file's truncation, if due), for the chores
+    /// thread to run; `None` if there is nothing to do, or while the
+    /// last job is still out.
     pub fn take_spills(&mut self) -> Option<SpillJob> {
+        // One job out at a time (the chores thread runs it, ADR 0039):
+        // what waits goes into the next, once this one is back.
+        if self.spool.as_ref().is_some_and(|s| s.busy()) {
+            return None;
+        }
         let wanted = std::mem::take(&mut self.unspilled);
         let spool = self.spool.as_mut()?;
         // One pass from the back (they were queued last), not one per

@@ -206,11 +206,16 @@ impl RecvSpool {
     /// The job that writes `items` (writesets as spool records, with
     /// their sizes), truncating the file first if due; `None` when there
     /// is nothing to do.
+    /// A job is out: the next waits until it is back (`accepts`).
+    pub fn busy(&self) -> bool {
+        self.in_flight
+    }
+
     pub fn job(&mut self, items: Vec<(CachedEvent, usize)>) -> Option<SpillJob> {
         if items.is_empty() && !self.truncate_due {
             return None;
         }
-        // One job out at a time: the round runs each before the next.
+        // One job out at a time (`busy`).
         debug_assert!(!self.in_flight, "a spill job is already out");
         self.in_flight = true;
         Some(SpillJob {

@@ -763,7 +763,11 @@ fn the_owner_turns_on_the_loop_when_woken_and_at_its_deadline() {
     assert_eq!(threads.len(), 1, "every turn on the one loop thread");
     assert!(!threads.contains(&std::thread::current().id()));
     std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(turns.lock().unwrap().len(), 5, "no turn without a wake-up or its deadline");
+    assert_eq!(
+        turns.lock().unwrap().len(),
+        5,
+        "no turn without a wake-up or its deadline"
+    );
     assert!(back.try_recv().is_err(), "not given back while it runs");
     assert!(!shut.load(Ordering::SeqCst));
 }
@@ -779,7 +783,10 @@ fn a_short_deadline_makes_turns_without_wake_ups_and_a_stopped_owner_comes_back(
     assert_eq!(turns.len(), 6);
     for w in turns.windows(2) {
         let gap = w[1].1 - w[0].1;
-        assert!(gap >= Duration::from_millis(19), "a turn came early: {gap:?}");
+        assert!(
+            gap >= Duration::from_millis(19),
+            "a turn came early: {gap:?}"
+        );
     }
     // No turn after it stopped; its shut runs where it was taken back.
     assert!(!shut.load(Ordering::SeqCst));

@@ -10,6 +10,7 @@
 //! queue [`Input`]s and wait on the shared state, which the round updates
 //! under the provider's one lock.
 
+mod chores;
 mod deliver;
 mod identities;
 mod read_ask;
@@ -157,6 +158,7 @@ impl GroupChannel {
         )?;
         transport.set_isolated(setup.isolated);
         transport.set_quick(read_ask::quick(shared.clone()));
+        let chores_shared = shared.clone();
         for s in &setup.seeds {
             transport.dial(s);
         }
@@ -196,6 +198,7 @@ impl GroupChannel {
             reported_applied: 0,
             rx,
             rounds_started: false,
+            chores: chores::Chores::start(chores_shared.clone()),
             identities: identities::Identities::new(setup.security.clone()),
             refusals: refusals::RefusalLog::default(),
         };
@@ -203,7 +206,13 @@ impl GroupChannel {
         let seat = worker.transport.owner_seat();
         let (back_tx, back) = channel();
         seat.seat(Box::new(worker), back_tx);
-        Ok((GroupChannel { tx: tx.clone(), back }, tx))
+        Ok((
+            GroupChannel {
+                tx: tx.clone(),
+                back,
+            },
+            tx,
+        ))
     }
 
     /// Stops the rounds (the last one's messages go out) and closes every
@@ -317,22 +326,10 @@ struct Worker {
     rx: Receiver<Input>,
     /// `start_rounds` ran (the first turn on the event loop).
     rounds_started: bool,
+    /// Disk work and frees, off the event loop (ADR 0039).
+    chores: chores::Chores,
     /// Members bound to their certificates (ADR 0014).
     identities: identities::Identities,
-}
-
-/// Frees big purged writesets on a short-lived thread: a million keys
-/// are a million and more allocations, a second of this thread under load
-/// that every node would spend right after a big apply. (If no thread can
-/// be started, `spawn` drops the closure, and so frees them, here.)
-fn free_elsewhere(
-    threads: &lockstep_net::threads::Threads,
-    reaped: Vec<std::sync::Arc<lockstep_core::group::Writeset>>,
-) {
-    if reaped.is_empty() {
-        return;
-    }
-    threads.spawn("lockstep-free", move || drop(reaped));
 }
 
 /// A round panicked (a bug), which counts as the group thread failing:
@@ -396,6 +393,7 @@ impl LoopOwner for Worker {
 
     fn shut(&mut self) {
         self.transport.shutdown();
+        self.chores.finish();
     }
 }
 
@@ -459,16 +457,15 @@ impl Worker {
         if let Some(job) = marker_removal {
             // A closed commit bypass's marker (ADR 0011): a durable
             // removal, under no lock that a client thread takes.
-            crate::bypass::run_marker_job(job, &crate::storage::Disk);
+            self.chores.give(chores::Chore::Marker(job));
         }
         self.spill(spills);
         self.group.set_clocks_agree(clocks_agree);
         if let (Some(_), Some(views)) = (bound, &self.views) {
-            // Rare (a founder's first binding, a reloaded certificate):
-            // the small durable write is taken here, under no lock.
-            if let Err(e) = views.bindings_changed(self.group.sequencer().bindings()) {
-                warn!("{e}");
-            }
+            // Rare (a founder's first binding, a reloaded certificate).
+            let table = self.group.sequencer().bindings().clone();
+            self.chores
+                .give(chores::Chore::Bindings(views.clone(), table));
         }
         if weight_moved || flow == Flow::Leaving {
             self.shared.notify();
@@ -506,10 +503,10 @@ impl Worker {
             let per = (round.elapsed() - stepped) / writesets;
             self.shared.lock().stages.observe(Stage::Certification, per);
         }
-        free_elsewhere(
-            &self.shared.detached,
-            self.group.sequencer_mut().take_reaped(),
-        );
+        let reaped = self.group.sequencer_mut().take_reaped();
+        if !reaped.is_empty() {
+            self.chores.give(chores::Chore::Free(reaped));
+        }
         if round.elapsed() >= SLOW_ROUND {
             // Heartbeats wait while a round runs: a round this long is
             // what a big writeset costs the group.
@@ -1429,8 +1426,7 @@ impl Worker {
     /// (`recv_spool`, issue 53).
     fn spill(&self, job: Option<crate::recv_spool::SpillJob>) {
         if let Some(job) = job {
-            let done = job.run();
-            self.shared.lock().queue.spilled(done);
+            self.chores.give(chores::Chore::Spill(job));
         }
     }
 }
