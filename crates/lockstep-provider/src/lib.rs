@@ -18,6 +18,7 @@ mod cache_feed;
 mod cache_writer;
 mod causal_reads;
 mod clock_log;
+mod commit_waits;
 mod control;
 mod diverged;
 mod donations;

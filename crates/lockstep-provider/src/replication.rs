@@ -6,6 +6,7 @@
 //! writesets arrive as `Event::Apply` and run through `apply_cb`.
 
 use crate::cache_writer::ACK_WAIT;
+use crate::commit_waits::CommitWait;
 use crate::local_trxs::{Certified, NoCommit, NoReplay};
 use crate::log::{error, info};
 use crate::provider::{Provider, Until, IN_ORDER};
@@ -13,7 +14,7 @@ use crate::remote_ws::{RemoteWs, LARGE_WRITESET};
 use crate::server::ThreadCtx;
 use crate::shared::StateGuard;
 use crate::shared::Wake;
-use crate::state::{Conn, Inner, Resolution};
+use crate::state::{Conn, Resolution};
 use crate::trx::{is_open_fragment, is_streaming, Handle, LocalTrx, TrxState};
 use lockstep_core::certification::{CertOutcome, Key, KeyType};
 use lockstep_core::group::node::FRAGMENT_BYTES;
@@ -107,9 +108,7 @@ impl Provider {
             None => drop(g),
         }
         let g = self.lock();
-        let (mut g, _) = self.wait_on(Wake::Resolved, g, Until::Progress("the group resolves every proposal: ordered, settled as dropped, or abandoned when the node leaves the primary component or the session closes"), |s| {
-            !s.proposals.is_pending(id)
-        });
+        let mut g = self.wait_for(g, CommitWait::Resolved(id));
         g.stages.observe(Stage::Replicate, t0.elapsed());
         let ordered = match g.proposals.take(id) {
             Some(Resolution::Ordered {
@@ -147,12 +146,7 @@ impl Provider {
     /// BF abort (a writeset ordered before it needs them) ends its wait:
     /// it is then never replicated.
     fn flow_control_wait<'a>(&'a self, g: StateGuard<'a>, trx: Option<u64>) -> StateGuard<'a> {
-        let why = "flow control lifts when the slow member catches up or leaves the view; a \
-                   BF abort, a lost primary component or the session's close end it too";
-        let (g, _) = self.wait_until(g, Until::Progress(why), |s| {
-            let aborted = trx.is_some_and(|id| s.trxs.aborted_before_replicating(id));
-            !s.flow.gate().stopped() || s.conn != Conn::Open || !s.membership.in_group() || aborted
-        });
+        let g = self.wait_for(g, CommitWait::FlowOpen(trx));
         let delay = lockstep_core::flow_control::throttle_delay(g.flow.gate().level());
         if delay.is_zero() {
             return g;
@@ -164,12 +158,7 @@ impl Provider {
 
     /// Waits while the provider is paused (FTWRL, SST donation).
     fn wait_unpaused<'a>(&'a self, g: StateGuard<'a>) -> StateGuard<'a> {
-        self.wait_until(
-            g,
-            Until::Progress("resume() follows every pause() (FTWRL, a donation)"),
-            |s| s.paused_at.is_none() || s.conn == Conn::Closed,
-        )
-        .0
+        self.wait_for(g, CommitWait::Unpaused)
     }
 
     pub fn certify(
@@ -384,11 +373,7 @@ impl Provider {
                 );
             }
             let t0 = Instant::now();
-            let (mut g, _) =
-                self.wait_on(Wake::Turn(seqno - 1), g, Until::Progress(IN_ORDER), |s| {
-                    (s.gates.commit_level() >= seqno - 1 && s.may_commit(seqno))
-                        || s.conn == Conn::Closed
-                });
+            let mut g = self.wait_for(g, CommitWait::RemoteCommitTurn(seqno));
             if g.conn == Conn::Closed {
                 return status::CONN_FAIL;
             }
@@ -421,26 +406,17 @@ impl Provider {
         }
         let t0 = Instant::now();
         // Held back by a large writeset, this transaction may pass it as
-        // soon as its own dependencies commit (ADR 0011): any commit may
-        // be its turn. Chosen before each sleep: a large local writeset
-        // ordered before this one may be registered after this wait began
-        // (by its own client thread), which then wakes every turn.
-        let wake = |s: &Inner| {
-            if s.bypass.holds_back(seqno, s.gates.commit_level()) {
-                Wake::Changed
-            } else {
-                Wake::Turn(seqno - 1)
-            }
-        };
-        let (mut g, _) = self.wait_picking(wake, g, Until::Progress(IN_ORDER), |s| {
-            let bf = s.trxs.must_replay(trx_id);
-            let level = s.gates.commit_level();
-            let turn = level >= seqno - 1 || s.bypass.allows(seqno, depends_on, s.gates.commit());
-            bf || (turn && s.may_commit(seqno)) || s.conn == Conn::Closed
-        });
+        // soon as its own dependencies commit (ADR 0011).
+        let mut g = self.wait_for(
+            g,
+            CommitWait::LocalCommitTurn {
+                trx: trx_id,
+                seqno,
+                depends_on,
+            },
+        );
         let in_order = g.gates.commit_level() >= seqno - 1;
-        let turn = in_order || g.bypass.allows(seqno, depends_on, g.gates.commit());
-        if g.conn == Conn::Closed && !(turn && g.may_commit(seqno)) {
+        if g.conn == Conn::Closed && !g.local_commit_turn(seqno, depends_on) {
             // The session ended (shutdown, a fatal error): the seqnos
             // before this one will not commit here.
             return status::CONN_FAIL;
@@ -512,10 +488,7 @@ impl Provider {
         let fragment_done = rec.open_fragment && rec.commit_left && rec.seqno >= 0;
         if rec.seqno >= 0 {
             if !rec.commit_left {
-                let (ng, _) = self.wait_until(g, Until::Progress(IN_ORDER), |s| {
-                    s.gates.commit_level() >= rec.seqno - 1 || s.conn == Conn::Closed
-                });
-                g = ng;
+                g = self.wait_for(g, CommitWait::ReleaseTurn(rec.seqno));
                 if g.gates.commit_level() < rec.seqno - 1 {
                     // The session ended: the gates no longer move.
                     return (status::OK, false);
@@ -610,10 +583,7 @@ impl Provider {
                 return status::TRX_FAIL;
             }
         };
-        let (ng, _) = self.wait_until(g, Until::Progress(IN_ORDER), |s| {
-            s.last_committed() >= depends_on || s.conn == Conn::Closed
-        });
-        g = ng;
+        g = self.wait_for(g, CommitWait::ReplayTurn(depends_on));
         if g.last_committed() < depends_on {
             return status::CONN_FAIL;
         }
@@ -716,11 +686,8 @@ impl Provider {
         };
         // Total order isolation: everything before it has finished, and it
         // holds commit order until to_execute_end.
-        let (mut g, _) = self.wait_until(g, Until::Progress(IN_ORDER), |s| {
-            (s.last_committed() >= seqno - 1 && s.gates.commit_level() >= seqno - 1)
-                || s.conn == Conn::Closed
-        });
-        if g.last_committed() < seqno - 1 || g.gates.commit_level() < seqno - 1 {
+        let mut g = self.wait_for(g, CommitWait::IsolatedTurn(seqno));
+        if !g.isolated_turn(seqno) {
             // The session ended before the statement's turn came.
             return status::CONN_FAIL;
         }
