@@ -269,9 +269,24 @@ pub struct Room {
 }
 
 impl Room {
+    /// Whether the queue holds at most `MAX_QUEUED_BYTES` now (or the
+    /// writer has ended). A look, not a wait: the rounds run on the event
+    /// loop, which must not block (ADR 0039); they look again after
+    /// `ROOM_RETRY` and run no round meanwhile. Nudges the writer if not.
+    pub fn is_free(&self) -> bool {
+        let q = lock(&self.writes.queue);
+        if q.bytes <= MAX_QUEUED_BYTES || q.gone {
+            return true;
+        }
+        drop(q);
+        self.writes.more.notify_one();
+        false
+    }
+
     /// Waits while more than `MAX_QUEUED_BYTES` are queued and the writer
     /// lives (no deadline: the disk is what is waited for; logged every
-    /// `SLOW_WRITER`).
+    /// `SLOW_WRITER`). For the tests' rounds.
+    #[cfg(test)]
     pub fn wait(self) {
         crate::state_lock::expect_unlocked("a wait for the writeset cache's writer");
         self.writes.wait_for_writer(
@@ -280,6 +295,12 @@ impl Room {
         );
     }
 }
+
+/// How soon a round that found no room looks again.
+pub const ROOM_RETRY: Duration = Duration::from_millis(1);
+
+/// How often a round that finds no room for so long says so.
+pub const ROOM_NOTE: Duration = SLOW_WRITER;
 
 impl CacheWriter {
     /// Starts the writer thread for `cache`; `None` (logged: the node
@@ -822,10 +843,15 @@ mod tests {
         let held = lock(&w.writes.cache);
         w.append(ws(1), big);
         w.end_batch();
+        assert!(w.room().is_free(), "within the bound");
         w.room().wait(); // within the bound: returns at once
         w.append(ws(2), big); // past the bound, and queued at once
         w.append(ws(3), big);
         w.end_batch();
+        assert!(
+            !w.room().is_free(),
+            "past the bound while the writer is held"
+        );
         let round = {
             let room = w.room();
             std::thread::spawn(move || room.wait())
@@ -834,6 +860,7 @@ mod tests {
         assert!(!round.is_finished(), "the round waits for room");
         drop(held);
         round.join().unwrap();
+        assert!(w.room().is_free(), "room once the writer caught up");
         assert_eq!(w.written(H, 3).wait(Duration::from_secs(10)), Ok(()));
         assert!(w
             .with_cache(|c| c.covers(Uuid::from_bytes(H), 0, 3))

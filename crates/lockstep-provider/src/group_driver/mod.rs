@@ -199,6 +199,7 @@ impl GroupChannel {
             rx,
             rounds_started: false,
             chores: chores::Chores::start(chores_shared.clone()),
+            short_of_room: None,
             identities: identities::Identities::new(setup.security.clone()),
             refusals: refusals::RefusalLog::default(),
         };
@@ -328,6 +329,10 @@ struct Worker {
     rounds_started: bool,
     /// Disk work and frees, off the event loop (ADR 0039).
     chores: chores::Chores,
+    /// The cache writer's room after the last delivering round, until it
+    /// is free: since when it was looked at, and how long ago that was
+    /// last logged.
+    short_of_room: Option<(crate::cache_writer::Room, Instant, Duration)>,
     /// Members bound to their certificates (ADR 0014).
     identities: identities::Identities,
 }
@@ -370,6 +375,11 @@ impl LoopOwner for Worker {
     /// group stops, or after a panic in the round (a bug: the node
     /// leaves, `group_thread_failed`, and its connections close).
     fn turn(&mut self) -> Option<Duration> {
+        if !self.room_for_a_round() {
+            // Back-pressure: the loop still reads into the input budget
+            // (then holds peers back) and writes what is queued.
+            return Some(crate::cache_writer::ROOM_RETRY);
+        }
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             if !self.rounds_started {
                 self.rounds_started = true;
@@ -398,6 +408,28 @@ impl LoopOwner for Worker {
 }
 
 impl Worker {
+    /// Whether the writeset cache's writer has room for what another
+    /// round may deliver (at most `MAX_QUEUED_BYTES` queued); logs every
+    /// `ROOM_NOTE` while it has not.
+    fn room_for_a_round(&mut self) -> bool {
+        let Some((room, since, said)) = &mut self.short_of_room else {
+            return true;
+        };
+        if room.is_free() {
+            self.short_of_room = None;
+            return true;
+        }
+        if since.elapsed() >= *said + crate::cache_writer::ROOM_NOTE {
+            *said = since.elapsed();
+            warn!(
+                "the group has waited {} s for the writeset cache's writer to make room in its \
+                 queue: the disk under gcache.dir is slow",
+                said.as_secs()
+            );
+        }
+        false
+    }
+
     /// How long the loop may wait for the next round without input:
     /// `POLL` while anything is under way, longer when nothing is.
     fn idle_wait(&self) -> Duration {
@@ -1413,11 +1445,11 @@ impl Worker {
             self.shared.notify_delivered(added);
         }
         self.spill(spills);
-        // The cache writer's bound, kept here, under no lock that a
-        // client thread takes: the next round waits for the disk, the
-        // server's threads do not (issue 53).
+        // The cache writer's bound: no round runs until it has room
+        // (`LoopOwner::turn`); the event loop and the server's threads go
+        // on meanwhile (ADR 0039).
         if let Some(room) = room {
-            room.wait();
+            self.short_of_room = Some((room, Instant::now(), Duration::ZERO));
         }
     }
 
