@@ -362,13 +362,13 @@ impl Inner {
         self.gates.turns_passed()
     }
 
-    /// Wakes the group thread when the receive queue fell below what this
-    /// node announced. Without it a stop lasted until the group thread's
-    /// next round: up to its 10 ms poll while no writeset arrives, which
+    /// Wakes the rounds' loop when the receive queue fell below what this
+    /// node announced. Without it a stop lasted until the next round: up
+    /// to its 10 ms deadline while no writeset arrives, which
     /// a stop ensures (10-25 ms pauses, 7 % of the time paused, on 8-thread
     /// write-only load). The queue counted here is the whole one, never
     /// less than what flow control counts (`Bypass::counted`), so it never
-    /// wakes the group thread for a change that no round then makes.
+    /// wakes the loop for a change that no round then makes.
     fn check_flow_control(&mut self) {
         if !self
             .flow

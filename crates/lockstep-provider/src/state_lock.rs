@@ -23,8 +23,8 @@ fn count_guard(delta: i32) {
 /// The provider's state lock, held. It counts itself per thread, so that
 /// what must never run under it can tell (`expect_unlocked`): the
 /// server's callbacks (contract P27: the server calls back into the
-/// provider, which takes this lock) and a round
-/// (`InputTx::submit_from_network`; a round takes it too).
+/// provider, which takes this lock) and the durable writes that must
+/// never keep every client thread waiting (ADR 0038).
 pub struct Guard<'a, T> {
     /// `None` only while the thread sleeps in [`Guard::sleep`].
     guard: Option<MutexGuard<'a, T>>,

@@ -43,7 +43,7 @@ const STOP_WAIT: Duration = Duration::from_secs(30);
 /// under way (Raft's ticks, retries, the timed checks).
 const POLL: Duration = Duration::from_millis(10);
 
-/// The longest the group thread sleeps without input when nothing is
+/// The longest the rounds' loop waits without input when nothing is
 /// under way (`Worker::quiet`): the heartbeat's pace, at most this (the
 /// once-a-second checks stay on time within it).
 const IDLE_POLL_MAX: Duration = Duration::from_millis(250);
@@ -287,9 +287,9 @@ struct Worker {
     left_signalled: bool,
     /// The last round left nothing under way (`Group::is_quiet`, flow
     /// control steady, no read asked, nothing delivered, the node Synced
-    /// with an empty apply queue): the group thread may sleep until the
-    /// next heartbeat is due, or an input wakes it (issue 53: tickless
-    /// when idle).
+    /// with an empty apply queue): the loop may wait until the next
+    /// heartbeat is due, or an input wakes it (issue 53: tickless when
+    /// idle).
     quiet: bool,
     /// Without a leader this long, the node is in a minority: non-primary.
     non_primary_after: Duration,
