@@ -2,7 +2,8 @@
 //! shutdown: the provider library may be unloaded after `free`, and no
 //! thread may still run its code then. The transport counts its event
 //! loop, dialers, opening connections and big-message encoders; the
-//! provider its IST senders and the threads that free big writesets.
+//! provider its IST senders and the chores thread (disk work and frees
+//! off the event loop).
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;

@@ -35,17 +35,17 @@ pub struct ApplyQueue {
     /// `gcs.recv_q_hard_limit` in bytes, if one is set.
     hard_limit: Option<u64>,
     /// Writesets queued past the budget and still in memory, with their
-    /// history: a round writes them to the spool once it has let go of
-    /// the lock (`take_spills`), then swaps them for placeholders
-    /// (`spilled`). Bound: the queue's writesets.
+    /// history: the chores thread writes them to the spool
+    /// (`take_spills`), then swaps them for placeholders (`spilled`); no
+    /// round runs meanwhile. Bound: the queue's writesets.
     unspilled: Vec<(i64, [u8; 16])>,
 }
 
 impl ApplyQueue {
     /// Queues an ordered event at the back; a writeset beyond the memory
     /// budget is to wait in the spool (`history` names the group's
-    /// history in its record): the next round writes it there
-    /// (`take_spills`), never this call, which runs under the lock.
+    /// history in its record): the next round's spill job writes it
+    /// there (`take_spills`), never this call, which runs under the lock.
     pub fn push(&mut self, event: Event, history: [u8; 16]) {
         if let Event::Apply(ws) = &event {
             // Only once the queue is over its budget: one big writeset at

@@ -2,7 +2,7 @@
 //! (`lockstep-cache`, ADR 0032): a round queues the events it ordered and
 //! ends its batch; the writer encodes and writes them (write(2), and
 //! fsync with `lockstep.cache_sync`) away from the round, the provider's
-//! lock and the client and network threads that run rounds.
+//! lock, the event loop that runs the rounds and the client threads.
 //!
 //! What a process crash must keep is kept by a wait, not by the round:
 //! before the storage engine commits an event (`commit_order_enter`, a
@@ -17,8 +17,8 @@
 //! Bounds: queueing never waits, since it happens under the provider's
 //! lock (issue 53: no blocking wait under a lock that client threads
 //! take). A round that leaves more than `MAX_QUEUED_BYTES` of event data
-//! queued waits for room after it lets go of that lock (`Room::wait`),
-//! before its next round: so the queue holds at most `MAX_QUEUED_BYTES`
+//! queued holds back the next round until there is room (`Room::is_free`,
+//! looked at by the event loop, which does not wait: ADR 0039): so the queue holds at most `MAX_QUEUED_BYTES`
 //! plus what one round delivered (raft-rs sets no size limit per ready:
 //! what one poll committed), or what a joiner's catch-up queued
 //! (`Inner::cache_catch_up`: the apply queue's writesets in memory, at
@@ -46,9 +46,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Event data queued for the writer past which a round waits for room
-/// (`Room::wait`): the rounds get ahead of the disk by this much, plus
-/// one round's deliveries.
+/// Event data queued for the writer past which no round runs until there
+/// is room (`Room::is_free`): the rounds get ahead of the disk by this
+/// much, plus one round's deliveries.
 pub const MAX_QUEUED_BYTES: usize = 64 << 20;
 
 /// How long a commit waits for its event to be written: a disk that
@@ -262,8 +262,8 @@ impl Written {
     }
 }
 
-/// Room in the writer's queue, waited for by a round after it lets go of
-/// the provider's lock (the bound: `MAX_QUEUED_BYTES`).
+/// Room in the writer's queue, which the next round looks for after a
+/// round let go of the provider's lock (the bound: `MAX_QUEUED_BYTES`).
 pub struct Room {
     writes: Arc<Writes>,
 }
@@ -279,6 +279,11 @@ impl Room {
             return true;
         }
         drop(q);
+        // A failed cache fails every commit waiting for it, and the node
+        // leaves (ADR 0032): its queue no longer holds the rounds back.
+        if self.writes.failed().is_some() {
+            return true;
+        }
         self.writes.more.notify_one();
         false
     }
@@ -402,7 +407,7 @@ impl CacheWriter {
 
     /// Queues `op` (the event `at`, if it is one). Never waits: the
     /// caller holds the provider's lock, and waits for room after it lets
-    /// go of it (`Room::wait`).
+    /// go of it (`Room::is_free`).
     fn queue(&self, op: Op, bytes: usize, at: Option<At>) {
         let mut q = lock(&self.writes.queue);
         if q.gone {

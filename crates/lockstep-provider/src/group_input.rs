@@ -122,7 +122,7 @@ pub enum Input {
     /// Leave the cluster gracefully.
     Leave,
     /// Stop the group (after the final view): the round that takes it
-    /// ends the rounds, and the group thread closes the transport.
+    /// ends the rounds, and `GroupChannel::stop` closes the transport.
     Stop,
     /// A bug in a round, injected by a test (handled as a failed group
     /// thread).

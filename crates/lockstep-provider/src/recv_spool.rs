@@ -120,6 +120,18 @@ pub struct SpillDone {
 }
 
 impl SpillJob {
+    /// The result of this job if it cannot run to its end (a bug in it):
+    /// nothing written, the spool failed, so the queue stays in memory
+    /// from then on, as after a failed write.
+    pub fn abandoned(&self) -> SpillDone {
+        SpillDone {
+            spool: self.spool,
+            generation: self.generation,
+            placed: Vec::new(),
+            failure: Some(io::Error::other("the spill job failed (a Lockstep bug)")),
+        }
+    }
+
     /// Truncates the file if due, then appends each writeset's record.
     pub fn run(self) -> SpillDone {
         crate::state_lock::expect_unlocked("a receive spool write");
@@ -203,14 +215,14 @@ impl RecvSpool {
         self.queued + self.reading
     }
 
-    /// The job that writes `items` (writesets as spool records, with
-    /// their sizes), truncating the file first if due; `None` when there
-    /// is nothing to do.
     /// A job is out: the next waits until it is back (`accepts`).
     pub fn busy(&self) -> bool {
         self.in_flight
     }
 
+    /// The job that writes `items` (writesets as spool records, with
+    /// their sizes), truncating the file first if due; `None` when there
+    /// is nothing to do.
     pub fn job(&mut self, items: Vec<(CachedEvent, usize)>) -> Option<SpillJob> {
         if items.is_empty() && !self.truncate_due {
             return None;

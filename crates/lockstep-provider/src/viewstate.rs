@@ -67,8 +67,8 @@ pub fn remove(dir: &Path) {
 /// `pc.recovery` vote after a crash of the whole cluster is taken only
 /// from a peer presenting the certificate the member was bound to, so the
 /// file must follow the group's binding table. Shared by the server thread
-/// that saves each new primary view and the event loop that learns new
-/// bindings (a founder binds itself after its first view; a certificate
+/// that saves each new primary view and the chores thread, to which the
+/// rounds give new bindings (a founder binds itself after its first view; a certificate
 /// reload binds anew); its own lock, a leaf taken with no other held,
 /// keeps their writes of the file from interleaving.
 pub struct ViewKeeper {

@@ -60,13 +60,19 @@ const IDLE_WAIT: Duration = Duration::from_secs(1);
 const BUDGET_RETRY: Duration = Duration::from_millis(1);
 
 thread_local! {
-    /// Set on the loop's own thread: a wake-up from there needs no
-    /// `eventfd` write, the loop looks at its flags before it sleeps.
-    static ON_LOOP: Cell<bool> = const { Cell::new(false) };
+    /// On a loop's own thread, which loop (its waker's address; 0
+    /// elsewhere): a wake-up of that loop from there needs no `eventfd`
+    /// write, the loop looks at its flags before it sleeps.
+    static ON_LOOP: Cell<usize> = const { Cell::new(0) };
 }
 
-fn on_loop() -> bool {
-    ON_LOOP.with(Cell::get)
+fn loop_id(waker: &Arc<Waker>) -> usize {
+    Arc::as_ptr(waker) as usize
+}
+
+/// Whether this thread is the loop of `waker`.
+fn on_loop(waker: &Arc<Waker>) -> bool {
+    ON_LOOP.with(Cell::get) == loop_id(waker)
 }
 
 /// What lives on the loop's thread besides the connections: the group's
@@ -97,7 +103,7 @@ pub struct LoopWaker {
 
 impl LoopWaker {
     pub fn wake(&self) {
-        if !self.due.swap(true, Ordering::SeqCst) && !on_loop() {
+        if !self.due.swap(true, Ordering::SeqCst) && !on_loop(&self.waker) {
             if let Err(e) = self.waker.wake() {
                 warn!("cannot wake the group connections' event loop: {e}");
             }
@@ -177,7 +183,7 @@ impl LoopHandle {
         lock(&self.to_write).push(conn_id);
         // On the loop (the owner's sends) the list is looked at before
         // the next sleep.
-        if !on_loop() {
+        if !on_loop(&self.waker) {
             self.wake();
         }
     }
@@ -417,7 +423,10 @@ impl Owner {
     /// The poll's timeout, shortened for the owner: none while a wake-up
     /// or the owner's own sends wait, else at most until its deadline.
     fn limit(&self, timeout: Duration, lp: &LoopHandle) -> Duration {
-        if lp.owner_waker.pending() || !lock(&lp.to_write).is_empty() {
+        // The wake-up flag counts only with an owner to take it: without
+        // one (not seated yet, or given back) nothing would clear it.
+        let woken = self.held.is_some() && lp.owner_waker.pending();
+        if woken || !lock(&lp.to_write).is_empty() {
             return Duration::ZERO;
         }
         match (&self.held, self.due) {
@@ -474,7 +483,7 @@ impl Owner {
 /// The loop, until `Transport::shutdown` sets `stop` and wakes it; then
 /// it ends every connection it holds.
 pub(super) fn run(mut poll: Poll, ctx: Ctx) {
-    ON_LOOP.with(|c| c.set(true));
+    ON_LOOP.with(|c| c.set(loop_id(&ctx.lp.waker)));
     let mut owner = Owner::default();
     let mut events = Events::with_capacity(EVENTS);
     let mut conns: HashMap<u64, Open> = HashMap::new();

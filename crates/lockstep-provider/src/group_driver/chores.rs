@@ -1,14 +1,19 @@
 //! What a round decides and the event loop must not do itself (ADR 0039):
 //! disk writes, and the freeing of big writesets. One long-lived thread
 //! runs them in the order the rounds gave them. The round goes on at
-//! once; a spill's result comes back to the shared state from here.
+//! once, except after a spill: no round runs until it is back (the
+//! receive queue's memory bound, as when the round wrote it itself); its
+//! result goes to the shared state from here, and the loop is woken.
 
-use crate::log::warn;
+use crate::group_input::InputTx;
+use crate::log::{error, warn};
 use crate::shared::Shared;
 use crate::viewstate::ViewKeeper;
 use lockstep_core::group::action::CertFingerprint;
 use lockstep_core::group::Writeset;
 use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,19 +43,33 @@ pub(super) enum Chore {
 
 pub(super) struct Chores {
     tx: Option<SyncSender<Chore>>,
-    shared: Arc<Shared>,
+    ctx: Arc<Ctx>,
     /// Closed by the thread when it ends.
     ended: Receiver<()>,
 }
 
+/// What running a chore needs.
+struct Ctx {
+    shared: Arc<Shared>,
+    /// A spill job is out: no round runs until it is back.
+    spilling: AtomicBool,
+    /// Wakes the rounds' loop when a spill is back.
+    inputs: InputTx,
+}
+
 impl Chores {
-    pub(super) fn start(shared: Arc<Shared>) -> Chores {
+    pub(super) fn start(shared: Arc<Shared>, inputs: InputTx) -> Chores {
         let (tx, rx) = sync_channel(CHORES_MAX);
         let (ended_tx, ended) = sync_channel(0);
-        let theirs = shared.clone();
+        let ctx = Arc::new(Ctx {
+            shared,
+            spilling: AtomicBool::new(false),
+            inputs,
+        });
+        let theirs = ctx.clone();
         // Counted with the detached threads: unloading the library waits
         // for it (`Shared::detached`).
-        let started = shared.detached.spawn("lockstep-chores", move || {
+        let started = ctx.shared.detached.spawn("lockstep-chores", move || {
             let _ended = ended_tx;
             for chore in rx {
                 run(&theirs, chore);
@@ -62,12 +81,20 @@ impl Chores {
             warn!("cannot start the chores thread; the rounds do their disk work themselves");
             None
         };
-        Chores { tx, shared, ended }
+        Chores { tx, ctx, ended }
+    }
+
+    /// A spill job is out (`Chore::Spill`): the next round waits for it.
+    pub(super) fn spilling(&self) -> bool {
+        self.ctx.spilling.load(Ordering::SeqCst)
     }
 
     /// Queues `chore` for the thread; runs it here if the thread is gone
     /// or `CHORES_MAX` wait.
     pub(super) fn give(&self, chore: Chore) {
+        if matches!(chore, Chore::Spill(_)) {
+            self.ctx.spilling.store(true, Ordering::SeqCst);
+        }
         let chore = match &self.tx {
             Some(tx) => match tx.try_send(chore) {
                 Ok(()) => return,
@@ -75,7 +102,7 @@ impl Chores {
             },
             None => chore,
         };
-        run(&self.shared, chore);
+        run(&self.ctx, chore);
     }
 
     /// Closes the queue and waits (at most `FINISH_WAIT`) for what is in
@@ -94,23 +121,48 @@ impl Chores {
     }
 }
 
-fn run(shared: &Shared, chore: Chore) {
+/// Runs one chore; a panic in it (a bug) is logged and the thread goes
+/// on. A spill that panicked counts as a failed write: the queue stays in
+/// memory from then on.
+fn run(ctx: &Ctx, chore: Chore) {
     match chore {
         Chore::Spill(job) => {
-            let done = job.run();
-            shared.lock().queue.spilled(done);
+            let abandoned = job.abandoned();
+            let done = guarded("writing to the receive spool", || job.run()).unwrap_or(abandoned);
+            ctx.shared.lock().queue.spilled(done);
+            ctx.spilling.store(false, Ordering::SeqCst);
+            ctx.inputs.wake();
         }
         Chore::Marker(job) => {
-            crate::bypass::run_marker_job(job, &crate::storage::Disk);
+            guarded("removing the commit bypass marker", || {
+                crate::bypass::run_marker_job(job, &crate::storage::Disk)
+            });
         }
         Chore::Bindings(views, table) => {
-            if let Err(e) = views.bindings_changed(&table) {
+            if let Some(Err(e)) = guarded("saving the view's bindings", || {
+                views.bindings_changed(&table)
+            }) {
                 warn!("{e}");
             }
         }
         Chore::Free(reaped) => drop(reaped),
         #[cfg(test)]
-        Chore::Test(f) => f(),
+        Chore::Test(f) => {
+            guarded("a test's chore", f);
+        }
+    }
+}
+
+fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Option<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(t) => Some(t),
+        Err(payload) => {
+            error!(
+                "lockstep internal error: the chores thread failed {what}: {}",
+                crate::log::panic_message(&*payload)
+            );
+            None
+        }
     }
 }
 
@@ -143,9 +195,13 @@ mod tests {
         })
     }
 
+    fn inputs() -> InputTx {
+        InputTx::new(std::sync::mpsc::channel().0)
+    }
+
     #[test]
     fn chores_run_in_order_off_the_round_and_finish_waits_for_them() {
-        let mut chores = Chores::start(shared());
+        let mut chores = Chores::start(shared(), inputs());
         let log = Log::default();
         for n in 0..10 {
             chores.give(logged(&log, n, Duration::from_millis(2)));
@@ -166,8 +222,18 @@ mod tests {
     }
 
     #[test]
+    fn a_chore_that_panics_is_logged_and_the_next_ones_run() {
+        let mut chores = Chores::start(shared(), inputs());
+        let log = Log::default();
+        chores.give(Chore::Test(Box::new(|| panic!("a bug in a chore"))));
+        chores.give(logged(&log, 1, Duration::ZERO));
+        chores.finish();
+        assert_eq!(log.lock().unwrap().len(), 1, "the thread went on");
+    }
+
+    #[test]
     fn past_the_bound_a_chore_runs_on_the_giving_thread() {
-        let mut chores = Chores::start(shared());
+        let mut chores = Chores::start(shared(), inputs());
         let log = Log::default();
         // The first holds the thread while the queue fills up.
         chores.give(logged(&log, 0, Duration::from_millis(300)));

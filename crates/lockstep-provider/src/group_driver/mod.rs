@@ -120,6 +120,8 @@ pub struct Setup {
 
 pub struct GroupChannel {
     tx: InputTx,
+    /// Tells the rounds a stop is coming (`Worker::room_for_a_round`).
+    stop_asked: Arc<std::sync::atomic::AtomicBool>,
     /// Where the event loop gives the stopped `Worker` back.
     back: Receiver<Box<dyn LoopOwner>>,
 }
@@ -159,6 +161,7 @@ impl GroupChannel {
         transport.set_isolated(setup.isolated);
         transport.set_quick(read_ask::quick(shared.clone()));
         let chores_shared = shared.clone();
+        let stop_asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
         for s in &setup.seeds {
             transport.dial(s);
         }
@@ -198,8 +201,9 @@ impl GroupChannel {
             reported_applied: 0,
             rx,
             rounds_started: false,
-            chores: chores::Chores::start(chores_shared.clone()),
+            chores: chores::Chores::start(chores_shared.clone(), tx.clone()),
             short_of_room: None,
+            stop_asked: stop_asked.clone(),
             identities: identities::Identities::new(setup.security.clone()),
             refusals: refusals::RefusalLog::default(),
         };
@@ -210,6 +214,7 @@ impl GroupChannel {
         Ok((
             GroupChannel {
                 tx: tx.clone(),
+                stop_asked,
                 back,
             },
             tx,
@@ -220,6 +225,8 @@ impl GroupChannel {
     /// connection, here: the transport's shutdown waits for the event
     /// loop, which gives the stopped `Worker` back.
     pub fn stop(self) {
+        self.stop_asked
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let _ = self.tx.send(Input::Stop);
         match self.back.recv_timeout(STOP_WAIT) {
             Ok(mut worker) => worker.shut(),
@@ -333,6 +340,8 @@ struct Worker {
     /// is free: since when it was looked at, and how long ago that was
     /// last logged.
     short_of_room: Option<(crate::cache_writer::Room, Instant, Duration)>,
+    /// Set by `GroupChannel::stop` before its `Input::Stop`.
+    stop_asked: Arc<std::sync::atomic::AtomicBool>,
     /// Members bound to their certificates (ADR 0014).
     identities: identities::Identities,
 }
@@ -375,24 +384,24 @@ impl LoopOwner for Worker {
     /// group stops, or after a panic in the round (a bug: the node
     /// leaves, `group_thread_failed`, and its connections close).
     fn turn(&mut self) -> Option<Duration> {
-        if !self.room_for_a_round() {
-            // Back-pressure: the loop still reads into the input budget
-            // (then holds peers back) and writes what is queued.
-            return Some(crate::cache_writer::ROOM_RETRY);
-        }
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if !self.room_for_a_round() {
+                // Back-pressure: the loop still reads into the input
+                // budget (then holds peers back) and writes what is queued.
+                return Some(crate::cache_writer::ROOM_RETRY);
+            }
             if !self.rounds_started {
                 self.rounds_started = true;
                 self.start_rounds();
             }
-            self.round()
+            let stop = self.round();
+            // The round's messages (a farewell too, before the
+            // connections close), written or queued on the loop.
+            std::mem::take(&mut self.staged).send();
+            (!stop).then(|| self.idle_wait())
         }));
-        // The round's messages (a farewell too, before the connections
-        // close), written or queued on the loop.
-        std::mem::take(&mut self.staged).send();
         match ran {
-            Ok(false) => Some(self.idle_wait()),
-            Ok(true) => None,
+            Ok(next) => next,
             Err(payload) => {
                 group_thread_failed(&self.shared, &crate::log::panic_message(&*payload));
                 self.transport.set_isolated(true);
@@ -408,10 +417,18 @@ impl LoopOwner for Worker {
 }
 
 impl Worker {
-    /// Whether the writeset cache's writer has room for what another
-    /// round may deliver (at most `MAX_QUEUED_BYTES` queued); logs every
-    /// `ROOM_NOTE` while it has not.
+    /// Whether another round may deliver: no spill job is out (the
+    /// receive queue's memory bound) and the writeset cache's writer has
+    /// room (at most `MAX_QUEUED_BYTES` queued; logged every `ROOM_NOTE`
+    /// while it has not). Once the provider asked the rounds to stop,
+    /// the writer's room no longer holds them (the last rounds leave).
     fn room_for_a_round(&mut self) -> bool {
+        if self.chores.spilling() {
+            return false;
+        }
+        if self.stop_asked.load(std::sync::atomic::Ordering::SeqCst) {
+            return true;
+        }
         let Some((room, since, said)) = &mut self.short_of_room else {
             return true;
         };
@@ -587,8 +604,8 @@ impl Worker {
             } else {
                 PeerMsg::Ping { sent }
             };
-            // Written now, not staged (ADR 0033): its time is taken here,
-            // and a wait for the hand-over would count in the round trip.
+            // Written now, not staged: its time is taken here, and the
+            // rest of the round would count in the round trip.
             if let Ok(frame) = ping.to_frame() {
                 let addr = self.address_of(peer);
                 self.transport
