@@ -815,3 +815,44 @@ fn an_owner_that_panics_is_given_back_and_the_loop_serves_on() {
     }
     assert!(got, "the loop still delivers messages");
 }
+
+/// CPU time (ns) of each `lockstep-net` thread of this process, by
+/// thread id: the event loops of the transports the tests run.
+fn loops_cpu_ns() -> HashMap<String, u64> {
+    let mut loops = HashMap::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim() != "lockstep-net" {
+            continue;
+        }
+        let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+        if let Some(ns) = stat.split_whitespace().next().and_then(|v| v.parse().ok()) {
+            loops.insert(task.file_name().to_string_lossy().into_owned(), ns);
+        }
+    }
+    loops
+}
+
+#[test]
+fn a_loop_whose_owner_was_given_back_sleeps_through_wake_ups() {
+    let (t, _rx) = start("c", 1);
+    let (_turns, back, _) = seated(&t, Duration::from_millis(5), 1, usize::MAX);
+    let _owner = back
+        .recv_timeout(Duration::from_secs(5))
+        .expect("given back after its first turn");
+    // Wake-ups with no owner to take them: nothing clears the flag.
+    t.owner_waker().wake();
+    std::thread::sleep(Duration::from_millis(20));
+    let before = loops_cpu_ns();
+    std::thread::sleep(Duration::from_millis(400));
+    // The most any one loop used meanwhile (others' loops come and go).
+    let used = loops_cpu_ns()
+        .iter()
+        .filter_map(|(tid, ns)| before.get(tid).map(|b| ns.saturating_sub(*b)))
+        .max()
+        .map_or(Duration::ZERO, Duration::from_nanos);
+    assert!(
+        used < Duration::from_millis(100),
+        "an event loop used {used:?} of CPU in 400 ms: it spins"
+    );
+}
