@@ -12,7 +12,7 @@
 CPU is utime + stime from /proc/PID/task/TID/stat (clock ticks), context
 switches are voluntary + involuntary from .../status. Threads are grouped
 by node and name: Lockstep names its own (lockstep-net, lockstep-cache,
-lockstep-group, lockstep-accept); the server's and Galera's are all
+lockstep-chores, lockstep-accept); the server's and Galera's are all
 "mariadbd". A thread that started and ended between the snapshots is not
 counted (none does under a steady load).
 """
