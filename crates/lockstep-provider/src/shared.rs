@@ -74,6 +74,19 @@ fn turn_slot(level: i64) -> usize {
 pub type StateGuard<'a> = crate::state_lock::Guard<'a, Inner>;
 
 impl Shared {
+    /// The state `inner` behind its lock, with no waiter yet.
+    pub fn new(inner: Inner) -> Shared {
+        Shared {
+            inner: Mutex::new(inner),
+            changed: Default::default(),
+            work: Default::default(),
+            resolved: Default::default(),
+            turns: std::array::from_fn(|_| Default::default()),
+            detached: Default::default(),
+            stopping: Default::default(),
+        }
+    }
+
     pub fn lock(&self) -> StateGuard<'_> {
         crate::state_lock::Guard::new(self.inner.lock().unwrap_or_else(|p| p.into_inner()))
     }

@@ -184,15 +184,7 @@ mod tests {
 
     fn shared() -> Arc<Shared> {
         let inner = crate::state::Inner::new(wsrep_abi::Uuid::default(), -1);
-        Arc::new(Shared {
-            inner: std::sync::Mutex::new(inner),
-            changed: Default::default(),
-            work: Default::default(),
-            resolved: Default::default(),
-            turns: std::array::from_fn(|_| Default::default()),
-            detached: Default::default(),
-            stopping: Default::default(),
-        })
+        Arc::new(Shared::new(inner))
     }
 
     fn inputs() -> InputTx {
