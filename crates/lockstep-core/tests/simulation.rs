@@ -152,6 +152,65 @@ fn a_settled_group_is_quiet_until_a_proposal() {
     });
 }
 
+/// Issue 53, an idle cluster's CPU: the leader of a settled group spares
+/// the heartbeats that would tell a follower only what it heard less than
+/// `quiet_beat_ms` ago (`group::beats`). Over a second of idleness every
+/// follower still hears from the leader at least every quiet beat (plus
+/// the network's delay), nobody starts an election, and each follower
+/// gets fewer heartbeats than raft-rs's interval would send.
+#[test]
+fn an_idle_leader_spares_heartbeats_and_keeps_its_followers() {
+    run_seeds("quiet_beats", 40, |name, seed| {
+        let (cfg, rng) = setup(name, seed);
+        let group = cfg.group.clone();
+        let max_delay = cfg.net.max_delay;
+        let mut sim = Sim::new(name, seed, cfg, rng);
+        sim.run(3000, |_| {})?;
+        let stats = sim.settle(20_000)?;
+        let settled = sim.run_until(5_000, Sim::quiet);
+        check(settled, &mut sim, || "the group never settled".into())?;
+        let leader = sim.leader_slot().expect("a settled group has a leader");
+        let term = sim.nodes[leader].g().term();
+        let start = sim.now;
+        let heard: Vec<(usize, u64)> = sim
+            .running()
+            .filter(|(slot, _)| *slot != leader)
+            .map(|(slot, n)| (slot, n.heartbeats_heard))
+            .collect();
+        let mut longest = 0;
+        let window = 1_000;
+        sim.run_until(window, |s| {
+            for (slot, _) in &heard {
+                longest = longest.max(s.now - s.nodes[*slot].last_leader_contact);
+            }
+            false
+        });
+        let elapsed = sim.now - start;
+        check(
+            sim.nodes[leader].g().term() == term && sim.nodes[leader].is_leader(),
+            &mut sim,
+            || "an idle group changed leader".into(),
+        )?;
+        let bound = group.quiet_beat_ms + max_delay;
+        check(longest <= bound, &mut sim, || {
+            format!("a follower went {longest} ms without its leader (bound {bound} ms)")
+        })?;
+        let interval = group.tick_ms * group.heartbeat_ticks as u64;
+        let raft_rs = elapsed / interval;
+        for (slot, before) in heard {
+            let got = sim.nodes[slot].heartbeats_heard - before;
+            let most = elapsed / group.quiet_beat_ms.saturating_sub(interval).max(1) + 1;
+            check(got <= most && got < raft_rs, &mut sim, || {
+                format!(
+                    "node {slot} heard {got} heartbeats in {elapsed} ms of idleness: at most \
+                     {most} expected, raft-rs sends {raft_rs}"
+                )
+            })?;
+        }
+        Ok(stats)
+    });
+}
+
 /// ADR 0017: in a group of three voters a follower commits what it stores
 /// of its leader's term on arrival, so a writeset proposed on a follower
 /// (forwarded, then appended) comes back to it about as fast as the

@@ -532,6 +532,9 @@ impl Provider {
         if let Ok(tick) = o.duration("lockstep.raft_tick") {
             c.tick_ms = (tick.as_millis() as u64).clamp(10, 1000);
         }
+        // A settled follower hears from its leader four times per
+        // election timeout, whatever the tick.
+        c.quiet_beat_ms = c.tick_ms * c.election_ticks as u64 / 4;
         // The in-memory log is the writeset cache: bounded like Galera's.
         if let Ok(size) = o.size("gcache.size") {
             c.compact_bytes = size.max(1 << 16);

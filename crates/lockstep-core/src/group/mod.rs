@@ -16,6 +16,7 @@
 //!   their data, which the follower still holds (ADR 0020);
 //! - `relay`: the leader's appends to a remote segment as one bundle that
 //!   a member there passes on (`gmcast.segment`, ADR 0020);
+//! - `beats`: the heartbeats an idle leader spares its settled followers;
 //! - `read_fence`, `read_grants`: causal reads answered from a lease, on
 //!   the leader (ADR 0016) and on followers (ADR 0022);
 //! - `member_state`: this node's own member status and desync counting;
@@ -24,6 +25,7 @@
 //! - `peer`: the messages members send each other, framed by `wire`.
 
 pub mod action;
+mod beats;
 pub mod echo;
 mod follower_commit;
 pub mod fragments;

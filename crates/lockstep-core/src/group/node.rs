@@ -27,6 +27,7 @@ use super::action::{
     decode_batch_shared, encode_batch, Action, CertFingerprint, MemberInfo, Proposal, Writeset,
     BINDING_VERSION,
 };
+use super::beats::Beats;
 use super::follower_commit::{FollowerCommit, FollowerView, MAX_VOTERS_COMMITTING_ON_STORE};
 use super::fragments::EncodedBody;
 use super::log_store::LogStore;
@@ -100,6 +101,10 @@ pub struct GroupConfig {
     pub tick_ms: u64,
     pub heartbeat_ticks: usize,
     pub election_ticks: usize,
+    /// The longest a settled follower goes without a message from its
+    /// leader: heartbeats in between are spared (`beats`). At most the
+    /// heartbeat interval: every heartbeat goes, as raft-rs sends them.
+    pub quiet_beat_ms: u64,
     /// Randomize election timeouts (production); off in simulations,
     /// which must not depend on raft-rs's unseeded random numbers.
     pub randomized_election: bool,
@@ -174,6 +179,8 @@ impl Default for GroupConfig {
             tick_ms: 50,
             heartbeat_ticks: 2,
             election_ticks: 20,
+            // A quarter of the election timeout (1 s).
+            quiet_beat_ms: 250,
             randomized_election: true,
             suspect_timeout_ms: 5000,
             retry_ms: 1000,
@@ -319,6 +326,9 @@ pub struct Group {
     /// Leader: the stubs sent (`echo`), and each remote segment's relay
     /// (kept while it answers).
     stubs: echo::Stubs,
+    /// Leader: when each follower last heard from it, to spare the
+    /// heartbeats of an idle group (`beats`).
+    beats: Beats,
     relays: HashMap<u8, u64>,
     /// Members whose every connection the transport saw close, until a
     /// message from them comes again: no relay (a killed relay would
@@ -459,6 +469,7 @@ impl Group {
             forwarded: echo::Forwarded::default(),
             next_forward: 1,
             stubs: echo::Stubs::default(),
+            beats: Beats::new(cfg.quiet_beat_ms, cfg.tick_ms * cfg.heartbeat_ticks as u64),
             relays: HashMap::new(),
             proposed: HashMap::new(),
             relay_review: 0,
@@ -1557,10 +1568,17 @@ impl Group {
 
     fn send_all(&mut self, msgs: Vec<Message>) {
         let mut ready = Vec::with_capacity(msgs.len());
+        let last = self.raw.raft.raft_log.last_index();
+        let all_committed = self.raw.raft.raft_log.committed == last;
         for mut msg in msgs {
             if self.repeats_big_append(&msg) {
                 continue;
             }
+            let settled = all_committed && self.is_leader() && self.matched(msg.to) == last;
+            if self.beats.spare(&msg, self.now, settled) {
+                continue;
+            }
+            self.beats.sent(&msg, self.now);
             if msg.get_msg_type() == raft::eraftpb::MessageType::MsgReadIndexResp {
                 // A follower's causal read waits for the leader's log, not
                 // its commit index (`read_index`). Not in `index`: raft-rs

@@ -133,6 +133,10 @@ pub fn group_config() -> GroupConfig {
         tick_ms: 10,
         heartbeat_ticks: 2,
         election_ticks: 15,
+        // A third of the election timeout: a settled follower hears every
+        // other heartbeat (40 ms), so the spared heartbeats are exercised
+        // under every fault.
+        quiet_beat_ms: 50,
         randomized_election: false,
         suspect_timeout_ms: 1000,
         retry_ms: 200,
@@ -248,6 +252,8 @@ pub struct Node {
     pub sst_requested: bool,
     pub donor: Option<u64>,
     pub last_leader_contact: u64,
+    /// Raft heartbeats this node received (spared heartbeats: `beats`).
+    pub heartbeats_heard: u64,
     pub restart_pending: Option<&'static str>,
     pub trx: u64,
     /// Started from a snapshot (`Output::Restored`).
@@ -366,6 +372,7 @@ impl Node {
             sst_requested: false,
             donor: None,
             last_leader_contact: now,
+            heartbeats_heard: 0,
             restart_pending: None,
             trx: 0,
             restored: false,
@@ -1032,6 +1039,9 @@ impl Sim {
                                 | MessageType::MsgSnapshot
                         ) {
                             node.last_leader_contact = now;
+                        }
+                        if m.get_msg_type() == MessageType::MsgHeartbeat {
+                            node.heartbeats_heard += 1;
                         }
                         g.set_clock(clock);
                         g.step(m);
