@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// Chores queued and not yet run, at most: past it a round runs its chore
@@ -33,8 +33,9 @@ pub(super) enum Chore {
     Spill(crate::recv_spool::SpillJob),
     /// A closed commit bypass's marker, removed durably (ADR 0011).
     Marker(crate::storage::marker::MarkerJob),
-    /// The members' certificates changed: saved with the view (pc.recovery).
-    Bindings(Arc<ViewKeeper>, BTreeMap<u64, CertFingerprint>),
+    /// The members' certificates changed: the newest table given
+    /// (`Chores::give_bindings`) is saved with the view (pc.recovery).
+    Bindings,
     /// Purged writesets: a million keys are a million frees and more.
     Free(Vec<Arc<Writeset>>),
     #[cfg(test)]
@@ -55,6 +56,46 @@ struct Ctx {
     spilling: AtomicBool,
     /// Wakes the rounds' loop when a spill is back.
     inputs: InputTx,
+    /// The newest certificate bindings to save with the view.
+    bindings: Newest<(Arc<ViewKeeper>, BTreeMap<u64, CertFingerprint>)>,
+}
+
+/// The newest of a state that is saved whole, written in order. A chore
+/// writes the newest given so far, under `writing`: a chore run on the
+/// giving thread because the queue was full cannot be overtaken by an
+/// older one still queued or being written (which then writes nothing,
+/// or waits and writes the newest).
+struct Newest<T> {
+    pending: Mutex<Option<T>>,
+    writing: Mutex<()>,
+}
+
+impl<T> Newest<T> {
+    fn new() -> Newest<T> {
+        Newest {
+            pending: Mutex::new(None),
+            writing: Mutex::new(()),
+        }
+    }
+
+    fn put(&self, t: T) {
+        *unpoisoned(&self.pending) = Some(t);
+    }
+
+    /// Writes the newest state given, if a chore before did not.
+    fn write(&self, f: impl FnOnce(T)) {
+        let _writing = unpoisoned(&self.writing);
+        let newest = unpoisoned(&self.pending).take();
+        if let Some(t) = newest {
+            f(t);
+        }
+    }
+}
+
+/// A chore that panicked while holding one of these left nothing half
+/// done in it (an `Option` taken, or no data at all).
+fn unpoisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Chores {
@@ -65,6 +106,7 @@ impl Chores {
             shared,
             spilling: AtomicBool::new(false),
             inputs,
+            bindings: Newest::new(),
         });
         let theirs = ctx.clone();
         // Counted with the detached threads: unloading the library waits
@@ -87,6 +129,17 @@ impl Chores {
     /// A spill job is out (`Chore::Spill`): the next round waits for it.
     pub(super) fn spilling(&self) -> bool {
         self.ctx.spilling.load(Ordering::SeqCst)
+    }
+
+    /// The members' certificates changed: `table` is saved with the view,
+    /// after any table given before.
+    pub(super) fn give_bindings(
+        &self,
+        views: Arc<ViewKeeper>,
+        table: BTreeMap<u64, CertFingerprint>,
+    ) {
+        self.ctx.bindings.put((views, table));
+        self.give(Chore::Bindings);
     }
 
     /// Queues `chore` for the thread; runs it here if the thread is gone
@@ -138,13 +191,13 @@ fn run(ctx: &Ctx, chore: Chore) {
                 crate::bypass::run_marker_job(job, &crate::storage::Disk)
             });
         }
-        Chore::Bindings(views, table) => {
+        Chore::Bindings => ctx.bindings.write(|(views, table)| {
             if let Some(Err(e)) = guarded("saving the view's bindings", || {
                 views.bindings_changed(&table)
             }) {
                 warn!("{e}");
             }
-        }
+        }),
         Chore::Free(reaped) => drop(reaped),
         #[cfg(test)]
         Chore::Test(f) => {
@@ -169,7 +222,6 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Option<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
     use std::thread::ThreadId;
 
     type Log = Arc<Mutex<Vec<(u32, ThreadId)>>>;
@@ -221,6 +273,32 @@ mod tests {
         chores.give(logged(&log, 1, Duration::ZERO));
         chores.finish();
         assert_eq!(log.lock().unwrap().len(), 1, "the thread went on");
+    }
+
+    #[test]
+    fn the_newest_state_is_written_last_whoever_writes_it() {
+        let newest = Arc::new(Newest::new());
+        let log = Arc::new(Mutex::new(Vec::new()));
+        // The chores thread writes table 1, slowly.
+        newest.put(1);
+        let (n, l) = (newest.clone(), log.clone());
+        let thread = std::thread::spawn(move || {
+            n.write(|t| {
+                std::thread::sleep(Duration::from_millis(200));
+                l.lock().unwrap().push(t);
+            })
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        // Tables 2 and 3 are given while it writes; the queue is full, so
+        // the giving thread writes: the newest, after table 1.
+        newest.put(2);
+        newest.put(3);
+        newest.write(|t| log.lock().unwrap().push(t));
+        thread.join().unwrap();
+        // The chores still queued for 2 and 3 find nothing newer.
+        newest.write(|t| log.lock().unwrap().push(t));
+        newest.write(|t| log.lock().unwrap().push(t));
+        assert_eq!(*log.lock().unwrap(), vec![1, 3]);
     }
 
     #[test]

@@ -513,8 +513,7 @@ impl Worker {
         if let (Some(_), Some(views)) = (bound, &self.views) {
             // Rare (a founder's first binding, a reloaded certificate).
             let table = self.group.sequencer().bindings().clone();
-            self.chores
-                .give(chores::Chore::Bindings(views.clone(), table));
+            self.chores.give_bindings(views.clone(), table);
         }
         if weight_moved || flow == Flow::Leaving {
             self.shared.notify();
