@@ -11,8 +11,18 @@
 //! (`Written`). So the cache always reaches
 //! the engine's position after a crash (ADR 0026 replays the run past it,
 //! and a cache that ended below it would start over at the next event),
-//! and every acknowledged commit is in it. The writer is usually done by
-//! then, so the wait is a look under a lock.
+//! and every acknowledged commit is in it.
+//!
+//! Who writes: a thread that waits for its event and finds the writer
+//! idle writes everything queued itself, without the provider's lock
+//! (`Written::wait`): one committing thread writes the batch of every
+//! event ordered so far, as InnoDB's group commit does, and nobody is
+//! woken for it. The round wakes the writer thread only when its queue
+//! holds `WAKE_BYTES` or more (a big writeset, a joiner's catch-up); the
+//! thread also looks once per `IDLE` and whenever a reader or the
+//! back-pressure waits for it, and deletes the files rotations set aside.
+//! Before, each round's batch woke the thread: about 0.65 context
+//! switches per transaction on every node (docs/bench.md, 2026-11-30).
 //!
 //! Bounds: queueing never waits, since it happens under the provider's
 //! lock (issue 53: no blocking wait under a lock that client threads
@@ -24,10 +34,13 @@
 //! (`Inner::cache_catch_up`: the apply queue's writesets in memory, at
 //! most `recv_spool::MEMORY_BUDGET`); the group log and the apply queue
 //! hold those writesets anyway: the queue shares them, it copies none. A
-//! commit's wait has a deadline (`ACK_WAIT`); the round's and the
-//! readers' waits for the writer have none (they wait for the disk, as
-//! the round did) but are logged every `SLOW_WRITER`; every wait ends
-//! when the writer is gone.
+//! commit's wait has a deadline (`ACK_WAIT`), except while that thread
+//! writes the batch itself: it then waits for the disk, as the storage
+//! engine's commit that follows would; every other commit still fails at
+//! its deadline, and the node leaves. The round's and the readers' waits
+//! for the writer have none (they wait for the disk, as the round did)
+//! but are logged every `SLOW_WRITER`; every wait ends when the writer is
+//! gone.
 //!
 //! A cache that fails (a write or fsync error, a writer that panicked, or
 //! an event still unwritten at the commit's deadline: a stuck disk) fails
@@ -57,6 +70,11 @@ pub const MAX_QUEUED_BYTES: usize = 64 << 20;
 /// largest cached event is half of `gcache.size`; writing one takes well
 /// under a second on a working disk.)
 pub const ACK_WAIT: Duration = Duration::from_secs(30);
+
+/// Queued event data from which the round wakes the writer thread;
+/// below it, the committing threads write (a write(2) of this much takes
+/// well under a millisecond on a working disk).
+const WAKE_BYTES: usize = 256 << 10;
 
 /// How often a round or a reader that waits for the writer says so.
 const SLOW_WRITER: Duration = Duration::from_secs(10);
@@ -96,6 +114,10 @@ struct Queue {
     /// The writer thread has ended (closed, or a panic): nothing waits
     /// for it any more, and ops are dropped.
     gone: bool,
+    /// Files that rotations set aside, for the writer thread to delete
+    /// (a committing thread that wrote does not wait for that). At most
+    /// the cache's two files.
+    doomed: Vec<crate::writeset_cache::Doomed>,
     /// Tests hold the writer back (`CacheWriter::pause`).
     #[cfg(test)]
     paused: bool,
@@ -109,6 +131,12 @@ impl Queue {
             return true;
         }
         self.ops.is_empty()
+    }
+
+    /// Whether a waiting thread may write what is queued now: something
+    /// is, and nobody is writing (nor held back, nor gone).
+    fn may_write(&self) -> bool {
+        !self.idle() && !self.busy && !self.gone
     }
 
     /// Whether the event `at` is written, or cannot be waiting: nothing
@@ -188,6 +216,16 @@ impl Writes {
         }
     }
 
+    /// Hands files set aside by a rotation to the writer thread, which
+    /// deletes them (tens of ms for a big file).
+    fn delete_later(&self, doomed: Vec<crate::writeset_cache::Doomed>) {
+        if doomed.is_empty() {
+            return;
+        }
+        lock(&self.queue).doomed.extend(doomed);
+        self.more.notify_one();
+    }
+
     fn publish_first(&self, cache: &Option<WritesetCache>) {
         let first = cache.as_ref().and_then(WritesetCache::first).unwrap_or(-1);
         self.first.store(first, Ordering::Release);
@@ -244,6 +282,14 @@ impl Written {
             }
             if q.reached(self.at) {
                 return Ok(());
+            }
+            if q.may_write() {
+                // Nobody is writing: this thread writes what is queued,
+                // its own event and every one before it.
+                let doomed = write_queued(w, q);
+                w.delete_later(doomed);
+                q = lock(&w.queue);
+                continue;
             }
             let left = deadline.saturating_sub(t0.elapsed());
             if left.is_zero() {
@@ -379,12 +425,14 @@ impl CacheWriter {
         self.queue(Op::SkipOversized, 0, None);
     }
 
-    /// The round's batch is queued: wakes the writer if there is work.
+    /// The round's batch is queued: wakes the writer if `WAKE_BYTES` or
+    /// more wait (below that, the threads that commit the events write
+    /// them: `Written::wait`).
     pub fn end_batch(&self) {
         let q = lock(&self.writes.queue);
-        let work = !q.ops.is_empty();
+        let wake = !q.ops.is_empty() && q.bytes >= WAKE_BYTES;
         drop(q);
-        if work {
+        if wake {
             self.writes.more.notify_one();
         }
     }
@@ -499,39 +547,76 @@ fn write_loop(w: &Writes) {
     let _gone = Gone(w);
     loop {
         let mut q = lock(&w.queue);
-        while q.idle() && !q.closing {
+        // A committing thread may be writing (`busy`): never two writers.
+        while (q.idle() || q.busy) && q.doomed.is_empty() && !q.closing {
             q = w.more.wait(q, Some(IDLE));
         }
-        if q.ops.is_empty() {
+        let doomed = std::mem::take(&mut q.doomed);
+        // Closing writes what is queued even when tests hold the writer.
+        if !q.ops.is_empty() && !q.busy && (q.closing || !q.idle()) {
+            let mut set_aside = write_queued(w, q);
+            set_aside.extend(doomed);
+            // Freeing a file of half of gcache.size takes tens of ms:
+            // after the waiters are told, with no lock held.
+            delete(set_aside);
+            continue;
+        }
+        if q.closing && q.busy {
+            // A committing thread is writing: its end is waited for.
+            drop(w.progress.wait(q, Some(IDLE)));
+            delete(doomed);
+            continue;
+        }
+        let done = q.closing;
+        drop(q);
+        delete(doomed);
+        if done {
             return; // closing, all written
         }
-        let ops = std::mem::take(&mut q.ops);
-        // Every op queued so far is taken: the newest of them is of the
-        // current epoch.
-        let epoch = q.epoch;
-        // Counted until written, so that the bound covers what the
-        // writer holds too.
-        let taken_bytes = q.bytes;
-        q.busy = true;
-        drop(q);
-        let (newest, doomed) = write(w, ops);
-        let mut q = lock(&w.queue);
-        q.busy = false;
-        if let Some(at) = newest {
-            q.written = Some((at, epoch));
-        }
-        q.bytes -= taken_bytes;
-        drop(q);
-        w.progress.notify_all();
-        // Freeing a file of half of gcache.size takes tens of ms: after
-        // the waiters are told, with no lock held.
-        for file in doomed {
-            let path = file.path.clone();
-            if let Err(e) = file.delete() {
-                info!("{}: {e}", path.display());
-            }
+    }
+}
+
+fn delete(doomed: Vec<crate::writeset_cache::Doomed>) {
+    for file in doomed {
+        let path = file.path.clone();
+        if let Err(e) = file.delete() {
+            info!("{}: {e}", path.display());
         }
     }
+}
+
+/// Takes every queued op and writes it without the queue's lock (marked
+/// `busy` meanwhile: one writer at a time), then publishes the newest
+/// event written and wakes whoever waits. By the writer thread or by a
+/// committing thread (`Written::wait`), which is why a panic in the write
+/// (a bug) is caught here: the cache fails and is dropped, as when the
+/// writer thread panicked, and the waiters hear of it. Returns the files
+/// rotations set aside.
+fn write_queued(w: &Writes, mut q: MutexGuard<'_, Queue>) -> Vec<crate::writeset_cache::Doomed> {
+    let ops = std::mem::take(&mut q.ops);
+    // Every op queued so far is taken: the newest of them is of the
+    // current epoch.
+    let epoch = q.epoch;
+    // Counted until written, so that the bound covers what the writer
+    // holds too.
+    let taken_bytes = q.bytes;
+    q.busy = true;
+    drop(q);
+    let wrote = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| write(w, ops)));
+    let (newest, doomed) = wrote.unwrap_or_else(|_| {
+        w.fail("writing the writeset cache panicked".into());
+        drop(lock(&w.cache).take());
+        (None, Vec::new())
+    });
+    let mut q = lock(&w.queue);
+    q.busy = false;
+    if let Some(at) = newest {
+        q.written = Some((at, epoch));
+    }
+    q.bytes -= taken_bytes;
+    drop(q);
+    w.progress.notify_all();
+    doomed
 }
 
 /// Writes `ops` and flushes; returns the newest event among them and the
@@ -676,10 +761,20 @@ mod tests {
     #[test]
     fn a_commit_fails_when_the_disk_is_stuck_and_so_do_the_next() {
         let dir = tempfile::tempdir().unwrap();
-        let w = CacheWriter::start(open(dir.path())).expect("a thread");
+        let w = StdArc::new(CacheWriter::start(open(dir.path())).expect("a thread"));
         let held = lock(&w.writes.cache); // the disk does not answer
         w.append(view(1), 0);
         w.end_batch();
+        // The first thread to wait writes the batch, and hangs with the
+        // disk, as InnoDB's own commit on it would.
+        let writer = w.clone();
+        let stuck = std::thread::spawn(move || writer.written(H, 1).wait(ACK_WAIT));
+        let t0 = Instant::now();
+        while !lock(&w.writes.queue).busy {
+            assert!(t0.elapsed() < Duration::from_secs(5), "nobody writes");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Every other commit keeps its deadline.
         let t0 = Instant::now();
         let why = w.written(H, 1).wait(Duration::from_millis(200));
         assert!(t0.elapsed() >= Duration::from_millis(200));
@@ -689,6 +784,8 @@ mod tests {
             "{why:?}"
         );
         drop(held);
+        let late = stuck.join().unwrap();
+        assert_eq!(late, why, "written late, but the cache failed meanwhile");
         w.append(view(2), 0);
         w.end_batch();
         let t0 = Instant::now();
@@ -699,6 +796,36 @@ mod tests {
         );
         assert!(!w.written(H, 2).done());
         assert_eq!(w.failure(), why.err());
+    }
+
+    /// Issue 53, fewer wake-ups: a small batch wakes nobody; the first
+    /// thread that waits for one of its events writes all of it. A batch
+    /// of `WAKE_BYTES` or more wakes the writer thread.
+    #[test]
+    fn a_small_batch_is_written_by_its_first_waiter_a_big_one_by_the_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = CacheWriter::start(open(dir.path())).expect("a thread");
+        // The thread's first look, at its start, finds nothing.
+        std::thread::sleep(Duration::from_millis(50));
+        for s in 1..=3 {
+            w.append(view(s), 100);
+        }
+        w.end_batch();
+        // Well within the thread's next look (`IDLE`).
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!w.written(H, 1).done(), "nobody woke the writer thread");
+        assert_eq!(w.written(H, 2).wait(Duration::from_secs(5)), Ok(()));
+        assert!(w.written(H, 3).done(), "the waiter wrote the whole batch");
+        w.append(view(4), WAKE_BYTES);
+        w.end_batch();
+        let t0 = Instant::now();
+        while !w.written(H, 4).done() {
+            assert!(
+                t0.elapsed() < IDLE / 2,
+                "the writer thread wrote the big batch without a waiter"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// A write error (here `ENOSPC`) fails the commits that wait, with the
