@@ -31,7 +31,7 @@ use lockstep_net::transport::{self, Inbound, LoopOwner, Out, Staged, Transport};
 use raft::eraftpb::MessageType;
 pub use recovery::RecoveryStart;
 use std::collections::HashMap;
-use std::sync::mpsc::{channel, Receiver, TryRecvError};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -124,6 +124,8 @@ pub struct GroupChannel {
     stop_asked: Arc<std::sync::atomic::AtomicBool>,
     /// Where the event loop gives the stopped `Worker` back.
     back: Receiver<Box<dyn LoopOwner>>,
+    /// The threads `free` waits for: a stop that gave up waits on there.
+    detached: lockstep_net::threads::Threads,
 }
 
 impl GroupChannel {
@@ -216,6 +218,7 @@ impl GroupChannel {
                 tx: tx.clone(),
                 stop_asked,
                 back,
+                detached: chores_shared.detached.clone(),
             },
             tx,
         ))
@@ -228,14 +231,24 @@ impl GroupChannel {
         self.stop_asked
             .store(true, std::sync::atomic::Ordering::SeqCst);
         let _ = self.tx.send(Input::Stop);
-        match self.back.recv_timeout(STOP_WAIT) {
-            Ok(mut worker) => worker.shut(),
-            Err(_) => warn!(
-                "the group's event loop did not stop its rounds within {} s; its connections \
-                 stay open until the process ends",
-                STOP_WAIT.as_secs()
-            ),
-        }
+        let back = match self.back.recv_timeout(STOP_WAIT) {
+            Ok(mut worker) => return worker.shut(),
+            Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Timeout) => self.back,
+        };
+        warn!(
+            "the group's event loop did not stop its rounds within {} s; its connections stay \
+             open until that round ends",
+            STOP_WAIT.as_secs()
+        );
+        // The loop gives the `Worker` back when its round ends (or drops
+        // it with the loop): shut then, on a thread `free` waits for
+        // (`DETACHED_WAIT`), not on one the loop would start uncounted.
+        self.detached.spawn("lockstep-late-stop", move || {
+            if let Ok(mut worker) = back.recv() {
+                worker.shut();
+            }
+        });
     }
 }
 
