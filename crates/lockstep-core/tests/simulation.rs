@@ -598,12 +598,14 @@ fn faulty_clocks_never_give_stale_causal_reads() {
 
 /// The control of the test above: a granter whose obligations run on the
 /// clock as it reads it (not `ObligationClock`) ends them early when its
-/// clock leaps forward, and lease reads come out stale.
+/// clock leaps forward, and lease reads come out stale. Rarely: with the
+/// spared heartbeats (`group::beats`) 1 seed of 200 (111), before them 3
+/// (8, 85, 175); so the control runs 200.
 #[test]
 fn leaping_clocks_give_stale_reads_without_steady_obligations() {
     let name = "leaping_clocks_without_steady_obligations";
     let mut stale = Vec::new();
-    for seed in sim::seeds(60) {
+    for seed in sim::seeds(200) {
         if let Err(report) = faulty_clocks(name, seed, true, false) {
             assert!(report.contains("stale"), "{report}");
             stale.push(seed);

@@ -98,7 +98,8 @@ impl CacheFeed {
     }
 
     /// Keeps an ordered event of the group's `history`, `bytes` its
-    /// writeset's size (0 for others), written by the writer thread.
+    /// writeset's size (0 for others), written by the first thread that
+    /// waits for it or by the writer thread (`cache_writer`).
     pub fn append(&mut self, history: [u8; 16], seqno: i64, kind: CachedKind, bytes: usize) {
         if !self.live {
             return;
@@ -113,7 +114,8 @@ impl CacheFeed {
         }
     }
 
-    /// The round's batch is queued: the writer writes it now.
+    /// The round's batch is queued: written by its first waiter, or by
+    /// the writer thread now if it is big (`CacheWriter::end_batch`).
     pub fn end_batch(&mut self) {
         if let Some(writer) = &self.writer {
             writer.end_batch();

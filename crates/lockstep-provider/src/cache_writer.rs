@@ -1,8 +1,9 @@
-//! The writeset cache's disk writes, on their own thread
-//! (`lockstep-cache`, ADR 0032): a round queues the events it ordered and
-//! ends its batch; the writer encodes and writes them (write(2), and
-//! fsync with `lockstep.cache_sync`) away from the round, the provider's
-//! lock, the event loop that runs the rounds and the client threads.
+//! The writeset cache's disk writes (ADR 0032): a round queues the events
+//! it ordered and ends its batch; a committing thread that waits for one
+//! of them, or the cache's own thread (`lockstep-cache`), encodes and
+//! writes them (write(2), and fsync with `lockstep.cache_sync`), away from
+//! the round, the provider's lock and the event loop that runs the
+//! rounds.
 //!
 //! What a process crash must keep is kept by a wait, not by the round:
 //! before the storage engine commits an event (`commit_order_enter`, a
@@ -109,6 +110,10 @@ struct Queue {
     epoch: u64,
     /// The writer holds ops taken from `ops` and not yet written.
     busy: bool,
+    /// Since when, while `busy`: a committing thread that writes has no
+    /// deadline of its own, so the writer thread fails the cache once a
+    /// write has lasted `ACK_WAIT` (a stuck disk).
+    busy_since: Option<Instant>,
     /// Asked to write what is queued and end.
     closing: bool,
     /// The writer thread has ended (closed, or a panic): nothing waits
@@ -154,10 +159,10 @@ impl Queue {
 
 struct Writes {
     queue: Mutex<Queue>,
-    /// The writer waits here for ops. Like `progress`, it counts its
-    /// sleepers: the writer is mostly busy when a round ends its batch,
-    /// and committing threads mostly not yet waiting when a batch is
-    /// written, so most notifications need no system call.
+    /// The writer thread waits here for ops (a batch of `WAKE_BYTES`, a
+    /// reader, the back-pressure, the close, files to delete). Like
+    /// `progress`, it counts its sleepers, so a notification with nobody
+    /// asleep needs no system call.
     more: Sleepers,
     /// Rounds, readers and committing threads wait here for the writer.
     progress: Sleepers,
@@ -171,6 +176,9 @@ struct Writes {
     /// The lowest seqno held (`WritesetCache::first`), -1 for none:
     /// status queries read it without waiting for a write.
     first: AtomicI64,
+    /// A write that lasts this long is stuck: `ACK_WAIT` (shorter in
+    /// tests).
+    stuck_after: Duration,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -214,16 +222,6 @@ impl Writes {
                 q = lock(&self.queue);
             }
         }
-    }
-
-    /// Hands files set aside by a rotation to the writer thread, which
-    /// deletes them (tens of ms for a big file).
-    fn delete_later(&self, doomed: Vec<crate::writeset_cache::Doomed>) {
-        if doomed.is_empty() {
-            return;
-        }
-        lock(&self.queue).doomed.extend(doomed);
-        self.more.notify_one();
     }
 
     fn publish_first(&self, cache: &Option<WritesetCache>) {
@@ -286,8 +284,7 @@ impl Written {
             if q.may_write() {
                 // Nobody is writing: this thread writes what is queued,
                 // its own event and every one before it.
-                let doomed = write_queued(w, q);
-                w.delete_later(doomed);
+                write_queued(w, q);
                 q = lock(&w.queue);
                 continue;
             }
@@ -324,13 +321,18 @@ impl Room {
         if q.bytes <= MAX_QUEUED_BYTES || q.gone {
             return true;
         }
+        // A committing thread that writes wakes the writer when it is
+        // done if this much is still queued (`write_queued`).
+        let writing = q.busy;
         drop(q);
         // A failed cache fails every commit waiting for it, and the node
         // leaves (ADR 0032): its queue no longer holds the rounds back.
         if self.writes.failed().is_some() {
             return true;
         }
-        self.writes.more.notify_one();
+        if !writing {
+            self.writes.more.notify_one();
+        }
         false
     }
 
@@ -358,6 +360,10 @@ impl CacheWriter {
     /// runs without a cache, joiners then take SST) if no thread could
     /// start.
     pub fn start(cache: WritesetCache) -> Option<CacheWriter> {
+        Self::start_stuck_after(cache, ACK_WAIT)
+    }
+
+    fn start_stuck_after(cache: WritesetCache, stuck_after: Duration) -> Option<CacheWriter> {
         let max_record = cache.max_record();
         let writes = Arc::new(Writes {
             queue: Mutex::new(Queue::default()),
@@ -367,6 +373,7 @@ impl CacheWriter {
             disabled: AtomicBool::new(false),
             failure: Mutex::new(None),
             first: AtomicI64::new(-1),
+            stuck_after,
         });
         {
             let mut c = lock(&writes.cache);
@@ -535,7 +542,9 @@ fn write_loop(w: &Writes) {
             q.gone = true;
             q.busy = false;
             q.ops.clear();
+            let doomed = std::mem::take(&mut q.doomed);
             drop(q);
+            delete(doomed);
             if std::thread::panicking() {
                 self.0
                     .fail("the writeset cache's writer thread panicked".into());
@@ -550,15 +559,26 @@ fn write_loop(w: &Writes) {
         // A committing thread may be writing (`busy`): never two writers.
         while (q.idle() || q.busy) && q.doomed.is_empty() && !q.closing {
             q = w.more.wait(q, Some(IDLE));
+            let stuck = q.busy_since.is_some_and(|t| t.elapsed() >= w.stuck_after);
+            if stuck && w.failed().is_none() {
+                drop(q);
+                w.fail(format!(
+                    "a write to the writeset cache has not returned after {} s (the disk \
+                     under gcache.dir is stuck)",
+                    w.stuck_after.as_secs()
+                ));
+                w.progress.notify_all();
+                q = lock(&w.queue);
+            }
         }
         let doomed = std::mem::take(&mut q.doomed);
         // Closing writes what is queued even when tests hold the writer.
         if !q.ops.is_empty() && !q.busy && (q.closing || !q.idle()) {
-            let mut set_aside = write_queued(w, q);
-            set_aside.extend(doomed);
+            write_queued(w, q);
             // Freeing a file of half of gcache.size takes tens of ms:
-            // after the waiters are told, with no lock held.
-            delete(set_aside);
+            // after the waiters are told, with no lock held (the files
+            // this write set aside are taken at the next turn).
+            delete(doomed);
             continue;
         }
         if q.closing && q.busy {
@@ -590,9 +610,12 @@ fn delete(doomed: Vec<crate::writeset_cache::Doomed>) {
 /// event written and wakes whoever waits. By the writer thread or by a
 /// committing thread (`Written::wait`), which is why a panic in the write
 /// (a bug) is caught here: the cache fails and is dropped, as when the
-/// writer thread panicked, and the waiters hear of it. Returns the files
-/// rotations set aside.
-fn write_queued(w: &Writes, mut q: MutexGuard<'_, Queue>) -> Vec<crate::writeset_cache::Doomed> {
+/// writer thread panicked, and the waiters hear of it. The files
+/// rotations set aside go to the writer thread in the same look at the
+/// queue that ends `busy` (so a closing thread cannot miss them), and the
+/// thread is woken for them, or for a batch of `WAKE_BYTES` queued
+/// meanwhile (its wake-up came while this write was on).
+fn write_queued(w: &Writes, mut q: MutexGuard<'_, Queue>) {
     let ops = std::mem::take(&mut q.ops);
     // Every op queued so far is taken: the newest of them is of the
     // current epoch.
@@ -601,6 +624,7 @@ fn write_queued(w: &Writes, mut q: MutexGuard<'_, Queue>) -> Vec<crate::writeset
     // holds too.
     let taken_bytes = q.bytes;
     q.busy = true;
+    q.busy_since = Some(Instant::now());
     drop(q);
     let wrote = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| write(w, ops)));
     let (newest, doomed) = wrote.unwrap_or_else(|_| {
@@ -610,13 +634,18 @@ fn write_queued(w: &Writes, mut q: MutexGuard<'_, Queue>) -> Vec<crate::writeset
     });
     let mut q = lock(&w.queue);
     q.busy = false;
+    q.busy_since = None;
     if let Some(at) = newest {
         q.written = Some((at, epoch));
     }
     q.bytes -= taken_bytes;
+    let wake = !doomed.is_empty() || q.bytes >= WAKE_BYTES;
+    q.doomed.extend(doomed);
     drop(q);
     w.progress.notify_all();
-    doomed
+    if wake {
+        w.more.notify_one();
+    }
 }
 
 /// Writes `ops` and flushes; returns the newest event among them and the
@@ -796,6 +825,71 @@ mod tests {
         );
         assert!(!w.written(H, 2).done());
         assert_eq!(w.failure(), why.err());
+    }
+
+    /// The committing thread that writes has no deadline of its own: if it
+    /// is the only one waiting and the disk does not answer, the writer
+    /// thread fails the cache at its next look past `stuck_after`, so the
+    /// node stops acknowledging and leaves as with any stuck write.
+    #[test]
+    fn a_write_stuck_on_a_committing_thread_fails_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let stuck_after = Duration::from_millis(100);
+        let w = StdArc::new(
+            CacheWriter::start_stuck_after(open(dir.path()), stuck_after).expect("a thread"),
+        );
+        // The thread's first look, at its start, finds nothing to write.
+        std::thread::sleep(Duration::from_millis(50));
+        let held = lock(&w.writes.cache); // the disk does not answer
+        w.append(view(1), 0);
+        w.end_batch();
+        let writer = w.clone();
+        let stuck = std::thread::spawn(move || writer.written(H, 1).wait(ACK_WAIT));
+        let t0 = Instant::now();
+        while w.failure().is_none() {
+            assert!(
+                t0.elapsed() < stuck_after + IDLE * 3,
+                "the writer thread never failed the cache"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(w.failure().unwrap().contains("has not returned"));
+        drop(held);
+        assert!(stuck.join().unwrap().is_err(), "its commit fails too");
+    }
+
+    /// A committing thread's write that rotated the cache hands the file
+    /// it set aside to the writer thread, which deletes it: none is left
+    /// once the writer is closed right after.
+    #[test]
+    fn files_a_committing_thread_set_aside_are_deleted_by_the_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = CacheWriter::start(open_sized(dir.path(), 128 << 10)).expect("a thread");
+        std::thread::sleep(Duration::from_millis(50));
+        for batch in 0..40 {
+            for s in 1..=100 {
+                w.append(view(batch * 100 + s), 100);
+            }
+            w.end_batch();
+            let last = w.written(H, batch * 100 + 100);
+            assert_eq!(last.wait(Duration::from_secs(5)), Ok(()));
+        }
+        let aside = |dir: &std::path::Path| {
+            std::fs::read_dir(dir)
+                .unwrap()
+                .filter(|e| {
+                    let name = e.as_ref().unwrap().file_name();
+                    name.to_string_lossy().contains(".old.")
+                })
+                .count()
+        };
+        assert!(w.first() > Some(1), "it rotated: {:?}", w.first());
+        let cache = w.close().expect("the cache comes back");
+        assert!(
+            cache.covers(Uuid::from_bytes(H), 3000, 4000),
+            "it rotated and kept the newest"
+        );
+        assert_eq!(aside(dir.path()), 0, "no file set aside is left");
     }
 
     /// Issue 53, fewer wake-ups: a small batch wakes nobody; the first

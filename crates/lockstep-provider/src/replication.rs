@@ -311,7 +311,8 @@ impl Provider {
     /// (ADR 0032): so after a crash the cache reaches the engine's
     /// position, and every acknowledged commit is in it. Usually it is
     /// written by now and this is one look; otherwise the lock is let go
-    /// while the writer catches up (at most `ACK_WAIT`).
+    /// while this thread writes the batch itself, or waits (at most
+    /// `ACK_WAIT`) for the thread that writes it.
     ///
     /// If the cache failed (a write error, a stuck disk), the event must
     /// not be committed: `Err` with the reason (logged once, and in

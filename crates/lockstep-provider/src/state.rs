@@ -306,7 +306,7 @@ impl Inner {
             self.cache_event(seqno, kind, bytes);
         }
         // Called outside a round too (a joiner's applier, after its state
-        // transfer): the writer takes these now, not at the next round.
+        // transfer): these are ended now, not at the next round.
         self.cache.end_batch();
     }
 

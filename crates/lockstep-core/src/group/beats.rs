@@ -8,9 +8,10 @@
 //! loop: 41 % of its samples in `sendto`, 15 % in the scheduler).
 //!
 //! A plain heartbeat (no read context: those carry ReadIndex rounds and
-//! always go) to a follower whose log matches the leader's, while every
-//! entry of the leader's log is committed, tells that follower only that
-//! the leader lives. It is dropped when the follower heard from the
+//! always go) to a follower of the leader's segment whose log matches the
+//! leader's and who said it knows the commit index, while every entry of
+//! the leader's log is committed, tells that follower only that the
+//! leader lives. It is dropped when the follower heard from the
 //! leader (an append, a heartbeat or a snapshot, the messages that reset
 //! its election timer) less than `spare_ms` ago. Heartbeats come every
 //! heartbeat interval, so a follower hears from its leader at least every

@@ -1574,7 +1574,7 @@ impl Group {
             if self.repeats_big_append(&msg) {
                 continue;
             }
-            let settled = all_committed && self.is_leader() && self.matched(msg.to) == last;
+            let settled = all_committed && self.is_leader() && self.settled(msg.to, last);
             if self.beats.spare(&msg, self.now, settled) {
                 continue;
             }
@@ -1733,6 +1733,21 @@ impl Group {
     }
 
     /// What the leader knows `id` stores (u64::MAX: not a peer).
+    /// Whether follower `id` holds the leader's whole log (`last`) and
+    /// said it knows the commit index, and is in this node's segment (a
+    /// WAN link's follower gets every heartbeat): its heartbeats may be
+    /// spared (`beats`).
+    fn settled(&self, id: u64, last: u64) -> bool {
+        let committed = self.raw.raft.raft_log.committed;
+        !self.in_other_segment(id)
+            && self
+                .raw
+                .raft
+                .prs()
+                .get(id)
+                .is_some_and(|p| p.matched == last && p.committed_index >= committed)
+    }
+
     fn matched(&self, id: u64) -> u64 {
         self.raw.raft.prs().get(id).map_or(u64::MAX, |p| p.matched)
     }
