@@ -783,6 +783,24 @@ mod tests {
         assert_eq!(Written::nothing().wait(Duration::ZERO), Ok(()));
     }
 
+    type HeldDisk<'a> = MutexGuard<'a, Option<WritesetCache>>;
+    type StuckCommit = std::thread::JoinHandle<Result<(), String>>;
+
+    /// A disk that does not answer (the cache's lock held), and a commit
+    /// of seqno 1 on another thread: the first to wait, it writes the
+    /// batch itself and hangs with the disk, as InnoDB's own commit on it
+    /// would.
+    fn commit_on_a_stuck_disk(w: &StdArc<CacheWriter>) -> (HeldDisk<'_>, StuckCommit) {
+        // The thread's first look, at its start, finds nothing to write.
+        std::thread::sleep(Duration::from_millis(50));
+        let held = lock(&w.writes.cache);
+        w.append(view(1), 0);
+        w.end_batch();
+        let writer = w.clone();
+        let stuck = std::thread::spawn(move || writer.written(H, 1).wait(ACK_WAIT));
+        (held, stuck)
+    }
+
     /// A stuck disk: a commit whose event is still unwritten at its
     /// deadline fails with the reason, and so does every later wait, at
     /// once, even after the writer moves on: the node must not go back to
@@ -791,13 +809,7 @@ mod tests {
     fn a_commit_fails_when_the_disk_is_stuck_and_so_do_the_next() {
         let dir = tempfile::tempdir().unwrap();
         let w = StdArc::new(CacheWriter::start(open(dir.path())).expect("a thread"));
-        let held = lock(&w.writes.cache); // the disk does not answer
-        w.append(view(1), 0);
-        w.end_batch();
-        // The first thread to wait writes the batch, and hangs with the
-        // disk, as InnoDB's own commit on it would.
-        let writer = w.clone();
-        let stuck = std::thread::spawn(move || writer.written(H, 1).wait(ACK_WAIT));
+        let (held, stuck) = commit_on_a_stuck_disk(&w);
         let t0 = Instant::now();
         while !lock(&w.writes.queue).busy {
             assert!(t0.elapsed() < Duration::from_secs(5), "nobody writes");
@@ -838,13 +850,7 @@ mod tests {
         let w = StdArc::new(
             CacheWriter::start_stuck_after(open(dir.path()), stuck_after).expect("a thread"),
         );
-        // The thread's first look, at its start, finds nothing to write.
-        std::thread::sleep(Duration::from_millis(50));
-        let held = lock(&w.writes.cache); // the disk does not answer
-        w.append(view(1), 0);
-        w.end_batch();
-        let writer = w.clone();
-        let stuck = std::thread::spawn(move || writer.written(H, 1).wait(ACK_WAIT));
+        let (held, stuck) = commit_on_a_stuck_disk(&w);
         let t0 = Instant::now();
         while w.failure().is_none() {
             assert!(
