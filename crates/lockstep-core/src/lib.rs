@@ -21,6 +21,7 @@ pub mod options;
 pub mod rng;
 pub mod saved_state;
 pub mod saved_view;
+pub mod sync;
 pub mod wire;
 pub mod writeset_cache;
 

@@ -53,6 +53,9 @@
 use crate::log::{info, warn};
 use crate::sleepers::Sleepers;
 use crate::writeset_cache::WritesetCache;
+// The queue's holders change it in whole steps; the cache is dropped
+// when its writer panics (`Gone`), and the failure is a whole string.
+use lockstep_core::sync::unpoisoned as lock;
 use lockstep_core::writeset_cache::CachedEvent;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -129,10 +132,11 @@ struct Queue {
 }
 
 impl Queue {
-    /// The writer has nothing it may take now.
+    /// The writer has nothing it may take now. Closing writes what is
+    /// queued even when tests hold the writer.
     fn idle(&self) -> bool {
         #[cfg(test)]
-        if self.paused {
+        if self.paused && !self.closing {
             return true;
         }
         self.ops.is_empty()
@@ -179,10 +183,6 @@ struct Writes {
     /// A write that lasts this long is stuck: `ACK_WAIT` (shorter in
     /// tests).
     stuck_after: Duration,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Writes {
@@ -572,8 +572,7 @@ fn write_loop(w: &Writes) {
             }
         }
         let doomed = std::mem::take(&mut q.doomed);
-        // Closing writes what is queued even when tests hold the writer.
-        if !q.ops.is_empty() && !q.busy && (q.closing || !q.idle()) {
+        if q.may_write() {
             write_queued(w, q);
             // Freeing a file of half of gcache.size takes tens of ms:
             // after the waiters are told, with no lock held (the files

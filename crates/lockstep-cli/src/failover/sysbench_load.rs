@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+// The samples, exits and child slot change in whole pushes and swaps.
+use lockstep_core::sync::unpoisoned as lock;
 use serde::Serialize;
 
 use super::app::Target;
@@ -154,10 +156,6 @@ impl Load {
     pub fn exits(&self) -> Vec<u64> {
         lock(&self.shared.exits).clone()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn supervise(shared: &LoadShared, target: &Target, threads: u32, rate: u32, events: &Events) {

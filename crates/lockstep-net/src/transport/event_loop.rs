@@ -24,6 +24,8 @@ use super::receive::next_message;
 use super::{input_bytes, Ctx, Handled, Inbound};
 use crate::secure::Reader;
 use lockstep_core::group::peer::PeerMsg;
+// The loop's shared lists and owner slot change in whole pushes and takes.
+use lockstep_core::sync::unpoisoned as lock;
 use lockstep_core::wire::frame::FrameDecoder;
 use lockstep_core::wire::lanes::{Inbox, Lane};
 use log::{error, warn};
@@ -205,10 +207,6 @@ impl LoopHandle {
             warn!("cannot wake the group connections' event loop: {e}");
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The loop's poll and the handle to it; the poll goes to `run`.

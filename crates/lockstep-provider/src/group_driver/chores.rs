@@ -11,11 +11,14 @@ use crate::shared::Shared;
 use crate::viewstate::ViewKeeper;
 use lockstep_core::group::action::CertFingerprint;
 use lockstep_core::group::Writeset;
+// A chore that panicked while holding one of its locks left nothing half
+// done in it (an `Option` taken, or no data at all).
+use lockstep_core::sync::unpoisoned;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Chores queued and not yet run, at most: past it a round runs its chore
@@ -60,11 +63,13 @@ struct Ctx {
     bindings: Newest<(Arc<ViewKeeper>, BTreeMap<u64, CertFingerprint>)>,
 }
 
-/// The newest of a state that is saved whole, written in order. A chore
-/// writes the newest given so far, under `writing`: a chore run on the
-/// giving thread because the queue was full cannot be overtaken by an
-/// older one still queued or being written (which then writes nothing,
-/// or waits and writes the newest).
+/// The newest of a state that is saved whole, written in order. One
+/// writer at a time writes the newest given so far, under `writing`, so
+/// an older state cannot be written after a newer one. A caller that
+/// finds another writing does not wait for it (a round that runs the
+/// chore itself because the queue is full must not sit behind a disk
+/// write): whoever ends a write looks again, after letting go, and writes
+/// what was given meanwhile.
 struct Newest<T> {
     pending: Mutex<Option<T>>,
     writing: Mutex<()>,
@@ -82,20 +87,27 @@ impl<T> Newest<T> {
         *unpoisoned(&self.pending) = Some(t);
     }
 
-    /// Writes the newest state given, if a chore before did not.
-    fn write(&self, f: impl FnOnce(T)) {
-        let _writing = unpoisoned(&self.writing);
-        let newest = unpoisoned(&self.pending).take();
-        if let Some(t) = newest {
-            f(t);
+    /// Writes the newest state given, unless another thread is writing:
+    /// that one writes it after its own. A giver puts before it tries the
+    /// lock, and a writer looks at `pending` after it lets go, so one of
+    /// the two sees every state given.
+    fn write(&self, mut f: impl FnMut(T)) {
+        loop {
+            let writing = match self.writing.try_lock() {
+                Ok(w) => w,
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return,
+            };
+            let newest = unpoisoned(&self.pending).take();
+            if let Some(t) = newest {
+                f(t);
+            }
+            drop(writing);
+            if unpoisoned(&self.pending).is_none() {
+                return;
+            }
         }
     }
-}
-
-/// A chore that panicked while holding one of these left nothing half
-/// done in it (an `Option` taken, or no data at all).
-fn unpoisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Chores {
@@ -276,7 +288,7 @@ mod tests {
     }
 
     #[test]
-    fn the_newest_state_is_written_last_whoever_writes_it() {
+    fn the_newest_state_is_written_last_and_nobody_waits_for_a_write() {
         let newest = Arc::new(Newest::new());
         let log = Arc::new(Mutex::new(Vec::new()));
         // The chores thread writes table 1, slowly.
@@ -284,16 +296,22 @@ mod tests {
         let (n, l) = (newest.clone(), log.clone());
         let thread = std::thread::spawn(move || {
             n.write(|t| {
-                std::thread::sleep(Duration::from_millis(200));
+                std::thread::sleep(Duration::from_millis(300));
                 l.lock().unwrap().push(t);
             })
         });
         std::thread::sleep(Duration::from_millis(50));
         // Tables 2 and 3 are given while it writes; the queue is full, so
-        // the giving thread writes: the newest, after table 1.
+        // the giving thread tries to write: it does not wait, and the
+        // writing thread writes the newest after its own.
         newest.put(2);
         newest.put(3);
+        let started = std::time::Instant::now();
         newest.write(|t| log.lock().unwrap().push(t));
+        assert!(
+            started.elapsed() < Duration::from_millis(150),
+            "the giver waited"
+        );
         thread.join().unwrap();
         // The chores still queued for 2 and 3 find nothing newer.
         newest.write(|t| log.lock().unwrap().push(t));
