@@ -108,8 +108,9 @@ pub enum Stage {
     /// A local writeset: from `certify` until its place in the order and
     /// its certification outcome are known (the group round trip).
     Replicate,
-    /// The rounds' time per ordered writeset, certification
-    /// included (measured per batch of deliveries).
+    /// The rounds' time per ordered writeset: Raft's ready and the
+    /// sequencer, certification included (per batch of deliveries; the
+    /// hand-over to the appliers and committing threads is not in it).
     Certification,
     /// A remote writeset in the server's `apply_cb`.
     Apply,

@@ -55,7 +55,7 @@ impl CommitWait {
     /// Which notification wakes it, chosen again before each sleep.
     fn wake(&self, s: &Inner) -> Wake {
         match *self {
-            CommitWait::Resolved(_) => Wake::Resolved,
+            CommitWait::Resolved(id) => Wake::Resolved(crate::proposals::resolved_slot(id)),
             CommitWait::RemoteCommitTurn(seqno) => Wake::Turn(seqno - 1),
             // Held back by a large writeset, any commit may be its turn;
             // one ordered before it may be registered after the wait

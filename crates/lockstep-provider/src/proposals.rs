@@ -70,6 +70,19 @@ pub struct Proposals {
     /// round into `send_queue_stats`.
     send_queue: usize,
     send_queue_stats: QueueStats,
+    /// The waiters' slots (`resolved_slot`) of the proposals resolved
+    /// since the rounds last took them (`take_resolved_slots`): a
+    /// delivering round wakes those alone, not every proposer.
+    resolved_slots: u64,
+}
+
+/// Threads waiting for their proposal sleep on one of this many
+/// condition variables, by id (`Shared::resolved`).
+pub const RESOLVED_SLOTS: usize = 64;
+
+/// The slot proposal `id`'s waiter sleeps on.
+pub fn resolved_slot(id: u64) -> usize {
+    (id % RESOLVED_SLOTS as u64) as usize
 }
 
 impl Default for Proposals {
@@ -83,6 +96,7 @@ impl Default for Proposals {
             taken: 0,
             send_queue: 0,
             send_queue_stats: QueueStats::default(),
+            resolved_slots: 0,
         }
     }
 }
@@ -112,6 +126,7 @@ impl Proposals {
     pub fn resolve(&mut self, id: u64, r: Resolution) {
         if let Some(w) = self.resolutions.get_mut(&id) {
             *w = r;
+            self.resolved_slots |= 1 << resolved_slot(id);
         }
     }
 
@@ -120,8 +135,17 @@ impl Proposals {
         if let Some(w) = self.resolutions.get_mut(&id) {
             if *w == Resolution::Pending {
                 *w = r;
+                self.resolved_slots |= 1 << resolved_slot(id);
             }
         }
+    }
+
+    /// The slots of the waiters of the proposals resolved since the last
+    /// call, as a bit set (bit `resolved_slot(id)`), cleared. Whoever
+    /// resolves and then wakes only these takes them under the lock it
+    /// resolved under; `Shared::notify` wakes every slot.
+    pub fn take_resolved_slots(&mut self) -> u64 {
+        std::mem::take(&mut self.resolved_slots)
     }
 
     /// The waiter takes its resolution (and the entry goes).
@@ -132,9 +156,10 @@ impl Proposals {
 
     /// Every proposal still pending is dropped (the session ended).
     pub fn drop_pending(&mut self) {
-        for w in self.resolutions.values_mut() {
+        for (id, w) in self.resolutions.iter_mut() {
             if *w == Resolution::Pending {
                 *w = Resolution::Dropped;
+                self.resolved_slots |= 1 << resolved_slot(*id);
             }
         }
     }
@@ -147,6 +172,7 @@ impl Proposals {
         for (id, w) in self.resolutions.iter_mut() {
             if *w == Resolution::Pending {
                 *w = Resolution::Dropped;
+                self.resolved_slots |= 1 << resolved_slot(*id);
                 self.abandoned.insert(*id);
                 n += 1;
             }
@@ -229,6 +255,35 @@ impl Proposals {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_resolution_marks_its_waiters_slot_and_only_that() {
+        let mut p = Proposals::default();
+        let ids: Vec<u64> = (0..4).map(|_| p.open(true)).collect();
+        let unwaited = p.open(false);
+        let bit = |id: u64| 1u64 << resolved_slot(id);
+        assert_eq!(p.take_resolved_slots(), 0, "opening wakes nobody");
+        p.resolve(unwaited, Resolution::Dropped);
+        assert_eq!(p.take_resolved_slots(), 0, "nobody waits for it");
+        p.resolve(ids[0], Resolution::Fence { seqno: 1 });
+        p.resolve_pending(ids[1], Resolution::NoLease);
+        assert_eq!(p.take_resolved_slots(), bit(ids[0]) | bit(ids[1]));
+        assert_eq!(p.take_resolved_slots(), 0, "taken once");
+        p.resolve_pending(ids[1], Resolution::Dropped);
+        assert_eq!(p.take_resolved_slots(), 0, "already resolved");
+        p.settled(ids[2]);
+        assert_eq!(p.take_resolved_slots(), bit(ids[2]));
+        assert_eq!(p.abandon_pending(), 1);
+        assert_eq!(p.take_resolved_slots(), bit(ids[3]));
+        let more = p.open(true);
+        p.drop_pending();
+        assert_eq!(p.take_resolved_slots(), bit(more));
+        assert_ne!(
+            resolved_slot(ids[0]),
+            resolved_slot(ids[1]),
+            "neighbours apart"
+        );
+    }
 
     #[test]
     fn an_abandoned_proposal_ordered_after_all_is_applied_not_resolved() {

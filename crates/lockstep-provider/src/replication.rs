@@ -834,8 +834,8 @@ impl Provider {
                 self.server
                     .apply_remote(g, ctx, r.ws.trx_id, seqno, wsflags, &data, &meta);
             applied_in = Some(t0.elapsed());
-            self.done_applying();
             if !ok {
+                self.done_applying();
                 let mut g = self.lock();
                 // Its data is no longer the group's at any seqno.
                 let marker = g.diverged.set();
@@ -856,6 +856,14 @@ impl Provider {
         }
         let mut g = self.lock();
         if let Some(took) = applied_in {
+            // Out of `apply_cb` (`done_applying`, in this lock section).
+            if g.appliers.end_apply() {
+                // A final view waits for the appliers: told before this
+                // thread may wait for its commit turn below.
+                drop(g);
+                self.notify();
+                g = self.lock();
+            }
             g.stages.observe(Stage::Apply, took);
         }
         if !g.gates.commit().has_passed(seqno) {

@@ -572,19 +572,21 @@ impl Provider {
     }
 
     fn recv_loop(&self, ctx: ThreadCtx) -> Status {
+        // One lock section between two events: the end of one and the
+        // wait for the next.
+        let mut g = self.lock();
         loop {
-            let g = self.lock();
-            let (mut g, _) = self.wait_on(Wake::Work, g, Until::Idle, |s| {
+            let (mut taken, _) = self.wait_on(Wake::Work, g, Until::Idle, |s| {
                 (!s.queue.is_empty() && s.appliers.may_start()) || s.conn == Conn::Closed
             });
-            let Some(event) = g.pop_event() else {
+            let Some(event) = taken.pop_event() else {
                 return status::CONN_FAIL;
             };
             let isolating = event.isolating();
-            g.appliers.start_event(isolating);
-            drop(g);
+            taken.appliers.start_event(isolating);
+            drop(taken);
             let outcome = self.run_event(ctx, event);
-            let mut g = self.lock();
+            g = self.lock();
             if isolating {
                 g.appliers.end_isolation();
             }
@@ -593,11 +595,12 @@ impl Provider {
                 let raft_id = g.raft_id();
                 g.propose(lockstep_core::group::Action::Synced { raft_id }, false);
             }
-            drop(g);
             if isolating {
                 // Other appliers may now start; an ordinary event
                 // announced its own changes.
+                drop(g);
                 self.notify();
+                g = self.lock();
             }
             if let Some(rc) = outcome {
                 return rc;

@@ -1,6 +1,7 @@
 //! The state the rounds share with the server's threads: the one
 //! lock around [`Inner`] and the condition variables its waiters sleep on.
 
+use crate::proposals::RESOLVED_SLOTS;
 use crate::sleepers::Sleepers;
 use crate::state::Inner;
 use lockstep_net::threads::Threads;
@@ -37,8 +38,11 @@ pub struct Shared {
     pub changed: Sleepers,
     /// Idle appliers waiting for an event to run.
     pub work: Sleepers,
-    /// Local threads waiting for their proposal's place in the order.
-    pub resolved: Sleepers,
+    /// Local threads waiting for their proposal's place in the order, by
+    /// `proposals::resolved_slot` of its id: a round wakes the slots of
+    /// the proposals it resolved, not every proposer (on a loaded leader,
+    /// those still in flight woke and slept again at every delivery).
+    pub resolved: [Sleepers; RESOLVED_SLOTS],
     /// Threads waiting for a commit or apply level to reach a seqno:
     /// commit order and the apply gate, the waits of every transaction.
     /// Waking all of them at each commit (they were on `changed`) woke a
@@ -59,7 +63,9 @@ pub struct Shared {
 pub enum Wake {
     Changed,
     Work,
-    Resolved,
+    /// Waits for a proposal: the slot (`proposals::resolved_slot`) of
+    /// its id.
+    Resolved(usize),
     /// Waits for the commit level or the apply level (`last_committed`)
     /// to reach this seqno. Its condition may use anything that
     /// [`Shared::notify`] announces, and the two levels.
@@ -80,7 +86,7 @@ impl Shared {
             inner: Mutex::new(inner),
             changed: Default::default(),
             work: Default::default(),
-            resolved: Default::default(),
+            resolved: std::array::from_fn(|_| Default::default()),
             turns: std::array::from_fn(|_| Default::default()),
             detached: Default::default(),
             stopping: Default::default(),
@@ -95,18 +101,29 @@ impl Shared {
     pub fn notify(&self) {
         self.changed.notify_all();
         self.work.notify_all();
-        self.resolved.notify_all();
+        self.notify_resolved(u64::MAX);
         self.notify_all_turns();
+    }
+
+    /// Wakes the proposers of the slots in `slots` (a bit set,
+    /// `Proposals::take_resolved_slots`).
+    pub fn notify_resolved(&self, mut slots: u64) {
+        while slots != 0 {
+            let slot = slots.trailing_zeros() as usize;
+            slots &= slots - 1;
+            self.resolved[slot].notify_all();
+        }
     }
 
     /// After deliveries that changed no view and queued `added` events:
     /// one idle applier per event (each wakes with work to take), the
-    /// proposers and the `changed` waiters, but no turn waiter, since a
-    /// delivery moves no gate level. Waking every applier and every
-    /// turn waiter per round woke a dozen threads to run one or two.
-    pub fn notify_delivered(&self, added: usize) {
+    /// proposers of the `resolved` slots and the `changed` waiters, but
+    /// no turn waiter, since a delivery moves no gate level. Waking every
+    /// applier and every turn waiter per round woke a dozen threads to
+    /// run one or two.
+    pub fn notify_delivered(&self, added: usize, resolved: u64) {
         self.changed.notify_all();
-        self.resolved.notify_all();
+        self.notify_resolved(resolved);
         if added >= WAKE_APPLIERS_AT_ONCE {
             self.work.notify_all();
         } else {
@@ -157,7 +174,7 @@ impl Shared {
         match wake {
             Wake::Changed => &self.changed,
             Wake::Work => &self.work,
-            Wake::Resolved => &self.resolved,
+            Wake::Resolved(slot) => &self.resolved[slot],
             Wake::Turn(level) => &self.turns[turn_slot(level)],
         }
     }

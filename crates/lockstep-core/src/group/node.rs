@@ -329,6 +329,10 @@ pub struct Group {
     /// Leader: when each follower last heard from it, to spare the
     /// heartbeats of an idle group (`beats`).
     beats: Beats,
+    /// The wait the driver took last (`idle_wait_ms`; 0 before the
+    /// first, or with a driver that never asks): the leader's likely next
+    /// chance to send a heartbeat.
+    planned_wait_ms: u64,
     relays: HashMap<u8, u64>,
     /// Members whose every connection the transport saw close, until a
     /// message from them comes again: no relay (a killed relay would
@@ -469,7 +473,8 @@ impl Group {
             forwarded: echo::Forwarded::default(),
             next_forward: 1,
             stubs: echo::Stubs::default(),
-            beats: Beats::new(cfg.quiet_beat_ms, cfg.tick_ms * cfg.heartbeat_ticks as u64),
+            beats: Beats::new(cfg.quiet_beat_ms),
+            planned_wait_ms: 0,
             relays: HashMap::new(),
             proposed: HashMap::new(),
             relay_review: 0,
@@ -614,6 +619,62 @@ impl Group {
     /// may leave Raft without a tick.
     pub fn heartbeat_ms(&self) -> u64 {
         self.cfg.tick_ms * self.cfg.heartbeat_ticks as u64
+    }
+
+    /// How long the driver may leave the group without input or a tick
+    /// now (issue 53, tickless when idle); `None` when it is not quiet
+    /// (ticks at Raft's pace).
+    ///
+    /// Quiet, it is one heartbeat interval, which `max_catch_up_ticks`
+    /// replays whole. In close contact, with no lease in use
+    /// (`leases_in_use`), it is longer: a follower that heard its leader
+    /// within `quiet_beat_ms` waits that long (the leader's next
+    /// heartbeat usually wakes it first), and a leader that heard every
+    /// other member within it waits one tick less. The ticks replayed at
+    /// the end of such a wait reach raft-rs's heartbeat interval, so a
+    /// heartbeat leaves at each of the leader's wakes, unless one left
+    /// with ticks replayed for a message in between: then the next may
+    /// come one wait later, and a follower hears from its leader at least
+    /// every quiet beat plus one wait (450 ms by default, against an
+    /// election timeout of at least 1 s).
+    ///
+    /// The ticks such a wait skips beyond `max_catch_up_ticks` are lost,
+    /// which only makes Raft's clocks slower: an election or a
+    /// check-quorum step-down comes later, and a follower refuses votes
+    /// longer (the leases' side is the safe one). Close contact ends
+    /// within one wait of a peer falling silent, and the waits shrink
+    /// back to exact ticks, so an election is late by at most one wait.
+    ///
+    /// The driver calls this as it goes to sleep: the wait is kept as the
+    /// leader's next chance to send a heartbeat (`beats`).
+    pub fn idle_wait_ms(&mut self) -> Option<u64> {
+        let beat = self.heartbeat_ms();
+        let wait = self
+            .is_quiet()
+            .then(|| self.close_wait_ms().map_or(beat, |w| w.max(beat)));
+        self.planned_wait_ms = wait.unwrap_or(0);
+        wait
+    }
+
+    /// The longer wait of close contact (`idle_wait_ms`), when this node
+    /// is in it and no lease is in use.
+    fn close_wait_ms(&self) -> Option<u64> {
+        if self.leases_in_use() {
+            return None;
+        }
+        let window = self.cfg.quiet_beat_ms;
+        if self.is_leader() {
+            let me = self.me.raft_id;
+            let close = self
+                .raw
+                .raft
+                .prs()
+                .iter()
+                .all(|(id, _)| *id == me || self.heard_within(*id, window));
+            close.then(|| window.saturating_sub(self.cfg.tick_ms))
+        } else {
+            self.heard_within(self.leader(), window).then_some(window)
+        }
     }
 
     /// Whether this node knows a leader: false while it cannot reach a
@@ -1570,12 +1631,15 @@ impl Group {
         let mut ready = Vec::with_capacity(msgs.len());
         let last = self.raw.raft.raft_log.last_index();
         let all_committed = self.raw.raft.raft_log.committed == last;
+        // The leader's next chance to send a heartbeat: the next interval,
+        // or after the driver's sleep, which is likely as long as the last.
+        let next_chance = self.planned_wait_ms.max(self.heartbeat_ms());
         for mut msg in msgs {
             if self.repeats_big_append(&msg) {
                 continue;
             }
             let settled = all_committed && self.is_leader() && self.settled(msg.to, last);
-            if self.beats.spare(&msg, self.now, settled) {
+            if self.beats.spare(&msg, self.now, settled, next_chance) {
                 continue;
             }
             self.beats.sent(&msg, self.now);

@@ -198,13 +198,19 @@ impl ReadFences {
         Some(encode(CTX_READS, n))
     }
 
+    /// Whether causal reads came in within `LEASE_KEEP_MS` (the leader
+    /// keeps its lease renewed meanwhile).
+    pub fn reads_lately(&self, now: u64) -> bool {
+        self.last_read.is_some_and(|t| now < t + LEASE_KEEP_MS)
+    }
+
     /// The context of a lease round if one is due: this node leads, reads
     /// came in lately, and the lease is missing or past half of its life.
     pub fn lease_round(&mut self, now: u64, leader: bool, term: u64) -> Option<Vec<u8>> {
         if !leader || self.lease_ms == 0 {
             return None;
         }
-        if self.last_read.is_none_or(|t| now >= t + LEASE_KEEP_MS) {
+        if !self.reads_lately(now) {
             return None;
         }
         if let Some((_, at, t)) = self.probe {

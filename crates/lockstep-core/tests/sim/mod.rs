@@ -254,6 +254,8 @@ pub struct Node {
     pub last_leader_contact: u64,
     /// Raft heartbeats this node received (spared heartbeats: `beats`).
     pub heartbeats_heard: u64,
+    /// Its timer's wake-ups (`Kind::Tick`): the driver's sleeps.
+    pub timer_wakes: u64,
     pub restart_pending: Option<&'static str>,
     pub trx: u64,
     /// Started from a snapshot (`Output::Restored`).
@@ -373,6 +375,7 @@ impl Node {
             donor: None,
             last_leader_contact: now,
             heartbeats_heard: 0,
+            timer_wakes: 0,
             restart_pending: None,
             trx: 0,
             restored: false,
@@ -678,6 +681,11 @@ pub struct Sim {
     pub clock_fault_at: Option<u64>,
     pub workload: bool,
     pub reports: bool,
+    /// The nodes' timers sleep as the provider's loop does when the group
+    /// is quiet (`Group::idle_wait_ms`) instead of waking every tick. Only
+    /// for runs without a workload: a message or client input does not
+    /// bring a sleeping timer forward here.
+    pub quiet_sleeps: bool,
     pending_timers: usize,
     failure: Option<String>,
     milestones: VecDeque<String>,
@@ -720,6 +728,7 @@ impl Sim {
             clock_fault_at: None,
             workload: true,
             reports: true,
+            quiet_sleeps: false,
             pending_timers: 0,
             failure: None,
             milestones: VecDeque::new(),
@@ -1102,6 +1111,7 @@ impl Sim {
                 let zombie_ms = self.cfg.zombie_ms;
                 let evicted = !self.view.contains(&self.nodes[slot].id);
                 let node = &mut self.nodes[slot];
+                node.timer_wakes += 1;
                 let g = node.group.as_mut().expect("running");
                 g.tick(clock);
                 if g.is_leader() {
@@ -1121,7 +1131,11 @@ impl Sim {
                 }
                 self.poll(slot);
                 if self.nodes[slot].running() {
-                    let at = self.now + self.cfg.group.tick_ms;
+                    let wait = match self.nodes[slot].group.as_mut() {
+                        Some(g) if self.quiet_sleeps => g.idle_wait_ms(),
+                        _ => None,
+                    };
+                    let at = self.now + wait.unwrap_or(self.cfg.group.tick_ms);
                     self.push(at, Kind::Tick(slot));
                 }
             }

@@ -461,12 +461,13 @@ impl Worker {
     }
 
     /// How long the loop may wait for the next round without input:
-    /// `POLL` while anything is under way, longer when nothing is.
-    fn idle_wait(&self) -> Duration {
-        if self.quiet {
-            Duration::from_millis(self.group.heartbeat_ms()).clamp(POLL, IDLE_POLL_MAX)
-        } else {
-            POLL
+    /// `POLL` while anything is under way, longer when nothing is: the
+    /// heartbeat's pace, or longer in close contact
+    /// (`Group::idle_wait_ms`).
+    fn idle_wait(&mut self) -> Duration {
+        match self.group.idle_wait_ms() {
+            Some(ms) if self.quiet => Duration::from_millis(ms).clamp(POLL, IDLE_POLL_MAX),
+            _ => POLL,
         }
     }
 
@@ -553,17 +554,14 @@ impl Worker {
             .filter(|o| matches!(o, Output::Deliver(Delivery::Writeset(_))))
             .count() as u32;
         let delivered = outputs.iter().any(|o| matches!(o, Output::Deliver(_)));
-        self.process(outputs);
+        // The time per ordered writeset: Raft's ready and the sequencer
+        // (certification); the deliveries' own time is not in it.
+        let certified = (writesets > 0).then(|| (round.elapsed() - stepped) / writesets);
+        self.process(outputs, certified);
         // The loop asks `idle_wait` after this round: the next deadline
         // follows at once.
         self.quiet =
             settled && !delivered && !asked && flow == Flow::Steady && self.group.is_quiet();
-        if writesets > 0 {
-            // The time per ordered writeset: Raft's ready, the sequencer
-            // (certification) and the delivery.
-            let per = (round.elapsed() - stepped) / writesets;
-            self.shared.lock().stages.observe(Stage::Certification, per);
-        }
         let reaped = self.group.sequencer_mut().take_reaped();
         if !reaped.is_empty() {
             self.chores.give(chores::Chore::Free(reaped));
@@ -632,10 +630,12 @@ impl Worker {
         crate::state::mono_ns().saturating_sub(self.epoch_ns) / 1_000_000
     }
 
-    /// Publishes the lease for causal reads on this node (ADR 0016), before
-    /// the messages of this round go out: none of them may carry a commit
-    /// index above the published one.
-    fn publish_lease(&mut self) {
+    /// The lease for causal reads on this node (ADR 0016) and the leader,
+    /// when either changed since the last one published. `process`
+    /// publishes it in its lock section, before the messages of this
+    /// round go out: none of them may carry a commit index above the
+    /// published one.
+    fn lease_to_publish(&mut self) -> Option<LeaseNews> {
         let lease = self
             .group
             .read_lease()
@@ -645,15 +645,15 @@ impl Worker {
             });
         let leader = self.group.leader();
         if (lease, leader) == self.lease_published {
-            return;
+            return None;
         }
         let leader_changed = leader != self.lease_published.1;
         self.lease_published = (lease, leader);
-        self.shared.lock().reads.publish(lease, leader);
-        if leader_changed {
-            // Causal reads waiting for the old leader's index ask again.
-            self.shared.changed.notify_all();
-        }
+        Some(LeaseNews {
+            lease,
+            leader,
+            leader_changed,
+        })
     }
 
     /// What became of this node's proposals: how many this thread took,
@@ -1022,7 +1022,7 @@ impl Worker {
             // new Raft leader would commit it.
             self.group.commit_stored();
             let outputs = self.group.poll();
-            self.process(outputs);
+            self.process(outputs, None);
         }
         let (history, last) = {
             let g = self.shared.lock();
@@ -1352,8 +1352,12 @@ impl Worker {
             .or_else(|| self.addrs.get(&raft_id).cloned())
     }
 
-    fn process(&mut self, outputs: Vec<Output>) {
-        self.publish_lease();
+    /// The round's outputs: messages staged, then one lock section for
+    /// the shared state (the lease, fences, deliveries, status and the
+    /// certification stage's time, `certified` per writeset), then the
+    /// wake-ups.
+    fn process(&mut self, outputs: Vec<Output>, certified: Option<Duration>) {
+        let lease = self.lease_to_publish();
         let mut deliveries = Vec::new();
         let mut fences = Vec::new();
         for o in outputs {
@@ -1410,31 +1414,6 @@ impl Worker {
                 }
             }
         }
-        if !fences.is_empty() {
-            // A fence is a target seqno: its reader then waits until that
-            // is committed here, so it may be told before the deliveries
-            // that order it are taken.
-            let mut g = self.shared.lock();
-            for (reads, seqno) in fences {
-                for id in reads {
-                    g.proposals.resolve(id, Resolution::Fence { seqno });
-                }
-            }
-            drop(g);
-            self.shared.notify();
-        }
-        if deliveries.is_empty() {
-            // Entries without deliveries (a new term's empty one) still
-            // move the index a lease read waits for.
-            let applied = self.group.applied_index();
-            let mut g = self.shared.lock();
-            self.publish_proposals(&mut g);
-            if g.reads.set_applied_index(applied) {
-                drop(g);
-                self.shared.notify();
-            }
-            return;
-        }
         let me = self.group.me().raft_id;
         for d in &deliveries {
             if let Delivery::View(v) = d {
@@ -1445,6 +1424,38 @@ impl Worker {
         }
         let views = deliveries.iter().any(|d| matches!(d, Delivery::View(_)));
         let mut g = self.shared.lock();
+        let mut notify_all = false;
+        if let Some(news) = &lease {
+            g.reads.publish(news.lease, news.leader);
+        }
+        if let Some(per) = certified {
+            g.stages.observe(Stage::Certification, per);
+        }
+        if !fences.is_empty() {
+            // A fence is a target seqno: its reader then waits until that
+            // is committed here, so it may be told before the deliveries
+            // that order it are taken.
+            for (reads, seqno) in fences {
+                for id in reads {
+                    g.proposals.resolve(id, Resolution::Fence { seqno });
+                }
+            }
+            notify_all = true;
+        }
+        if deliveries.is_empty() {
+            // Entries without deliveries (a new term's empty one) still
+            // move the index a lease read waits for.
+            self.publish_proposals(&mut g);
+            notify_all |= g.reads.set_applied_index(self.group.applied_index());
+            drop(g);
+            if notify_all {
+                self.shared.notify();
+            } else if lease.is_some_and(|n| n.leader_changed) {
+                // Causal reads waiting for the old leader's index ask again.
+                self.shared.changed.notify_all();
+            }
+            return;
+        }
         let queued = g.queue.len();
         for d in deliveries {
             deliver::deliver(&mut g, me, d);
@@ -1467,11 +1478,14 @@ impl Worker {
         self.publish_proposals(&mut g);
         g.reads.set_applied_index(self.group.applied_index());
         g.proposals.sample_send_queue();
+        let resolved = g.proposals.take_resolved_slots();
         drop(g);
-        if views {
+        if views || notify_all {
             self.shared.notify();
         } else {
-            self.shared.notify_delivered(added);
+            // The `changed` waiters are woken here: a new leader's causal
+            // reads among them.
+            self.shared.notify_delivered(added, resolved);
         }
         self.spill(spills);
         // The cache writer's bound: no round runs until it has room
@@ -1490,6 +1504,14 @@ impl Worker {
             self.chores.give(chores::Chore::Spill(job));
         }
     }
+}
+
+/// A lease or leader to publish (`Worker::lease_to_publish`).
+#[derive(Debug, Clone, Copy)]
+struct LeaseNews {
+    lease: Option<crate::causal_reads::ReadLease>,
+    leader: u64,
+    leader_changed: bool,
 }
 
 /// What this node's side of flow control asks of the round.

@@ -32,6 +32,20 @@ impl Group {
         self.obligation_clock.now()
     }
 
+    /// Whether causal reads use leases here now or lately: reads came in
+    /// (as leader, its own or its followers'; as holder, its own), this
+    /// node still tells the others what it stores, or it owes a holder.
+    /// While they do, the loop ticks exactly (`Group::idle_wait_ms`): a
+    /// grant's obligation runs on a clock that counts at most two ticks
+    /// per reading.
+    pub(super) fn leases_in_use(&self) -> bool {
+        let now = self.lease_now();
+        self.fences.reads_lately(now)
+            || self.grants.reading(now)
+            || self.grants.holding(now)
+            || self.grants.owing(self.obligation_now())
+    }
+
     /// The other members of the configuration this node applied (voters
     /// and learners, arbitrators included: every member that may have
     /// ordered a configuration change must grant).
