@@ -336,7 +336,7 @@ fn followers_commit_their_own_writes_as_fast_as_the_leader() {
         let mut sim = Sim::new(name, seed, cfg, rng);
         // Counted once all three vote: a leader alone, early on, commits
         // at once.
-        sim.run(1500, |_| {})?;
+        sim.run(3000, |_| {})?;
         check(sim.voters() == 3, &mut sim, || "three voters".into())?;
         sim.stats.leader_commits = 0;
         sim.stats.leader_commit_ms = 0;

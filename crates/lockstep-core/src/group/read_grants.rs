@@ -20,9 +20,9 @@
 //! - **Granter**: answers a ping with the highest index it has released
 //!   and owes the holder [`OBLIGATION_MS`] from then (twice the lease: the
 //!   clock rates may differ, as ADR 0016 allows for the leader's lease).
-//!   While it owes anyone, the driver releases an entry that holds one of
-//!   this node's own proposals only once every holder owed has stored it
-//!   (`Group::release_held`). A holder too far behind gets no grant, so a
+//!   While it owes anyone, the driver releases an entry that holds a
+//!   writeset (anyone's: once released, a client here may read it) only
+//!   once every holder owed has stored it (`Group::release_held`). A holder too far behind gets no grant, so a
 //!   slow or dead reader holds releases for at most an obligation.
 //!
 //! A node that starts (or starts over) does not know what its previous
@@ -252,8 +252,8 @@ impl ReadGrants {
         now < self.blanket_until || self.owed.values().any(|until| now < *until)
     }
 
-    /// Whether this node may release an entry at `index` holding one of
-    /// its own proposals: every member owed has stored it. `members`: the
+    /// Whether this node may release an entry at `index` holding a
+    /// writeset: every member owed has stored it. `members`: the
     /// others in the configuration (owed during the blanket);
     /// `matched`: what the leader knows each stored (0 elsewhere).
     pub fn may_release(

@@ -652,6 +652,11 @@ pub struct Sim {
     /// The highest seqno whose origin has delivered it (its client has
     /// the answer): the floor of every causal read asked after.
     pub acked: i64,
+    /// The highest seqno of a writeset any node delivered (a client there
+    /// could have read it): every causal read that begins afterwards, on
+    /// any node, must see it too (real time, as the history checker's
+    /// strong snapshot isolation demands of observed writes).
+    pub observed: i64,
     queue: BinaryHeap<Event>,
     next_seq: u64,
     pub nodes: Vec<Node>,
@@ -710,6 +715,7 @@ impl Sim {
             rng,
             now: 0,
             acked: i64::MIN,
+            observed: i64::MIN,
             queue: BinaryHeap::new(),
             next_seq: 0,
             nodes: Vec::new(),
@@ -1692,6 +1698,9 @@ impl Sim {
     /// The server above node `slot` reacts to a delivery.
     fn react(&mut self, slot: usize, d: &Delivery) {
         let me = self.nodes[slot].id;
+        if let Delivery::Writeset(OrderedWriteset { seqno, .. }) = d {
+            self.observed = self.observed.max(*seqno);
+        }
         match d {
             Delivery::Writeset(OrderedWriteset {
                 origin, proposal, ..
@@ -1841,7 +1850,7 @@ impl Sim {
             return;
         }
         if self.cfg.causal_read > 0.0 && self.rng.chance(self.cfg.causal_read) {
-            let floor = self.acked;
+            let floor = self.acked.max(self.observed);
             let now = self.clock_of(slot);
             let by_lease = self.rng.chance(0.5);
             let node = &mut self.nodes[slot];

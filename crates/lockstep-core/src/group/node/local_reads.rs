@@ -236,9 +236,9 @@ impl Group {
     }
 
     /// Releases committed entries in order, each once the gate lets it
-    /// pass: an entry holding one of this node's own proposals waits
-    /// until every holder owed a grant has stored it (a client is told of
-    /// a commit only once every lease holder could read it).
+    /// pass: an entry holding a writeset waits until every holder owed a
+    /// grant has stored it (a client is told of a commit, or reads it
+    /// here, only once every lease holder could read it too).
     pub(super) fn release_held(&mut self) {
         while !self.failed && !self.retired {
             let Some(entry) = self.held.pop_front() else {
@@ -268,7 +268,7 @@ impl Group {
     /// Whether the gate lets `e` pass now.
     fn may_release(&mut self, e: &Entry) -> bool {
         let now = self.obligation_now();
-        if !self.cfg.release_gate || !self.grants.owes(now) || !self.holds_own_proposal(e) {
+        if !self.cfg.release_gate || !self.grants.owes(now) || !self.holds_writeset(e) {
             return true;
         }
         self.check_claims();
@@ -287,25 +287,21 @@ impl Group {
         self.grants.may_release(now, e.index, &others, matched)
     }
 
-    /// Whether entry `e` orders a writeset (or a part of one) this node
-    /// proposed: what a client of this node is told committed. The rest
-    /// (state changes, barriers) acknowledges nothing to anyone.
-    fn holds_own_proposal(&self, e: &Entry) -> bool {
+    /// Whether entry `e` orders a writeset (or a part of one), whoever
+    /// proposed it: once released here, a client of this node may read
+    /// it, and a causal read that begins after that anywhere must see it
+    /// (real time, not only what was acknowledged: jepsen's
+    /// `G-single-realtime`, a read on one node of a write its origin had
+    /// not acknowledged yet, then a causal read on a lease holder that
+    /// missed it). The rest (state changes, barriers) shows nothing.
+    fn holds_writeset(&self, e: &Entry) -> bool {
         if e.get_entry_type() != EntryType::EntryNormal || e.data.is_empty() {
             return false;
         }
-        if self.pending.is_empty() && self.queued.is_empty() && self.fragments.is_empty() {
-            // A client is told of a commit only while its proposal is
-            // in flight here (in flight, or queued again for a retry; a
-            // copy delivered after the first is not acknowledged again).
-            return false;
-        }
-        let me = self.me.raft_id;
         // An entry that does not decode fails the node when applied.
         decode_batch_shared(&e.data).is_ok_and(|b| {
-            b.iter().any(|p| {
-                p.origin == me && matches!(p.action, Action::Writeset(_) | Action::Fragment { .. })
-            })
+            b.iter()
+                .any(|p| matches!(p.action, Action::Writeset(_) | Action::Fragment { .. }))
         })
     }
 }
