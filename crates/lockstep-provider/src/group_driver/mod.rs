@@ -556,7 +556,10 @@ impl Worker {
         let delivered = outputs.iter().any(|o| matches!(o, Output::Deliver(_)));
         // The time per ordered writeset: Raft's ready and the sequencer
         // (certification); the deliveries' own time is not in it.
-        let certified = (writesets > 0).then(|| (round.elapsed() - stepped) / writesets);
+        // Saturating: a clock that steps back (libfaketime's leaps) makes
+        // a later `elapsed` smaller than an earlier one.
+        let certified =
+            (writesets > 0).then(|| round.elapsed().saturating_sub(stepped) / writesets);
         self.process(outputs, certified);
         // The loop asks `idle_wait` after this round: the next deadline
         // follows at once.
@@ -573,8 +576,8 @@ impl Worker {
                 "group round: one round took {} ms (inputs {} ms, Raft {} ms, deliveries {} ms)",
                 round.elapsed().as_millis(),
                 stepped.as_millis(),
-                (polled - stepped).as_millis(),
-                (round.elapsed() - polled).as_millis()
+                polled.saturating_sub(stepped).as_millis(),
+                round.elapsed().saturating_sub(polled).as_millis()
             );
         }
         if !self.left_signalled && self.group.has_left() {
