@@ -85,6 +85,11 @@ pub fn resolved_slot(id: u64) -> usize {
     (id % RESOLVED_SLOTS as u64) as usize
 }
 
+/// Proposal `id`'s slot in a bit set of slots (`take_resolved_slots`).
+fn slot_bit(id: u64) -> u64 {
+    1 << resolved_slot(id)
+}
+
 impl Default for Proposals {
     fn default() -> Self {
         Proposals {
@@ -126,7 +131,7 @@ impl Proposals {
     pub fn resolve(&mut self, id: u64, r: Resolution) {
         if let Some(w) = self.resolutions.get_mut(&id) {
             *w = r;
-            self.resolved_slots |= 1 << resolved_slot(id);
+            self.resolved_slots |= slot_bit(id);
         }
     }
 
@@ -135,7 +140,7 @@ impl Proposals {
         if let Some(w) = self.resolutions.get_mut(&id) {
             if *w == Resolution::Pending {
                 *w = r;
-                self.resolved_slots |= 1 << resolved_slot(id);
+                self.resolved_slots |= slot_bit(id);
             }
         }
     }
@@ -159,7 +164,7 @@ impl Proposals {
         for (id, w) in self.resolutions.iter_mut() {
             if *w == Resolution::Pending {
                 *w = Resolution::Dropped;
-                self.resolved_slots |= 1 << resolved_slot(*id);
+                self.resolved_slots |= slot_bit(*id);
             }
         }
     }
@@ -172,7 +177,7 @@ impl Proposals {
         for (id, w) in self.resolutions.iter_mut() {
             if *w == Resolution::Pending {
                 *w = Resolution::Dropped;
-                self.resolved_slots |= 1 << resolved_slot(*id);
+                self.resolved_slots |= slot_bit(*id);
                 self.abandoned.insert(*id);
                 n += 1;
             }

@@ -622,8 +622,9 @@ impl Group {
     }
 
     /// How long the driver may leave the group without input or a tick
-    /// now (issue 53, tickless when idle); `None` when it is not quiet
-    /// (ticks at Raft's pace).
+    /// now (issue 53, tickless when idle); `None` when the driver has work
+    /// (`driver_idle` false) or the group is not quiet (ticks at Raft's
+    /// pace).
     ///
     /// Quiet, it is one heartbeat interval, which `max_catch_up_ticks`
     /// replays whole. In close contact, with no lease in use
@@ -647,10 +648,9 @@ impl Group {
     ///
     /// The driver calls this as it goes to sleep: the wait is kept as the
     /// leader's next chance to send a heartbeat (`beats`).
-    pub fn idle_wait_ms(&mut self) -> Option<u64> {
+    pub fn idle_wait_ms(&mut self, driver_idle: bool) -> Option<u64> {
         let beat = self.heartbeat_ms();
-        let wait = self
-            .is_quiet()
+        let wait = (driver_idle && self.is_quiet())
             .then(|| self.close_wait_ms().map_or(beat, |w| w.max(beat)));
         self.planned_wait_ms = wait.unwrap_or(0);
         wait

@@ -22,8 +22,9 @@
 //!   clock rates may differ, as ADR 0016 allows for the leader's lease).
 //!   While it owes anyone, the driver releases an entry that holds a
 //!   writeset (anyone's: once released, a client here may read it) only
-//!   once every holder owed has stored it (`Group::release_held`). A holder too far behind gets no grant, so a
-//!   slow or dead reader holds releases for at most an obligation.
+//!   once every holder owed has stored it (`Group::release_held`). A
+//!   holder too far behind gets no grant, so a slow or dead reader holds
+//!   releases for at most an obligation.
 //!
 //! A node that starts (or starts over) does not know what its previous
 //! incarnation promised, nor, when it is new, which leases were granted

@@ -1138,7 +1138,7 @@ impl Sim {
                 self.poll(slot);
                 if self.nodes[slot].running() {
                     let wait = match self.nodes[slot].group.as_mut() {
-                        Some(g) if self.quiet_sleeps => g.idle_wait_ms(),
+                        Some(g) if self.quiet_sleeps => g.idle_wait_ms(true),
                         _ => None,
                     };
                     let at = self.now + wait.unwrap_or(self.cfg.group.tick_ms);

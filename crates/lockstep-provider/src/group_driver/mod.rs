@@ -305,9 +305,10 @@ struct Worker {
     gave_up: bool,
     /// The end of a graceful leave was passed to the provider.
     left_signalled: bool,
-    /// The last round left nothing under way (`Group::is_quiet`, flow
+    /// The last round left nothing under way on the provider's side (flow
     /// control steady, no read asked, nothing delivered, the node Synced
-    /// with an empty apply queue): the loop may wait until the next
+    /// with an empty apply queue): if the group is quiet too
+    /// (`Group::idle_wait_ms`), the loop may wait until the next
     /// heartbeat is due, or an input wakes it (issue 53: tickless when
     /// idle).
     quiet: bool,
@@ -465,9 +466,9 @@ impl Worker {
     /// heartbeat's pace, or longer in close contact
     /// (`Group::idle_wait_ms`).
     fn idle_wait(&mut self) -> Duration {
-        match self.group.idle_wait_ms() {
-            Some(ms) if self.quiet => Duration::from_millis(ms).clamp(POLL, IDLE_POLL_MAX),
-            _ => POLL,
+        match self.group.idle_wait_ms(self.quiet) {
+            Some(ms) => Duration::from_millis(ms).clamp(POLL, IDLE_POLL_MAX),
+            None => POLL,
         }
     }
 
@@ -563,8 +564,8 @@ impl Worker {
         self.process(outputs, certified);
         // The loop asks `idle_wait` after this round: the next deadline
         // follows at once.
-        self.quiet =
-            settled && !delivered && !asked && flow == Flow::Steady && self.group.is_quiet();
+        // The group's side (`Group::is_quiet`) is asked in `idle_wait`.
+        self.quiet = settled && !delivered && !asked && flow == Flow::Steady;
         let reaped = self.group.sequencer_mut().take_reaped();
         if !reaped.is_empty() {
             self.chores.give(chores::Chore::Free(reaped));
