@@ -6,14 +6,15 @@ set -euo pipefail
 PKGS=(mariadb-server mariadb-client mariadb-backup mariadb-test galera-4
       sysbench rsync socat lsof iproute2 procps fonts-dejavu-core
       python3 python3-pymysql openssl fuse3 util-linux libfaketime
-      haproxy keepalived)
+      haproxy keepalived gdb)
       # python3: the WAN emulator (make wan-bench); python3-pymysql: README's
       # retry loop, run by tests/demo.rs; openssl: the encrypted-key test
       # makes its key with the openssl command; fuse3: the power-loss file
       # system (crates/lockstep-lazyfs) mounts through /dev/fuse;
       # util-linux: its tests run a writer as another user with setpriv;
       # libfaketime: the clock nemeses (a node's clock fast, slow, leaping);
-      # haproxy, keepalived: the failover runs put them in front of clusters
+      # haproxy, keepalived: the failover runs put them in front of clusters;
+      # gdb: the testkit takes a hung node's thread stacks before killing it
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -53,7 +54,7 @@ fi
 fail() { echo "setup: FAILED: $*" >&2; exit 1; }
 GALERA_LIB=/usr/lib/galera/libgalera_smm.so
 PATH=$PATH:/usr/sbin
-for bin in mariadbd mariadb mariadb-install-db mariabackup sysbench rsync socat lsof openssl fusermount3 setpriv haproxy keepalived; do
+for bin in mariadbd mariadb mariadb-install-db mariabackup sysbench rsync socat lsof openssl fusermount3 setpriv haproxy keepalived gdb; do
   command -v "$bin" >/dev/null || fail "$bin not found after installing ${PKGS[*]}"
 done
 [[ -f $GALERA_LIB ]] || fail "$GALERA_LIB (package galera-4) missing: the Galera reference tests need it"

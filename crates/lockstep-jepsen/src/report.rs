@@ -92,6 +92,11 @@ pub fn markdown(results: &[RunResult], header: &str, histories: &str) -> String 
         for p in &r.problems {
             let _ = writeln!(out, "- {}", p.lines().next().unwrap_or_default());
         }
+        // What follows a problem's first line (a hung node's thread
+        // stacks, a log's tail) as it was printed.
+        for p in r.problems.iter().filter_map(|p| p.split_once('\n')) {
+            let _ = writeln!(out, "\n```\n{}\n```", p.1.trim_end());
+        }
         let _ = writeln!(out, "\nNemesis:\n\n```\n{}\n```", r.nemesis_log.join("\n"));
         let mut shown: BTreeMap<AnomalyKind, usize> = BTreeMap::new();
         let iso = r.spec.isolation();
@@ -221,6 +226,18 @@ mod tests {
             !md.contains("galera-pause-leader-flush1-si.jsonl"),
             "a passing run is linked"
         );
+        let _ = std::fs::remove_dir_all(&out);
+    }
+
+    #[test]
+    fn a_problems_later_lines_are_in_the_report_as_printed() {
+        let out =
+            std::env::temp_dir().join(format!("lockstep-jepsen-lines-{}", std::process::id()));
+        let mut r = result(&out, Nemesis::KillOne, true, Report::default());
+        r.problems = vec!["stopping node 2: hung\nThread 1:\n  #0 wait ()".into()];
+        let md = markdown(&[r], "# t", "jepsen");
+        assert!(md.contains("- stopping node 2: hung\n"), "{md}");
+        assert!(md.contains("```\nThread 1:\n  #0 wait ()\n```"), "{md}");
         let _ = std::fs::remove_dir_all(&out);
     }
 }

@@ -54,6 +54,8 @@ pub enum Error {
         pid: u32,
         waited: Duration,
         log: Box<LogTail>,
+        /// Every thread's stack just before the kill (gdb), if it worked.
+        stacks: Option<crate::stacks::Stacks>,
     },
     /// The cluster state file is missing, unreadable or malformed.
     State { path: PathBuf, message: String },
@@ -176,6 +178,7 @@ impl fmt::Display for Error {
                 pid,
                 waited,
                 log,
+                stacks,
             } => {
                 write!(
                     f,
@@ -183,6 +186,15 @@ impl fmt::Display for Error {
                      killed with SIGKILL; shutdown hangs are bugs, see the log",
                     waited.as_secs_f64()
                 )?;
+                match stacks {
+                    Some(s) => write!(
+                        f,
+                        " and the threads' stacks ({}):\n{}",
+                        s.file.display(),
+                        s.summary
+                    )?,
+                    None => write!(f, " (gdb took no stacks)")?,
+                }
                 write!(f, "\n{log}")
             }
             Error::State { path, message } => {

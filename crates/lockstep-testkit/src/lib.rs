@@ -33,6 +33,7 @@ mod process;
 mod provider;
 mod session;
 mod sql;
+mod stacks;
 mod state;
 mod sysbench;
 pub mod tls;

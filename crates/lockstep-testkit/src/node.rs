@@ -298,12 +298,15 @@ impl Node {
             return Ok(());
         }
         let waited = t0.elapsed();
+        let dir = self.cfg.error_log.parent().unwrap_or(Path::new("/tmp"));
+        let stacks = crate::stacks::take(pid, dir);
         self.kill()?;
         Err(Error::StopHung {
             node: self.cfg.name.clone(),
             pid,
             waited,
             log: LogTail::read(&self.cfg.error_log, LOG_TAIL_LINES),
+            stacks,
         })
     }
 

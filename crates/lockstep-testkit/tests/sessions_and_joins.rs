@@ -119,3 +119,38 @@ fn an_added_node_joins_a_running_cluster_by_sst_from_an_empty_datadir() {
     assert!(sums.is_consistent(), "{sums}");
     assert_eq!(sums.per_node.len(), 2);
 }
+
+/// A node that does not stop within the stop timeout is killed, and the
+/// error carries every thread's stack (gdb) and where the whole dump is:
+/// a shutdown hang under the clock nemesis once left nothing to go on.
+#[test]
+fn a_hung_stop_reports_the_threads_stacks_and_kills_the_node() {
+    if !require_galera("testkit_hung_stop") {
+        return;
+    }
+    let mut cluster = Cluster::builder(1)
+        .provider(Provider::Galera)
+        .cluster_name("testkit_hung_stop")
+        .stop_timeout(Duration::from_secs(2))
+        .start()
+        .unwrap_or_else(|e| panic!("starting 1 Galera node: {e}"));
+    let pid = cluster.node(0).pid().expect("the node runs");
+    // Stopped by SIGSTOP, the server cannot act on SIGTERM: a hang.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGSTOP,
+    )
+    .unwrap();
+    let err = cluster.node_mut(0).stop().unwrap_err().to_string();
+    assert!(err.contains("did not shut down"), "{err}");
+    assert!(err.contains("the threads' stacks ("), "{err}");
+    assert!(err.contains("#0"), "no frame in the summary: {err}");
+    assert!(!cluster.node(0).is_running(), "a hung node is killed");
+    let file = err
+        .split("the threads' stacks (")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .expect("the dump's path");
+    let dump = std::fs::read_to_string(file).unwrap();
+    assert!(dump.matches("\nThread ").count() > 3, "{dump}");
+}
