@@ -160,7 +160,7 @@ fn rates_of(log: &[String], peer: &str) -> Vec<f64> {
     let key = format!("{peer}=");
     log.iter()
         .filter_map(|l| l.split_once("peer clock rates: "))
-        .flat_map(|(_, rates)| rates.split(|c| c == ';' || c == ' '))
+        .flat_map(|(_, rates)| rates.split([';', ' ']))
         .filter_map(|pair| pair.strip_prefix(key.as_str()))
         .filter_map(|rate| rate.parse().ok())
         .collect()

@@ -535,6 +535,9 @@ impl Provider {
         // A settled follower hears from its leader four times per
         // election timeout, whatever the tick.
         c.quiet_beat_ms = c.tick_ms * c.election_ticks as u64 / 4;
+        if let Ok(keepalive) = o.duration("evs.keepalive_period") {
+            c.set_keepalive_ms(keepalive.as_millis() as u64);
+        }
         // The in-memory log is the writeset cache: bounded like Galera's.
         if let Ok(size) = o.size("gcache.size") {
             c.compact_bytes = size.max(1 << 16);

@@ -105,6 +105,13 @@ pub struct GroupConfig {
     /// leader: heartbeats in between are spared (`beats`). At most the
     /// heartbeat interval: every heartbeat goes, as raft-rs sends them.
     pub quiet_beat_ms: u64,
+    /// How long a group idling in close contact, with no lease in use,
+    /// sleeps (`Group::idle_wait_ms`): a follower's longest wait, and the
+    /// leader's heartbeat pace then. Longer than the quiet beat and shorter
+    /// than the election timeout: the driver sets it from
+    /// `evs.keepalive_period`, Galera's idle pace, capped at three
+    /// quarters of the election timeout.
+    pub idle_beat_ms: u64,
     /// Randomize election timeouts (production); off in simulations,
     /// which must not depend on raft-rs's unseeded random numbers.
     pub randomized_election: bool,
@@ -173,6 +180,17 @@ pub struct GroupConfig {
     pub checked_senders: bool,
 }
 
+impl GroupConfig {
+    /// Galera's `evs.keepalive_period` as the idle pace (`idle_beat_ms`):
+    /// at most 3/4 of the election timeout, so a follower that misses one
+    /// heartbeat still hears the next before it would campaign, and at
+    /// least the quiet beat.
+    pub fn set_keepalive_ms(&mut self, keepalive_ms: u64) {
+        let cap = self.tick_ms * self.election_ticks as u64 * 3 / 4;
+        self.idle_beat_ms = keepalive_ms.min(cap).max(self.quiet_beat_ms);
+    }
+}
+
 impl Default for GroupConfig {
     fn default() -> Self {
         GroupConfig {
@@ -181,6 +199,9 @@ impl Default for GroupConfig {
             election_ticks: 20,
             // A quarter of the election timeout (1 s).
             quiet_beat_ms: 250,
+            // Galera's keepalive (1 s), capped at 3/4 of the election
+            // timeout.
+            idle_beat_ms: 750,
             randomized_election: true,
             suspect_timeout_ms: 5000,
             retry_ms: 1000,
@@ -629,15 +650,17 @@ impl Group {
     /// Quiet, it is one heartbeat interval, which `max_catch_up_ticks`
     /// replays whole. In close contact, with no lease in use
     /// (`leases_in_use`), it is longer: a follower that heard its leader
-    /// within `quiet_beat_ms` waits that long (the leader's next
+    /// within `idle_beat_ms` waits that long (the leader's next
     /// heartbeat usually wakes it first), and a leader that heard every
     /// other member within it waits one tick less. The ticks replayed at
     /// the end of such a wait reach raft-rs's heartbeat interval, so a
-    /// heartbeat leaves at each of the leader's wakes, unless one left
-    /// with ticks replayed for a message in between: then the next may
-    /// come one wait later, and a follower hears from its leader at least
-    /// every quiet beat plus one wait (450 ms by default, against an
-    /// election timeout of at least 1 s).
+    /// heartbeat leaves at each of the leader's wakes (none is spared:
+    /// the wait is longer than the quiet beat), and a follower hears from
+    /// its leader about every 700 ms by default, Galera's idle pace of
+    /// one keepalive a second capped at 3/4 of the election timeout. A
+    /// follower that missed one falls out of close contact and ticks
+    /// exactly from then: an election needs a whole election timeout
+    /// more (at least 1 s) without a heartbeat.
     ///
     /// The ticks such a wait skips beyond `max_catch_up_ticks` are lost,
     /// which only makes Raft's clocks slower: an election or a
@@ -656,13 +679,19 @@ impl Group {
         wait
     }
 
+    /// Whether the driver's last sleep was close contact's longer one
+    /// (`idle_wait_ms`): the group idles, and no lease is in use.
+    pub fn sleeps_in_close_contact(&self) -> bool {
+        self.planned_wait_ms > self.heartbeat_ms()
+    }
+
     /// The longer wait of close contact (`idle_wait_ms`), when this node
     /// is in it and no lease is in use.
     fn close_wait_ms(&self) -> Option<u64> {
         if self.leases_in_use() {
             return None;
         }
-        let window = self.cfg.quiet_beat_ms;
+        let window = self.cfg.idle_beat_ms.max(self.cfg.quiet_beat_ms);
         if self.is_leader() {
             let me = self.me.raft_id;
             let close = self
@@ -2516,5 +2545,27 @@ mod weight_tests {
                 prop_assert!(w > 0 || total == 0, "a zero-weight member votes");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod keepalive_tests {
+    use super::GroupConfig;
+
+    #[test]
+    fn the_idle_pace_follows_the_keepalive_within_the_election_timeout() {
+        let mut c = GroupConfig::default(); // election timeout 1 s
+        c.set_keepalive_ms(1000);
+        assert_eq!(c.idle_beat_ms, 750, "Galera's default, capped at 3/4");
+        c.set_keepalive_ms(500);
+        assert_eq!(c.idle_beat_ms, 500);
+        c.set_keepalive_ms(10);
+        assert_eq!(
+            c.idle_beat_ms, c.quiet_beat_ms,
+            "never below the quiet beat"
+        );
+        c.tick_ms = 200; // election timeout 4 s
+        c.set_keepalive_ms(1000);
+        assert_eq!(c.idle_beat_ms, 1000);
     }
 }

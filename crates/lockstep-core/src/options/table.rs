@@ -184,7 +184,7 @@ pub const TABLE: &[Spec] = &[
     o("evs.info_log_mask",             Fixed("0"),                   Int,      Dynamic),
     o("evs.install_timeout",           Fixed("PT7.5S"),              Duration, Dynamic),
     o("evs.join_retrans_period",       Fixed("PT1S"),                Duration, Dynamic),
-    o("evs.keepalive_period",          Fixed("PT1S"),                Duration, Dynamic),
+    o("evs.keepalive_period",          Fixed("PT1S"),                Duration, Dynamic).honoured(),   // the idle heartbeat pace
     o("evs.max_install_timeouts",      Fixed("3"),                   Int,      Dynamic).check(NON_NEG),
     o("evs.send_window",               Fixed("4"),                   Int,      Dynamic).check(POSITIVE),
     o("evs.stats_report_period",       Fixed("PT1M"),                Duration, Dynamic),

@@ -44,9 +44,11 @@ const STOP_WAIT: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(10);
 
 /// The longest the rounds' loop waits without input when nothing is
-/// under way (`Worker::quiet`): the heartbeat's pace, at most this (the
-/// once-a-second checks stay on time within it).
-const IDLE_POLL_MAX: Duration = Duration::from_millis(250);
+/// under way (`Worker::quiet`): the heartbeat's pace, or the idle beat in
+/// close contact (`evs.keepalive_period`, Galera's once a second), at
+/// most this. The timed checks (probes, pokes) then run at the next
+/// wake, up to this late.
+const IDLE_POLL_MAX: Duration = Duration::from_secs(1);
 /// How often a non-primary learner pokes the members.
 const POKE_EVERY: Duration = Duration::from_secs(1);
 
@@ -278,8 +280,13 @@ fn holds_all_words(how: HoldsAll) -> &'static str {
 
 /// A round longer than this is logged.
 const SLOW_ROUND: Duration = Duration::from_millis(500);
-/// How often each peer's round trip is probed (metrics).
+/// How often each peer's round trip is probed (metrics, clock rates).
 const PING_EVERY: Duration = Duration::from_secs(1);
+/// The same while the group sleeps in close contact, with no lease in
+/// use: a clock rate is judged over a window this long anyway
+/// (`clocks::WINDOW_NS`), and an idle cluster's every probe costs both
+/// ends two wake-ups.
+const PING_EVERY_IDLE: Duration = Duration::from_nanos(lockstep_core::clocks::WINDOW_NS);
 
 struct Worker {
     group: Group,
@@ -590,12 +597,18 @@ impl Worker {
 }
 
 impl Worker {
-    /// Once a second, a round-trip probe to every other member (answered
+    /// Once a second (every two while the group sleeps in close
+    /// contact), a round-trip probe to every other member (answered
     /// on its transport's event loop, `read_ask::quick`; ADR 0019). A member with
     /// no connection yet is dialed (Raft alone connects followers only to
     /// the leader); the probe that found none is dropped.
     fn ping_peers(&mut self) {
-        if self.last_ping.elapsed() < PING_EVERY {
+        let every = if self.group.sleeps_in_close_contact() {
+            PING_EVERY_IDLE
+        } else {
+            PING_EVERY
+        };
+        if self.last_ping.elapsed() < every {
             return;
         }
         self.last_ping = Instant::now();
