@@ -35,15 +35,18 @@ const REMEMBERED: usize = 64;
 #[derive(Debug, Default)]
 pub struct Beats {
     quiet_beat_ms: u64,
+    idle_beat_ms: u64,
     last_sent: HashMap<u64, u64>,
 }
 
 impl Beats {
-    /// `quiet_beat_ms`: the longest a settled follower goes without a
-    /// message from its leader.
-    pub fn new(quiet_beat_ms: u64) -> Beats {
+    /// `quiet_beat_ms`: the longest a settled follower of a ticking
+    /// leader goes without a message from it; `idle_beat_ms`: the same
+    /// when the leader sleeps in close contact (`Group::idle_wait_ms`).
+    pub fn new(quiet_beat_ms: u64, idle_beat_ms: u64) -> Beats {
         Beats {
             quiet_beat_ms,
+            idle_beat_ms,
             last_sent: HashMap::new(),
         }
     }
@@ -62,6 +65,14 @@ impl Beats {
                 .last_sent
                 .get(&msg.to)
                 .is_some_and(|t| now < t.saturating_add(spare_ms))
+    }
+
+    /// How long from `now` until follower `id` would have gone the idle
+    /// beat without a message (0 when it already has); `None` when it
+    /// was never sent one.
+    pub fn time_left(&self, id: u64, now: u64) -> Option<u64> {
+        let last = self.last_sent.get(&id)?;
+        Some(last.saturating_add(self.idle_beat_ms).saturating_sub(now))
     }
 
     /// `msg` goes out at `now`.
@@ -94,7 +105,7 @@ mod tests {
     #[test]
     fn a_settled_follower_gets_a_heartbeat_once_per_quiet_beat() {
         // 250 ms quiet beat, heartbeats every 100 ms: sent at 0, 200, 400.
-        let mut b = Beats::new(250);
+        let mut b = Beats::new(250, 500);
         let mut sent = Vec::new();
         for now in (0..=500).step_by(100) {
             let m = msg(MessageType::MsgHeartbeat, 2);
@@ -108,7 +119,7 @@ mod tests {
 
     #[test]
     fn only_plain_heartbeats_to_settled_followers_are_spared() {
-        let mut b = Beats::new(250);
+        let mut b = Beats::new(250, 500);
         b.sent(&msg(MessageType::MsgAppend, 2), 0);
         let beat = msg(MessageType::MsgHeartbeat, 2);
         assert!(b.spare(&beat, 100, true, 100), "an append 100 ms ago");
@@ -127,7 +138,7 @@ mod tests {
     #[test]
     fn no_heartbeat_is_spared_when_the_next_chance_is_not_sooner_than_the_quiet_beat() {
         let b = {
-            let mut b = Beats::new(100);
+            let mut b = Beats::new(100, 200);
             b.sent(&msg(MessageType::MsgHeartbeat, 2), 0);
             b
         };
@@ -140,7 +151,7 @@ mod tests {
         // 250 ms quiet beat. Ticking every 100 ms, a follower sent to
         // 100 ms ago is spared; a leader about to sleep 200 ms spares only
         // one sent to less than 50 ms ago.
-        let mut b = Beats::new(250);
+        let mut b = Beats::new(250, 500);
         b.sent(&msg(MessageType::MsgHeartbeat, 2), 0);
         let beat = msg(MessageType::MsgHeartbeat, 2);
         assert!(b.spare(&beat, 100, true, 100));
@@ -153,10 +164,25 @@ mod tests {
 
     #[test]
     fn followers_are_remembered_within_the_bound() {
-        let mut b = Beats::new(250);
+        let mut b = Beats::new(250, 500);
         for to in 0..(REMEMBERED as u64 * 3) {
             b.sent(&msg(MessageType::MsgHeartbeat, to), to * 200);
         }
         assert!(b.last_sent.len() <= REMEMBERED);
+    }
+
+    #[test]
+    fn the_time_left_counts_down_the_idle_beat_from_the_last_message() {
+        let mut b = Beats::new(250, 500);
+        assert_eq!(b.time_left(2, 0), None, "never sent one");
+        b.sent(&msg(MessageType::MsgHeartbeat, 2), 100);
+        assert_eq!(b.time_left(2, 300), Some(300));
+        assert_eq!(b.time_left(2, 700), Some(0));
+        b.sent(&msg(MessageType::MsgRequestVote, 2), 700);
+        assert_eq!(
+            b.time_left(2, 700),
+            Some(0),
+            "a vote does not reset its timer"
+        );
     }
 }

@@ -109,8 +109,8 @@ pub struct GroupConfig {
     /// sleeps (`Group::idle_wait_ms`): a follower's longest wait, and the
     /// leader's heartbeat pace then. Longer than the quiet beat and shorter
     /// than the election timeout: the driver sets it from
-    /// `evs.keepalive_period`, Galera's idle pace, capped at three
-    /// quarters of the election timeout.
+    /// `evs.keepalive_period`, Galera's idle pace, capped at half the
+    /// election timeout (`GroupConfig::set_keepalive_ms`).
     pub idle_beat_ms: u64,
     /// Randomize election timeouts (production); off in simulations,
     /// which must not depend on raft-rs's unseeded random numbers.
@@ -181,12 +181,16 @@ pub struct GroupConfig {
 }
 
 impl GroupConfig {
-    /// Galera's `evs.keepalive_period` as the idle pace (`idle_beat_ms`):
-    /// at most 3/4 of the election timeout, so a follower that misses one
-    /// heartbeat still hears the next before it would campaign, and at
-    /// least the quiet beat.
+    /// Galera's `evs.keepalive_period` as the idle pace (`idle_beat_ms`),
+    /// set after the timing it depends on. At most half the election
+    /// timeout: a follower that does not sleep (one still applying a
+    /// backlog, or a donor, counts every tick) must hear each heartbeat
+    /// with time to spare before it campaigns. At most half the suspect
+    /// timeout, so an idle leader never takes a quiet member for a
+    /// silent one. At least the quiet beat.
     pub fn set_keepalive_ms(&mut self, keepalive_ms: u64) {
-        let cap = self.tick_ms * self.election_ticks as u64 * 3 / 4;
+        let election = self.tick_ms * self.election_ticks as u64;
+        let cap = (election / 2).min(self.suspect_timeout_ms / 2);
         self.idle_beat_ms = keepalive_ms.min(cap).max(self.quiet_beat_ms);
     }
 }
@@ -199,9 +203,9 @@ impl Default for GroupConfig {
             election_ticks: 20,
             // A quarter of the election timeout (1 s).
             quiet_beat_ms: 250,
-            // Galera's keepalive (1 s), capped at 3/4 of the election
-            // timeout.
-            idle_beat_ms: 750,
+            // Galera's keepalive (1 s), capped at half the election
+            // timeout (`set_keepalive_ms`).
+            idle_beat_ms: 500,
             randomized_election: true,
             suspect_timeout_ms: 5000,
             retry_ms: 1000,
@@ -494,7 +498,7 @@ impl Group {
             forwarded: echo::Forwarded::default(),
             next_forward: 1,
             stubs: echo::Stubs::default(),
-            beats: Beats::new(cfg.quiet_beat_ms),
+            beats: Beats::new(cfg.quiet_beat_ms, cfg.idle_beat_ms.max(cfg.quiet_beat_ms)),
             planned_wait_ms: 0,
             relays: HashMap::new(),
             proposed: HashMap::new(),
@@ -656,11 +660,13 @@ impl Group {
     /// the end of such a wait reach raft-rs's heartbeat interval, so a
     /// heartbeat leaves at each of the leader's wakes (none is spared:
     /// the wait is longer than the quiet beat), and a follower hears from
-    /// its leader about every 700 ms by default, Galera's idle pace of
-    /// one keepalive a second capped at 3/4 of the election timeout. A
+    /// its leader about every 450 ms by default: Galera's idle pace of
+    /// one keepalive a second, capped at half the election timeout. A
     /// follower that missed one falls out of close contact and ticks
     /// exactly from then: an election needs a whole election timeout
-    /// more (at least 1 s) without a heartbeat.
+    /// more (at least 1 s) without a heartbeat. A follower that does not
+    /// sleep (still applying) counts every tick, and hears each heartbeat
+    /// with half an election timeout to spare.
     ///
     /// The ticks such a wait skips beyond `max_catch_up_ticks` are lost,
     /// which only makes Raft's clocks slower: an election or a
@@ -700,7 +706,18 @@ impl Group {
                 .prs()
                 .iter()
                 .all(|(id, _)| *id == me || self.heard_within(*id, window));
-            close.then(|| window.saturating_sub(self.cfg.tick_ms))
+            // No follower may go longer than the window without a message:
+            // the heartbeats this round spared counted on a shorter sleep.
+            let due = self
+                .raw
+                .raft
+                .prs()
+                .iter()
+                .filter(|(id, _)| **id != me)
+                .filter_map(|(id, _)| self.beats.time_left(*id, self.now))
+                .min()
+                .unwrap_or(u64::MAX);
+            close.then(|| window.saturating_sub(self.cfg.tick_ms).min(due))
         } else {
             self.heard_within(self.leader(), window).then_some(window)
         }
@@ -1030,6 +1047,10 @@ impl Group {
     /// whole busy round old by then. (Only the lease: the rest of the
     /// driver keeps the time of its last tick.)
     pub fn set_clock(&mut self, now: u64) {
+        // The messages stepped before the round's tick are heard now, not
+        // at the last tick, which may be a whole idle sleep ago (a
+        // learner judges its leader's contact on `last_heard`).
+        self.now = self.now.max(now);
         self.lease_clock = self.lease_clock.max(now);
         self.obligation_clock.advance(self.lease_clock);
     }
@@ -1661,7 +1682,8 @@ impl Group {
         let last = self.raw.raft.raft_log.last_index();
         let all_committed = self.raw.raft.raft_log.committed == last;
         // The leader's next chance to send a heartbeat: the next interval,
-        // or after the driver's sleep, which is likely as long as the last.
+        // or after the driver's sleep, which is likely as long as the last
+        // (a longer one to come is cut short for it: `close_wait_ms`).
         let next_chance = self.planned_wait_ms.max(self.heartbeat_ms());
         for mut msg in msgs {
             if self.repeats_big_append(&msg) {
@@ -2556,9 +2578,9 @@ mod keepalive_tests {
     fn the_idle_pace_follows_the_keepalive_within_the_election_timeout() {
         let mut c = GroupConfig::default(); // election timeout 1 s
         c.set_keepalive_ms(1000);
-        assert_eq!(c.idle_beat_ms, 750, "Galera's default, capped at 3/4");
-        c.set_keepalive_ms(500);
-        assert_eq!(c.idle_beat_ms, 500);
+        assert_eq!(c.idle_beat_ms, 500, "Galera's default, capped at 1/2");
+        c.set_keepalive_ms(300);
+        assert_eq!(c.idle_beat_ms, 300);
         c.set_keepalive_ms(10);
         assert_eq!(
             c.idle_beat_ms, c.quiet_beat_ms,
@@ -2567,5 +2589,8 @@ mod keepalive_tests {
         c.tick_ms = 200; // election timeout 4 s
         c.set_keepalive_ms(1000);
         assert_eq!(c.idle_beat_ms, 1000);
+        c.suspect_timeout_ms = 1000;
+        c.set_keepalive_ms(1000);
+        assert_eq!(c.idle_beat_ms, 500, "half the suspect timeout");
     }
 }

@@ -137,8 +137,8 @@ pub fn group_config() -> GroupConfig {
         // other heartbeat (40 ms), so the spared heartbeats are exercised
         // under every fault.
         quiet_beat_ms: 50,
-        // 3/4 of the election timeout, as the default's.
-        idle_beat_ms: 110,
+        // Half the election timeout, as the default's.
+        idle_beat_ms: 75,
         randomized_election: false,
         suspect_timeout_ms: 1000,
         retry_ms: 200,

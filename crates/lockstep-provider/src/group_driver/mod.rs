@@ -283,10 +283,13 @@ const SLOW_ROUND: Duration = Duration::from_millis(500);
 /// How often each peer's round trip is probed (metrics, clock rates).
 const PING_EVERY: Duration = Duration::from_secs(1);
 /// The same while the group sleeps in close contact, with no lease in
-/// use: a clock rate is judged over a window this long anyway
-/// (`clocks::WINDOW_NS`), and an idle cluster's every probe costs both
-/// ends two wake-ups.
-const PING_EVERY_IDLE: Duration = Duration::from_nanos(lockstep_core::clocks::WINDOW_NS);
+/// use: a clock rate is judged over at least `clocks::WINDOW_NS` (2 s)
+/// anyway, and an idle cluster's every probe costs both ends two
+/// wake-ups. A tenth more, so that two probes' midpoints are a whole
+/// window apart despite their round trips (one a hair short would wait
+/// for the next).
+const PING_EVERY_IDLE: Duration =
+    Duration::from_nanos(lockstep_core::clocks::WINDOW_NS + lockstep_core::clocks::WINDOW_NS / 10);
 
 struct Worker {
     group: Group,
@@ -597,7 +600,7 @@ impl Worker {
 }
 
 impl Worker {
-    /// Once a second (every two while the group sleeps in close
+    /// Once a second (every 2.2 s while the group sleeps in close
     /// contact), a round-trip probe to every other member (answered
     /// on its transport's event loop, `read_ask::quick`; ADR 0019). A member with
     /// no connection yet is dialed (Raft alone connects followers only to
