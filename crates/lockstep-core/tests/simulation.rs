@@ -272,6 +272,15 @@ fn idle_then_crash_the_leader(name: &str, seed: u64, sleeps: bool) -> Result<(u6
             })?;
         }
     }
+    if sleeps {
+        // A proposal wakes the group for a moment; the leader spares
+        // heartbeats while its appends flow, then sleeps again. The
+        // first long sleep must not leave a follower the spared
+        // heartbeats' time longer without a message (`close_wait_ms`).
+        let (raft_id, id) = (sim.nodes[leader].id, sim.nodes[leader].next_id);
+        sim.propose(leader, Action::Barrier { raft_id, id });
+        idle_under_one_leader(&mut sim, 1_000, bound)?;
+    }
     let crashed = sim.now;
     sim.crash(leader, None);
     let elected = sim.run_until(5_000, |s| s.leader_slot().is_some_and(|l| l != leader));
