@@ -181,6 +181,12 @@ pub struct GroupConfig {
 }
 
 impl GroupConfig {
+    /// Close contact's window (`Group::idle_wait_ms`): the idle beat, at
+    /// least the quiet beat whatever the configuration says.
+    pub fn close_window_ms(&self) -> u64 {
+        self.idle_beat_ms.max(self.quiet_beat_ms)
+    }
+
     /// Galera's `evs.keepalive_period` as the idle pace (`idle_beat_ms`),
     /// set after the timing it depends on. At most half the election
     /// timeout: a follower that does not sleep (one still applying a
@@ -498,7 +504,7 @@ impl Group {
             forwarded: echo::Forwarded::default(),
             next_forward: 1,
             stubs: echo::Stubs::default(),
-            beats: Beats::new(cfg.quiet_beat_ms, cfg.idle_beat_ms.max(cfg.quiet_beat_ms)),
+            beats: Beats::new(cfg.quiet_beat_ms, cfg.close_window_ms()),
             planned_wait_ms: 0,
             relays: HashMap::new(),
             proposed: HashMap::new(),
@@ -697,7 +703,7 @@ impl Group {
         if self.leases_in_use() {
             return None;
         }
-        let window = self.cfg.idle_beat_ms.max(self.cfg.quiet_beat_ms);
+        let window = self.cfg.close_window_ms();
         if self.is_leader() {
             let me = self.me.raft_id;
             let close = self
@@ -708,16 +714,18 @@ impl Group {
                 .all(|(id, _)| *id == me || self.heard_within(*id, window));
             // No follower may go longer than the window without a message:
             // the heartbeats this round spared counted on a shorter sleep.
-            let due = self
-                .raw
-                .raft
-                .prs()
-                .iter()
-                .filter(|(id, _)| **id != me)
-                .filter_map(|(id, _)| self.beats.time_left(*id, self.now))
-                .min()
-                .unwrap_or(u64::MAX);
-            close.then(|| window.saturating_sub(self.cfg.tick_ms).min(due))
+            close.then(|| {
+                let due = self
+                    .raw
+                    .raft
+                    .prs()
+                    .iter()
+                    .filter(|(id, _)| **id != me)
+                    .filter_map(|(id, _)| self.beats.time_left(*id, self.now))
+                    .min()
+                    .unwrap_or(u64::MAX);
+                window.saturating_sub(self.cfg.tick_ms).min(due)
+            })
         } else {
             self.heard_within(self.leader(), window).then_some(window)
         }
@@ -1042,14 +1050,12 @@ impl Group {
         self.saw_local_read();
     }
 
-    /// The time now, for the lease only: a leader judges its lease when it
-    /// steps a follower's read, and the time of the last `tick` may be a
-    /// whole busy round old by then. (Only the lease: the rest of the
-    /// driver keeps the time of its last tick.)
+    /// The time now, before the round's messages are stepped: a leader
+    /// judges its lease when it steps a follower's read, and a message is
+    /// heard (`last_heard`, which a learner judges its leader's contact
+    /// on) at this time, where the last `tick` may be a whole busy round
+    /// or idle sleep old. Raft's ticks still come only from `tick`.
     pub fn set_clock(&mut self, now: u64) {
-        // The messages stepped before the round's tick are heard now, not
-        // at the last tick, which may be a whole idle sleep ago (a
-        // learner judges its leader's contact on `last_heard`).
         self.now = self.now.max(now);
         self.lease_clock = self.lease_clock.max(now);
         self.obligation_clock.advance(self.lease_clock);
