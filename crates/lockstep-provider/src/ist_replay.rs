@@ -24,12 +24,7 @@ use wsrep_abi::{Gtid, Uuid};
 
 /// Rough bytes of one buffered writeset: payload, keys, and bookkeeping.
 fn writeset_bytes(ws: &RemoteWs) -> usize {
-    let keys: usize = ws
-        .ws
-        .keys
-        .iter()
-        .map(|k| k.parts.iter().map(Vec::len).sum::<usize>() + 16)
-        .sum();
+    let keys: usize = ws.ws.keys.iter().map(|k| k.part_bytes() + 16).sum();
     ws.ws.data.len() + keys + 64
 }
 

@@ -43,19 +43,19 @@ impl Provider {
         self.lock().trxs.begin(trx_id);
     }
 
-    pub fn append_key(&self, trx: &mut LocalTrx, parts: Vec<Vec<u8>>, kind: KeyType) -> Status {
-        let bytes: usize = parts.iter().map(Vec::len).sum();
+    pub fn append_key(&self, trx: &mut LocalTrx, key: Key) -> Status {
+        let bytes = key.part_bytes();
         if trx.oversized {
             return status::OK;
         }
-        trx.counted_keys.add(&parts);
+        trx.counted_keys.add(&key);
         if trx.counted_size() as u64 > self.max_ws_size() {
             trx.oversized = true;
             return status::OK;
         }
         trx.key_bytes += bytes;
         trx.key_count += 1;
-        trx.keys.push(Key { parts, kind });
+        trx.keys.push(key);
         status::OK
     }
 
@@ -628,13 +628,13 @@ impl Provider {
             return status::CONN_FAIL;
         }
         let mut toi = LocalTrx {
-            key_bytes: keys.iter().flat_map(|k| &k.parts).map(Vec::len).sum(),
+            key_bytes: keys.iter().map(Key::part_bytes).sum(),
             key_count: keys.len(),
             keys: keys
                 .into_iter()
-                .map(|k| Key {
-                    parts: k.parts,
-                    kind: KeyType::Exclusive,
+                .map(|mut k| {
+                    k.kind = KeyType::Exclusive;
+                    k
                 })
                 .collect(),
             data: action,
@@ -643,7 +643,7 @@ impl Provider {
             ..LocalTrx::default()
         };
         for k in &toi.keys {
-            toi.counted_keys.add(&k.parts);
+            toi.counted_keys.add(k);
         }
         let g = self.flow_control_wait(self.lock(), None);
         let g = self.wait_unpaused(g);

@@ -152,14 +152,10 @@ impl Node {
 /// A local transaction with one row key in `table`.
 fn trx(table: &str, row: &str) -> Handle {
     let mut t = LocalTrx::default();
-    t.keys.push(Key {
-        parts: vec![
-            b"db".to_vec(),
-            table.as_bytes().to_vec(),
-            row.as_bytes().to_vec(),
-        ],
-        kind: KeyType::Exclusive,
-    });
+    t.keys.push(Key::new(
+        [&b"db"[..], table.as_bytes(), row.as_bytes()],
+        KeyType::Exclusive,
+    ));
     t.data = b"binlog events".to_vec();
     Handle::Local(t)
 }
@@ -347,10 +343,7 @@ fn a_ddl_runs_in_total_order_isolation_with_depends_on_the_previous_seqno() {
     let last_seen = n.p.last_committed_id().seqno;
     // The DDL is ordered and finished while the transaction executes...
     let mut toi_meta = TrxMeta::undefined();
-    let table_key = Key {
-        parts: vec![b"db".to_vec(), b"t".to_vec()],
-        kind: KeyType::Exclusive,
-    };
+    let table_key = Key::new(vec![b"db".to_vec(), b"t".to_vec()], KeyType::Exclusive);
     let rc = n.p.to_execute_start(
         7,
         vec![table_key],
@@ -684,10 +677,10 @@ fn fragment(p: &Provider, id: u64, h: &mut Handle, row: &str, wsflags: u32) -> (
     let Handle::Local(t) = h else {
         unreachable!("a local transaction")
     };
-    t.keys.push(Key {
-        parts: vec![b"db".to_vec(), b"t".to_vec(), row.as_bytes().to_vec()],
-        kind: KeyType::Exclusive,
-    });
+    t.keys.push(Key::new(
+        vec![b"db".to_vec(), b"t".to_vec(), row.as_bytes().to_vec()],
+        KeyType::Exclusive,
+    ));
     t.data = format!("fragment {row}").into_bytes();
     let mut meta = TrxMeta::undefined();
     let rc = p.certify(id, Some(t), 1, wsflags, &mut meta);

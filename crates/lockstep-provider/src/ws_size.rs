@@ -12,6 +12,7 @@
 //! the count is strictly above it. This is what is counted, not the bytes
 //! Lockstep sends (its own encoding differs).
 
+use lockstep_core::certification::Key;
 use std::collections::HashSet;
 
 /// Galera's count of a writeset with no key and no data.
@@ -24,31 +25,35 @@ const PART_BYTES: usize = 8;
 #[derive(Debug, Default)]
 pub struct KeyCount {
     /// Every prefix short of a whole key (database, database + table)
-    /// seen so far; bounded by the keys appended.
-    branches: HashSet<Vec<Vec<u8>>>,
-    /// The last key appended (empty: none): an equal one costs nothing.
-    /// Overwritten in place, so appending keys of one shape allocates
-    /// nothing after the first.
-    previous: Vec<Vec<u8>>,
+    /// seen so far, in the keys' encoding; bounded by the keys appended.
+    branches: HashSet<Box<[u8]>>,
+    /// The last key appended, encoded (empty: none, since a key with a
+    /// part never encodes empty): an equal one costs nothing. Overwritten
+    /// in place, so appending keys allocates nothing after the first.
+    previous: Vec<u8>,
     /// Bytes counted for the keys so far.
     pub bytes: usize,
 }
 
 impl KeyCount {
     /// Adds a key; returns what it added to the count.
-    pub fn add(&mut self, parts: &[Vec<u8>]) -> usize {
-        if parts.is_empty() || self.previous.as_slice() == parts {
+    pub fn add(&mut self, key: &Key) -> usize {
+        let encoded = key.encoded();
+        if key.nparts() == 0 || self.previous == encoded {
             return 0;
         }
         let mut added = PART_BYTES; // the leaf
-        for n in 1..parts.len() {
-            // Looked up by slice first: known prefixes are not copied.
-            if !self.branches.contains(&parts[..n]) {
-                self.branches.insert(parts[..n].to_vec());
+        for n in 1..key.nparts() {
+            // A prefix of the encoding; looked up by slice first: known
+            // prefixes are not copied.
+            let prefix = &encoded[..key.level_end(n)];
+            if !self.branches.contains(prefix) {
+                self.branches.insert(prefix.into());
                 added += PART_BYTES;
             }
         }
-        parts.clone_into(&mut self.previous);
+        self.previous.clear();
+        self.previous.extend_from_slice(encoded);
         self.bytes += added;
         added
     }
@@ -62,9 +67,10 @@ pub fn counted(keys: &KeyCount, data_len: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lockstep_core::certification::KeyType;
 
-    fn key(db: &str, table: &str, row: &[u8]) -> Vec<Vec<u8>> {
-        vec![db.into(), table.into(), row.to_vec()]
+    fn key(db: &str, table: &str, row: &[u8]) -> Key {
+        Key::new([db.as_bytes(), table.as_bytes(), row], KeyType::Exclusive)
     }
 
     #[test]
@@ -81,7 +87,7 @@ mod tests {
         );
         assert_eq!(k.add(&key("test", "t4", &[1, 0, 0, 0])), 16, "a new table");
         assert_eq!(
-            k.add(&[b"test".to_vec(), b"t4".to_vec()]),
+            k.add(&Key::new(["test", "t4"], KeyType::Shared)),
             8,
             "a table-level key"
         );

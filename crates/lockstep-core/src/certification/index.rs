@@ -5,6 +5,11 @@
 //! collision costs a comparison, never a wrong match. Slots are stable for an
 //! entry's lifetime, which lets the writeset map remember which entries each
 //! writeset referenced and purge exactly those (see `purge.rs`).
+//!
+//! A key of up to [`INLINE`] bytes (a database, a table, most row ids
+//! under them) is kept in its slab entry: a lookup then compares bytes it
+//! already loaded with the entry's hash, instead of following a pointer
+//! to a cache miss of its own, and entering a new key allocates nothing.
 
 use std::hash::BuildHasher;
 
@@ -20,6 +25,40 @@ pub(crate) const NO_SLOT: u32 = u32::MAX;
 /// Bit of an origin tag marking a TOI writer; the rest is the node number.
 pub(crate) const TOI_BIT: u32 = 1 << 31;
 
+/// Key bytes kept in the slab entry itself, at most.
+pub(crate) const INLINE: usize = 38;
+
+/// A key's bytes: inline when short, else on the heap.
+enum KeyBytes {
+    Inline(u8, [u8; INLINE]),
+    Heap(Box<[u8]>),
+}
+
+impl KeyBytes {
+    fn new(key: &[u8]) -> KeyBytes {
+        if key.len() <= INLINE {
+            let mut buf = [0; INLINE];
+            buf[..key.len()].copy_from_slice(key);
+            KeyBytes::Inline(key.len() as u8, buf)
+        } else {
+            KeyBytes::Heap(key.into())
+        }
+    }
+
+    #[inline]
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            KeyBytes::Inline(len, buf) => &buf[..usize::from(*len)],
+            KeyBytes::Heap(b) => b,
+        }
+    }
+
+    /// No bytes, nothing held (a released entry).
+    fn empty() -> KeyBytes {
+        KeyBytes::Inline(0, [0; INLINE])
+    }
+}
+
 /// One key of the index.
 pub(crate) struct Entry {
     /// Latest writer's seqno per [`KeyType::index`], or [`NO_REF`].
@@ -27,7 +66,7 @@ pub(crate) struct Entry {
     /// Origin tag of each reference: interned node number | [`TOI_BIT`].
     pub origin: [u32; 4],
     hash: u64,
-    key: Box<[u8]>,
+    key: KeyBytes,
 }
 
 impl Entry {
@@ -74,7 +113,7 @@ impl KeyIndex {
     pub fn find(&self, hash: u64, key: &[u8]) -> u32 {
         let slab = &self.slab;
         match self.table.find(hash, |&s| {
-            slab[s as usize].hash == hash && *slab[s as usize].key == *key
+            slab[s as usize].hash == hash && slab[s as usize].key.as_slice() == key
         }) {
             Some(&s) => s,
             None => NO_SLOT,
@@ -109,7 +148,7 @@ impl KeyIndex {
             refs: [NO_REF; 4],
             origin: [0; 4],
             hash,
-            key: key.into(),
+            key: KeyBytes::new(key),
         };
         let slot = match self.free.pop() {
             Some(s) => {
@@ -155,7 +194,7 @@ impl KeyIndex {
             return;
         }
         let hash = e.hash;
-        e.key = Box::default();
+        e.key = KeyBytes::empty();
         if let Ok(found) = self.table.find_entry(hash, |&s| s == slot) {
             found.remove();
         }
@@ -200,6 +239,34 @@ mod tests {
         ix.reference(s3, KeyType::Update, 9, 0);
         assert_eq!(ix.find(h2, &k2), s2);
         assert_eq!(ix.len(), 2);
+    }
+
+    /// Keys on either side of the inline size are told apart and found.
+    #[test]
+    fn short_keys_inline_and_long_ones_on_the_heap_are_found_alike() {
+        let mut ix = KeyIndex::new();
+        let keys: Vec<Vec<u8>> = [0, 1, INLINE - 1, INLINE, INLINE + 1, 300]
+            .iter()
+            .map(|&n| vec![7; n])
+            .collect();
+        let slots: Vec<u32> = keys
+            .iter()
+            .map(|k| ix.find_or_insert(ix.hash(k), k))
+            .collect();
+        for (k, &s) in keys.iter().zip(&slots) {
+            ix.reference(s, KeyType::Shared, 1, 0);
+            assert_eq!(ix.find(ix.hash(k), k), s);
+            assert_eq!(ix.entry(s).key.as_slice(), &k[..]);
+        }
+        assert!(matches!(ix.entry(slots[3]).key, KeyBytes::Inline(..)));
+        assert!(matches!(ix.entry(slots[4]).key, KeyBytes::Heap(_)));
+        // Under the same hash, bytes that differ in the last inline byte
+        // are another key.
+        let mut other = keys[3].clone();
+        other[INLINE - 1] = 8;
+        assert_eq!(ix.find(ix.hash(&keys[3]), &other), NO_SLOT);
+        ix.release_upto(slots[5], 1);
+        assert_eq!(ix.entry(slots[5]).key.as_slice(), b"");
     }
 
     /// Even if every key hashed to the same value, lookups stay exact.

@@ -80,10 +80,19 @@ impl fmt::Display for KeyType {
 ///
 /// A key with no parts stands for the server-level key of the given type.
 /// More than 3 parts are accepted and expand the same way.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+///
+/// The parts are kept in the index's encoding (module doc), in one
+/// allocation however many parts there are: a writeset of a million keys
+/// was four million allocations on every node when each part had its own,
+/// and certification reads every level of the key as a prefix of it
+/// without encoding it again.
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Key {
-    /// The parts, outermost first (`[db, table, row id]`).
-    pub parts: Vec<Vec<u8>>,
+    /// The parts, outermost first (`[db, table, row id]`), each as its
+    /// LEB128 length then its bytes. Built only here, so always well-formed.
+    encoded: Box<[u8]>,
+    /// How many parts `encoded` holds.
+    nparts: u32,
     /// The type of the leaf.
     pub kind: KeyType,
 }
@@ -93,12 +102,100 @@ impl Key {
     pub fn new<I, P>(parts: I, kind: KeyType) -> Key
     where
         I: IntoIterator<Item = P>,
-        P: Into<Vec<u8>>,
+        P: AsRef<[u8]>,
     {
+        let parts: Vec<P> = parts.into_iter().collect();
+        Key::from_slices(parts.iter().map(AsRef::as_ref), kind)
+    }
+
+    /// Builds a key from its parts in one allocation of the exact size
+    /// (the iterator is walked twice).
+    pub fn from_slices<'a, I>(parts: I, kind: KeyType) -> Key
+    where
+        I: Iterator<Item = &'a [u8]> + Clone,
+    {
+        let size = parts.clone().map(|p| len_bytes(p.len()) + p.len()).sum();
+        let mut encoded = Vec::with_capacity(size);
+        let mut nparts = 0u32;
+        for part in parts {
+            push_len(&mut encoded, part.len());
+            encoded.extend_from_slice(part);
+            nparts += 1;
+        }
         Key {
-            parts: parts.into_iter().map(Into::into).collect(),
+            encoded: encoded.into_boxed_slice(),
+            nparts,
             kind,
         }
+    }
+
+    /// The parts, outermost first.
+    pub fn parts(&self) -> Parts<'_> {
+        Parts {
+            rest: &self.encoded,
+            left: self.nparts,
+        }
+    }
+
+    /// How many parts the key has (0: the server-level key).
+    pub fn nparts(&self) -> usize {
+        self.nparts as usize
+    }
+
+    /// The bytes of its parts, without their lengths.
+    pub fn part_bytes(&self) -> usize {
+        self.parts().map(<[u8]>::len).sum()
+    }
+
+    /// The key of the first `level` parts (all of them if `level` is
+    /// larger), of type `kind`.
+    pub fn prefix(&self, level: usize, kind: KeyType) -> Key {
+        let level = level.min(self.nparts());
+        Key {
+            encoded: self.encoded[..self.level_end(level)].into(),
+            nparts: level as u32,
+            kind,
+        }
+    }
+
+    /// The parts as owned byte strings.
+    pub fn to_parts(&self) -> Vec<Vec<u8>> {
+        self.parts().map(<[u8]>::to_vec).collect()
+    }
+
+    /// The index's encoding of the whole key: every level is a prefix.
+    pub fn encoded(&self) -> &[u8] {
+        &self.encoded
+    }
+
+    /// Where the encoding of the first `level` parts ends in
+    /// [`Key::encoded`] (`level` at most [`Key::nparts`]).
+    pub fn level_end(&self, level: usize) -> usize {
+        let mut parts = self.parts();
+        for _ in 0..level {
+            parts.next();
+        }
+        self.encoded.len() - parts.rest.len()
+    }
+
+    /// Every level's end in [`Key::encoded`] into `ends` (cleared first):
+    /// `ends[l]` ends the first `l` parts, `ends[0] == 0`.
+    pub fn level_ends(&self, ends: &mut Vec<usize>) {
+        ends.clear();
+        ends.push(0);
+        let mut parts = self.parts();
+        while parts.next().is_some() {
+            ends.push(self.encoded.len() - parts.rest.len());
+        }
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Key")
+            .field("parts", &self.parts().collect::<Vec<_>>())
+            .field("kind", &self.kind)
+            .finish()
     }
 }
 
@@ -106,10 +203,10 @@ impl fmt::Display for Key {
     /// `db/table/0x0001` style: printable ASCII parts as text, others in hex;
     /// the server-level key prints as `<server>`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.parts.is_empty() {
+        if self.nparts == 0 {
             f.write_str("<server>")?;
         }
-        for (i, part) in self.parts.iter().enumerate() {
+        for (i, part) in self.parts().enumerate() {
             if i > 0 {
                 f.write_str("/")?;
             }
@@ -127,6 +224,36 @@ impl fmt::Display for Key {
     }
 }
 
+/// A key's parts, outermost first ([`Key::parts`]).
+#[derive(Clone)]
+pub struct Parts<'a> {
+    rest: &'a [u8],
+    left: u32,
+}
+
+impl<'a> Iterator for Parts<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.left == 0 {
+            return None;
+        }
+        // `Key` wrote the encoding itself; a malformed one (impossible)
+        // ends the parts rather than panics.
+        let (len, at) = read_len(self.rest)?;
+        let part = self.rest.get(at..at.checked_add(len)?)?;
+        self.rest = &self.rest[at + len..];
+        self.left -= 1;
+        Some(part)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
+    }
+}
+
+impl ExactSizeIterator for Parts<'_> {}
+
 /// Appends the LEB128 encoding of `n`.
 #[inline]
 fn push_len(buf: &mut Vec<u8>, mut n: usize) {
@@ -137,28 +264,28 @@ fn push_len(buf: &mut Vec<u8>, mut n: usize) {
     buf.push(n as u8);
 }
 
-/// Encodes `parts` into `buf` (cleared first) and records in `ends` the end
-/// offset of every level: `ends[l]` is the length of the encoding of the
-/// first `l` parts (`ends[0] == 0`, the zero-level key).
+/// The bytes [`push_len`] writes for `n`.
 #[inline]
-pub(crate) fn encode_levels(parts: &[Vec<u8>], buf: &mut Vec<u8>, ends: &mut Vec<usize>) {
-    buf.clear();
-    ends.clear();
-    ends.push(0);
-    for part in parts {
-        push_len(buf, part.len());
-        buf.extend_from_slice(part);
-        ends.push(buf.len());
+fn len_bytes(mut n: usize) -> usize {
+    let mut bytes = 1;
+    while n >= 0x80 {
+        n >>= 7;
+        bytes += 1;
     }
+    bytes
 }
 
-/// Encodes the first `level` parts of `parts` into `buf` (cleared first).
-pub(crate) fn encode_prefix(parts: &[Vec<u8>], level: usize, buf: &mut Vec<u8>) {
-    buf.clear();
-    for part in &parts[..level.min(parts.len())] {
-        push_len(buf, part.len());
-        buf.extend_from_slice(part);
+/// Reads a LEB128 length: the length and the bytes it took.
+#[inline]
+fn read_len(bytes: &[u8]) -> Option<(usize, usize)> {
+    let mut n = 0usize;
+    for (i, &b) in bytes.iter().enumerate().take(10) {
+        n |= usize::from(b & 0x7f).checked_shl(7 * i as u32)?;
+        if b & 0x80 == 0 {
+            return Some((n, i + 1));
+        }
     }
+    None
 }
 
 #[cfg(test)]
@@ -180,29 +307,49 @@ mod tests {
 
     #[test]
     fn encoding_is_injective_and_prefix_structured() {
-        let mut buf = Vec::new();
+        let a = Key::new([&b"ab"[..], b"c"], KeyType::Shared);
+        let b = Key::new([&b"a"[..], b"bc"], KeyType::Shared);
         let mut ends = Vec::new();
-        let a = vec![b"ab".to_vec(), b"c".to_vec()];
-        let b = vec![b"a".to_vec(), b"bc".to_vec()];
-        encode_levels(&a, &mut buf, &mut ends);
-        let ea = buf.clone();
+        a.level_ends(&mut ends);
         assert_eq!(ends, vec![0, 3, 5]);
-        encode_levels(&b, &mut buf, &mut ends);
-        assert_ne!(ea, buf);
-        let mut p = Vec::new();
-        encode_prefix(&a, 1, &mut p);
-        assert_eq!(&ea[..3], &p[..]);
-        encode_prefix(&a, 0, &mut p);
-        assert!(p.is_empty());
+        assert_ne!(a.encoded(), b.encoded());
+        assert_ne!(a, b);
+        assert_eq!(a.prefix(1, KeyType::Shared).encoded(), &a.encoded()[..3]);
+        assert_eq!(a.level_end(1), 3);
+        assert!(a.prefix(0, KeyType::Shared).encoded().is_empty());
+        assert_eq!(a.prefix(9, KeyType::Shared), a, "at most every part");
         // Long parts use multi-byte lengths.
-        let long = vec![vec![7u8; 300]];
-        encode_levels(&long, &mut buf, &mut ends);
-        assert_eq!(&buf[..2], &[0xac, 0x02]);
+        let long = Key::new([vec![7u8; 300]], KeyType::Shared);
+        assert_eq!(&long.encoded()[..2], &[0xac, 0x02]);
+        long.level_ends(&mut ends);
         assert_eq!(ends, vec![0, 302]);
         // An empty part differs from no part.
-        let empty = vec![Vec::new()];
-        encode_levels(&empty, &mut buf, &mut ends);
-        assert_eq!(buf, vec![0]);
+        let empty = Key::new([Vec::new()], KeyType::Shared);
+        assert_eq!(empty.encoded(), &[0]);
+        assert_ne!(empty, Key::new(Vec::<Vec<u8>>::new(), KeyType::Shared));
+    }
+
+    #[test]
+    fn parts_come_back_as_they_went_in() {
+        let parts = vec![b"db".to_vec(), Vec::new(), vec![0xff; 200], vec![1; 70_000]];
+        let k = Key::new(parts.clone(), KeyType::Update);
+        assert_eq!(k.nparts(), 4);
+        assert_eq!(k.parts().len(), 4);
+        assert_eq!(k.to_parts(), parts);
+        assert_eq!(k.part_bytes(), 2 + 200 + 70_000);
+        assert_eq!(k.prefix(2, KeyType::Shared).to_parts(), parts[..2].to_vec());
+        assert_eq!(
+            Key::from_slices(parts.iter().map(Vec::as_slice), KeyType::Update),
+            k
+        );
+        for n in [0, 1, 127, 128, 16_383, 16_384, usize::from(u16::MAX) << 8] {
+            let mut buf = Vec::new();
+            push_len(&mut buf, n);
+            assert_eq!(buf.len(), len_bytes(n));
+            assert_eq!(read_len(&buf), Some((n, buf.len())));
+        }
+        assert_eq!(read_len(&[0x80]), None, "an unfinished length");
+        assert!(format!("{k:?}").contains("parts"));
     }
 
     #[test]

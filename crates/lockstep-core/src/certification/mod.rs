@@ -30,7 +30,6 @@ pub use rules::{is_real_conflict, relation, Relation, TABLE};
 
 use coarse::CoarseRefs;
 use index::{KeyIndex, NO_REF, NO_SLOT, TOI_BIT};
-use key::{encode_levels, encode_prefix};
 use purge::WritesetMap;
 
 /// Global sequence number (`wsrep_seqno_t`); `-1` is "undefined".
@@ -252,7 +251,20 @@ struct Probe {
     key: u32,
     /// Number of parts of this level.
     level: u32,
+    /// Where this level ends in its key's encoding ([`Probe::bytes`]).
+    end: u32,
     kind: KeyType,
+}
+
+impl Probe {
+    /// The index's bytes of this level: a prefix of its key's encoding.
+    fn bytes<'k>(&self, keys: &'k [Key]) -> &'k [u8] {
+        if self.key == ZERO_KEY {
+            &[]
+        } else {
+            &keys[self.key as usize].encoded()[..self.end as usize]
+        }
+    }
 }
 
 /// Probes the scratch keeps room for between writesets: a writeset of a
@@ -263,10 +275,11 @@ const KEEP_PROBES: usize = 1 << 16;
 /// Buffers reused across calls so the hot path does not allocate.
 #[derive(Default)]
 struct Scratch {
-    buf: Vec<u8>,
+    /// The level ends of the key being expanded, and of the one before.
     ends: Vec<usize>,
-    prev: Vec<u8>,
     prev_ends: Vec<usize>,
+    /// The coarse path's table key last entered.
+    prev: Vec<u8>,
     probes: Vec<Probe>,
     listed: Vec<u32>,
     /// (slot, type) pairs to enter, merged to one strongest type per slot.
@@ -291,6 +304,7 @@ impl Scratch {
             self.entered.shrink_to(KEEP_PROBES);
         }
         self.prev_ends.clear();
+        let mut prev: &[u8] = &[];
         let zero_hash = index.hash(&[]);
         let zero_slot = index.find(zero_hash, &[]);
         self.probes.push(Probe {
@@ -298,11 +312,12 @@ impl Scratch {
             slot: zero_slot,
             key: ZERO_KEY,
             level: 0,
+            end: 0,
             kind: KeyType::Shared,
         });
         for (i, k) in keys.iter().enumerate() {
             let kind = if is_toi { KeyType::Exclusive } else { k.kind };
-            let n = k.parts.len();
+            let n = k.nparts();
             if n == 0 {
                 // A server-level key of the requested type.
                 self.probes.push(Probe {
@@ -310,33 +325,35 @@ impl Scratch {
                     slot: zero_slot,
                     key: ZERO_KEY,
                     level: 0,
+                    end: 0,
                     kind,
                 });
                 continue;
             }
-            encode_levels(&k.parts, &mut self.buf, &mut self.ends);
+            let encoded = k.encoded();
+            k.level_ends(&mut self.ends);
             // Levels 1..l are identical to levels of the previous key.
             let mut l = 1;
             while l < n
                 && l < self.prev_ends.len()
                 && self.ends[l] == self.prev_ends[l]
-                && self.buf[self.ends[l - 1]..self.ends[l]]
-                    == self.prev[self.ends[l - 1]..self.ends[l]]
+                && encoded[self.ends[l - 1]..self.ends[l]] == prev[self.ends[l - 1]..self.ends[l]]
             {
                 l += 1;
             }
             for level in l..=n {
-                let bytes = &self.buf[..self.ends[level]];
+                let bytes = &encoded[..self.ends[level]];
                 let hash = index.hash(bytes);
                 self.probes.push(Probe {
                     hash,
                     slot: index.find(hash, bytes),
                     key: i as u32,
                     level: level as u32,
+                    end: self.ends[level] as u32,
                     kind: if level == n { kind } else { KeyType::Shared },
                 });
             }
-            std::mem::swap(&mut self.buf, &mut self.prev);
+            prev = encoded;
             std::mem::swap(&mut self.ends, &mut self.prev_ends);
         }
     }
@@ -575,14 +592,7 @@ impl Certifier {
         if !req.is_toi {
             for p in &self.scratch.probes {
                 if !self.coarse.is_empty() && self.coarse.may_hold(p.hash) {
-                    let parts: &[Vec<u8>] = if p.key == ZERO_KEY {
-                        &[]
-                    } else {
-                        &req.keys[p.key as usize].parts
-                    };
-                    let mut bytes = Vec::new();
-                    encode_prefix(parts, p.level as usize, &mut bytes);
-                    for c in self.coarse.refs(p.hash, &bytes) {
+                    for c in self.coarse.refs(p.hash, p.bytes(req.keys)) {
                         let earlier = KeyType::Exclusive;
                         match weigh(relation(earlier, p.kind), c.seqno, c.origin, node, ls) {
                             Weight::None => {}
@@ -660,26 +670,23 @@ impl Certifier {
         let missing = sc.probes.iter().filter(|p| p.slot == NO_SLOT).count();
         self.index.reserve(if coarse { 0 } else { missing });
         for p in &sc.probes {
-            let parts: &[Vec<u8>] = if p.key == ZERO_KEY {
-                &[]
-            } else {
-                &keys[p.key as usize].parts
-            };
-            if coarse && parts.len() >= 3 && p.level as usize == parts.len() {
+            let key = (p.key != ZERO_KEY).then(|| &keys[p.key as usize]);
+            let nparts = key.map_or(0, Key::nparts);
+            if let Some(key) = key.filter(|_| coarse && nparts >= 3 && p.level as usize == nparts) {
                 // The row's table instead, once per run of rows of a table.
-                encode_prefix(parts, parts.len() - 1, &mut sc.buf);
-                if sc.buf != sc.prev {
-                    let hash = self.index.hash(&sc.buf);
-                    self.coarse.insert(hash, &sc.buf, s, origin);
-                    std::mem::swap(&mut sc.buf, &mut sc.prev);
+                let table = &key.encoded()[..key.level_end(nparts - 1)];
+                if table != sc.prev.as_slice() {
+                    let hash = self.index.hash(table);
+                    self.coarse.insert(hash, table, s, origin);
+                    sc.prev.clear();
+                    sc.prev.extend_from_slice(table);
                 }
                 continue;
             }
             let slot = if p.slot != NO_SLOT {
                 p.slot
             } else {
-                encode_prefix(parts, p.level as usize, &mut sc.buf);
-                self.index.find_or_insert(p.hash, &sc.buf)
+                self.index.find_or_insert(p.hash, p.bytes(keys))
             };
             sc.entered.push((slot, p.kind));
         }
@@ -812,13 +819,9 @@ fn conflict(
 }
 
 fn conflict_key(keys: &[Key], p: &Probe) -> Key {
-    let parts = if p.key == ZERO_KEY {
-        Vec::new()
+    if p.key == ZERO_KEY {
+        Key::new(Vec::<Vec<u8>>::new(), p.kind)
     } else {
-        keys[p.key as usize].parts[..p.level as usize].to_vec()
-    };
-    Key {
-        parts,
-        kind: p.kind,
+        keys[p.key as usize].prefix(p.level as usize, p.kind)
     }
 }

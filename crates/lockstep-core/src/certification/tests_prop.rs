@@ -55,10 +55,12 @@ fn model_expand(keys: &[Key], toi: bool) -> BTreeMap<Parts, KeyType> {
     add(Vec::new(), KeyType::Shared);
     for k in keys {
         let leaf_type = if toi { KeyType::Exclusive } else { k.kind };
-        for l in 1..k.parts.len() {
-            add(k.parts[..l].to_vec(), KeyType::Shared);
+        // The model keeps its own list of parts, not the key's encoding.
+        let parts = k.to_parts();
+        for l in 1..parts.len() {
+            add(parts[..l].to_vec(), KeyType::Shared);
         }
-        add(k.parts.clone(), leaf_type);
+        add(parts, leaf_type);
     }
     out
 }
@@ -155,10 +157,7 @@ impl Model {
                                 self.record(req, keys.clone(), false);
                                 return CertOutcome::Fail {
                                     reason: CertFailure::Conflict {
-                                        key: Key {
-                                            parts: k.clone(),
-                                            kind: t,
-                                        },
+                                        key: Key::new(k.clone(), t),
                                         earlier: e,
                                         with_seqno: r,
                                     },
@@ -185,12 +184,13 @@ impl Model {
         }
         if req.keys.len() > self.coarse_after {
             let (rows, tables): (Vec<Key>, Vec<Key>) =
-                req.keys.iter().cloned().partition(|k| k.parts.len() >= 3);
+                req.keys.iter().cloned().partition(|k| k.nparts() >= 3);
             let mut entered = model_expand(&tables, req.is_toi);
             for r in &rows {
-                for l in 1..r.parts.len() {
+                let parts = r.to_parts();
+                for l in 1..parts.len() {
                     let e = entered
-                        .entry(r.parts[..l].to_vec())
+                        .entry(parts[..l].to_vec())
                         .or_insert(KeyType::Shared);
                     *e = (*e).max(KeyType::Shared);
                 }
@@ -199,7 +199,10 @@ impl Model {
             let last = self.all.last_mut().expect("just recorded");
             last.coarse = rows
                 .iter()
-                .map(|r| r.parts[..r.parts.len() - 1].to_vec())
+                .map(|r| {
+                    let parts = r.to_parts();
+                    parts[..parts.len() - 1].to_vec()
+                })
                 .collect();
         } else {
             self.record(req, keys, true);
@@ -319,19 +322,14 @@ fn node_id(n: u8) -> NodeId {
 
 fn make_key(g: &GenKey) -> Key {
     let names: [&[u8]; 3] = [b"db", b"tbl", b"row"];
-    Key {
-        parts: g
-            .parts
-            .iter()
-            .enumerate()
-            .map(|(level, v)| {
-                let mut p = names[level].to_vec();
-                p.push(b'0' + v);
-                p
-            })
-            .collect(),
-        kind: g.kind,
-    }
+    Key::new(
+        g.parts.iter().enumerate().map(|(level, v)| {
+            let mut p = names[level].to_vec();
+            p.push(b'0' + v);
+            p
+        }),
+        g.kind,
+    )
 }
 
 /// Assigns seqnos (starting after `initial`) and turns purge events into

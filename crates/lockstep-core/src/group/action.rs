@@ -140,13 +140,7 @@ pub struct Writeset {
 impl Writeset {
     /// Bytes this writeset accounts for (keys and data).
     pub fn size(&self) -> usize {
-        self.data.len()
-            + self
-                .keys
-                .iter()
-                .flat_map(|k| &k.parts)
-                .map(Vec::len)
-                .sum::<usize>()
+        self.data.len() + self.keys.iter().map(Key::part_bytes).sum::<usize>()
     }
 }
 
@@ -351,8 +345,8 @@ pub(super) fn read_member(r: &mut Reader<'_>) -> Result<MemberInfo, DecodeError>
 
 /// One key: u8 type, u32 part count, parts as byte strings.
 pub(crate) fn write_key(w: &mut Writer, k: &Key) {
-    w.u8(k.kind.to_wsrep() as u8).u32(k.parts.len() as u32);
-    for p in &k.parts {
+    w.u8(k.kind.to_wsrep() as u8).u32(k.nparts() as u32);
+    for p in k.parts() {
         w.bytes(p);
     }
 }
@@ -364,11 +358,18 @@ pub(crate) fn read_key(r: &mut Reader<'_>) -> Result<Key, DecodeError> {
         value: u64::from(kind),
     })?;
     let nparts = r.count("key.parts", 4)?;
-    let mut parts = Vec::with_capacity(nparts);
+    // Checked on a copy first, so that the key is built in one allocation
+    // from parts known to be there.
+    let parts = r.clone();
     for _ in 0..nparts {
-        parts.push(r.bytes("key.part")?.to_vec());
+        r.bytes("key.part")?;
     }
-    Ok(Key { parts, kind })
+    let mut parts = parts;
+    let key = Key::from_slices(
+        (0..nparts).map_while(move |_| parts.bytes("key.part").ok()),
+        kind,
+    );
+    Ok(key)
 }
 
 pub(super) fn check_version(r: &mut Reader<'_>) -> Result<(), DecodeError> {
@@ -585,7 +586,7 @@ fn read_action(r: &mut Reader<'_>, shared: Option<&Bytes>) -> Result<Action, Dec
             last_seqno: r.i64("genesis.last_seqno")?,
             founder: MemberInfo::read(r)?,
         },
-        T_WRITESET => Action::Writeset(read_writeset(r)?),
+        T_WRITESET => Action::Writeset(read_writeset_in(r, shared)?),
         T_COMMITTED => Action::Committed {
             raft_id: r.u64("committed.raft_id")?,
             seqno: r.i64("committed.seqno")?,
@@ -714,8 +715,18 @@ pub(super) fn write_writeset_head(w: &mut Writer, ws: &Writeset, key_count: u32)
 }
 
 pub(crate) fn read_writeset(r: &mut Reader<'_>) -> Result<Writeset, DecodeError> {
+    read_writeset_in(r, None)
+}
+
+/// [`read_writeset`], its data a slice of `shared` (the buffer `r` reads)
+/// if given, as fragments are: no copy and no allocation per writeset.
+fn read_writeset_in(r: &mut Reader<'_>, shared: Option<&Bytes>) -> Result<Writeset, DecodeError> {
     let mut ws = read_writeset_header(r)?;
-    ws.data = Payload::from(r.bytes("ws.data")?);
+    let data = r.bytes("ws.data")?;
+    ws.data = match shared {
+        Some(whole) => Payload::from_chunks([whole.slice_ref(data)]),
+        None => Payload::from(data),
+    };
     Ok(ws)
 }
 
@@ -766,10 +777,10 @@ pub(crate) mod tests {
             conn_id: 5,
             last_seen: 41,
             flags: 3,
-            keys: vec![Key {
-                parts: vec![b"db".to_vec(), b"t".to_vec(), vec![0, 1]],
-                kind: KeyType::Update,
-            }],
+            keys: vec![Key::new(
+                vec![b"db".to_vec(), b"t".to_vec(), vec![0, 1]],
+                KeyType::Update,
+            )],
             data: vec![1, 2, 3].into(),
         };
         let actions = vec![

@@ -352,10 +352,10 @@ mod tests {
                             } else {
                                 0
                             },
-                            keys: vec![Key {
-                                parts: vec![b"db".to_vec(), b"t".to_vec(), row.into_bytes()],
+                            keys: vec![Key::new(
+                                vec![b"db".to_vec(), b"t".to_vec(), row.into_bytes()],
                                 kind,
-                            }],
+                            )],
                             data: vec![1, 2, 3].into(),
                         })
                     }
@@ -398,10 +398,10 @@ mod tests {
             conn_id: origin,
             last_seen: 0,
             flags: 0,
-            keys: vec![Key {
-                parts: vec![b"db".to_vec(), b"t".to_vec(), b"1".to_vec()],
-                kind: KeyType::Exclusive,
-            }],
+            keys: vec![Key::new(
+                vec![b"db".to_vec(), b"t".to_vec(), b"1".to_vec()],
+                KeyType::Exclusive,
+            )],
             data: (0..5000u32).map(|i| i as u8).collect(),
         })
     }

@@ -449,10 +449,10 @@ mod tests {
             conn_id: 9,
             last_seen: 4,
             flags: 3,
-            keys: vec![Key {
-                parts: vec![b"db".to_vec(), b"t".to_vec(), vec![0, 1]],
-                kind: KeyType::Update,
-            }],
+            keys: vec![Key::new(
+                vec![b"db".to_vec(), b"t".to_vec(), vec![0, 1]],
+                KeyType::Update,
+            )],
             data: data.into(),
         })
     }
@@ -476,10 +476,7 @@ mod tests {
                 },
             },
             fail(CertFailure::Conflict {
-                key: Key {
-                    parts: vec![b"k".to_vec()],
-                    kind: KeyType::Exclusive,
-                },
+                key: Key::new(vec![b"k".to_vec()], KeyType::Exclusive),
                 earlier: KeyType::Reference,
                 with_seqno: 5,
             }),

@@ -4,6 +4,7 @@
 //! its sizes are still checked before we allocate, so that a bogus length
 //! fails one call instead of the node.
 
+use lockstep_core::certification::{Key as CertKey, KeyType};
 use std::ffi::{c_char, CStr};
 use wsrep_abi::{Buf, Key};
 
@@ -108,12 +109,13 @@ pub unsafe fn concat(bufs: *const Buf, count: usize) -> Result<Vec<u8>, String> 
 #[derive(Debug, PartialEq, Eq)]
 pub struct BadKey(pub String);
 
-/// The parts of one key, copied (the server reuses its buffers, P28).
+/// One key of type `kind`, copied (the server reuses its buffers, P28)
+/// into one allocation.
 ///
 /// # Safety
 /// `key` points at a valid `Key` whose parts array holds `key_parts_num`
 /// valid buffers.
-pub unsafe fn key_parts(key: *const Key) -> Result<Vec<Vec<u8>>, BadKey> {
+pub unsafe fn key(key: *const Key, kind: KeyType) -> Result<CertKey, BadKey> {
     // SAFETY: valid per the caller.
     let key = unsafe { &*key };
     if key.key_parts_num > MAX_KEY_PARTS {
@@ -122,16 +124,16 @@ pub unsafe fn key_parts(key: *const Key) -> Result<Vec<Vec<u8>>, BadKey> {
     if key.key_parts_num > 0 && key.key_parts.is_null() {
         return Err(BadKey("NULL key parts".into()));
     }
-    let mut parts = Vec::with_capacity(key.key_parts_num);
-    for i in 0..key.key_parts_num {
-        // SAFETY: `i < key_parts_num` elements, each valid per the caller.
-        let part = unsafe { bytes(key.key_parts.add(i)) };
-        if part.len() > MAX_KEY_PART_BYTES {
-            return Err(BadKey(format!("a key part of {} bytes", part.len())));
-        }
-        parts.push(part.to_vec());
+    // SAFETY: `i < key_parts_num` elements, each valid per the caller;
+    // `bytes` reads a bogus length as nothing.
+    let part = |i: usize| unsafe { bytes(key.key_parts.add(i)) };
+    if let Some(big) = (0..key.key_parts_num)
+        .map(part)
+        .find(|p| p.len() > MAX_KEY_PART_BYTES)
+    {
+        return Err(BadKey(format!("a key part of {} bytes", big.len())));
     }
-    Ok(parts)
+    Ok(CertKey::from_slices((0..key.key_parts_num).map(part), kind))
 }
 
 #[cfg(test)]

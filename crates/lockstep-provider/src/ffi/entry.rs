@@ -493,14 +493,14 @@ unsafe extern "C" fn append_key(
         };
         for i in 0..count {
             // SAFETY: `keys` holds `count` valid keys.
-            let parts = match unsafe { convert::key_parts(keys.add(i)) } {
-                Ok(parts) => parts,
+            let key = match unsafe { convert::key(keys.add(i), kind) } {
+                Ok(key) => key,
                 Err(e) => {
                     error!("append_key: refusing a malformed key ({})", e.0);
                     return status::CONN_FAIL;
                 }
             };
-            let rc = p.append_key(trx, parts, kind);
+            let rc = p.append_key(trx, key);
             if rc != status::OK {
                 return rc;
             }
@@ -593,11 +593,8 @@ unsafe extern "C" fn to_execute_start(
         let mut parsed = Vec::with_capacity(keys_num);
         for i in 0..keys_num {
             // SAFETY: `keys` holds `keys_num` valid keys.
-            match unsafe { convert::key_parts(keys.add(i)) } {
-                Ok(parts) => parsed.push(lockstep_core::certification::Key {
-                    parts,
-                    kind: KeyType::Exclusive,
-                }),
+            match unsafe { convert::key(keys.add(i), KeyType::Exclusive) } {
+                Ok(key) => parsed.push(key),
                 Err(e) => {
                     error!("to_execute_start: refusing a malformed key ({})", e.0);
                     return status::CONN_FAIL;
