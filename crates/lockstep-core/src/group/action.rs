@@ -586,7 +586,11 @@ fn read_action(r: &mut Reader<'_>, shared: Option<&Bytes>) -> Result<Action, Dec
             last_seqno: r.i64("genesis.last_seqno")?,
             founder: MemberInfo::read(r)?,
         },
-        T_WRITESET => Action::Writeset(read_writeset_in(r, shared)?),
+        // Copied, unlike a fragment: a small writeset lives on in the
+        // sequencer's window, and a slice would keep the whole received
+        // message (up to a MiB, other writesets' fragments with it) alive
+        // with it, out of every memory count.
+        T_WRITESET => Action::Writeset(read_writeset(r)?),
         T_COMMITTED => Action::Committed {
             raft_id: r.u64("committed.raft_id")?,
             seqno: r.i64("committed.seqno")?,
@@ -715,18 +719,8 @@ pub(super) fn write_writeset_head(w: &mut Writer, ws: &Writeset, key_count: u32)
 }
 
 pub(crate) fn read_writeset(r: &mut Reader<'_>) -> Result<Writeset, DecodeError> {
-    read_writeset_in(r, None)
-}
-
-/// [`read_writeset`], its data a slice of `shared` (the buffer `r` reads)
-/// if given, as fragments are: no copy and no allocation per writeset.
-fn read_writeset_in(r: &mut Reader<'_>, shared: Option<&Bytes>) -> Result<Writeset, DecodeError> {
     let mut ws = read_writeset_header(r)?;
-    let data = r.bytes("ws.data")?;
-    ws.data = match shared {
-        Some(whole) => Payload::from_chunks([whole.slice_ref(data)]),
-        None => Payload::from(data),
-    };
+    ws.data = Payload::from(r.bytes("ws.data")?);
     Ok(ws)
 }
 
