@@ -21,7 +21,6 @@ PROVIDER=$WHAT
 DIR=$(mktemp -d /tmp/lockstep-cpu-threads.XXXXXX)
 . "$REPO/scripts/write-load-cluster.sh"
 [ "$WHAT" = floor ] && mysql -S "$SOCK" -uroot -e "SET GLOBAL wsrep_on=OFF"
-commits() { mysql -S "$SOCK" -uroot -N -e "SHOW GLOBAL STATUS LIKE 'Com_commit'" | awk '{print $2}'; }
 "${SB[@]}" --threads=8 --time=$((SECS + 6)) run >"$DIR/sysbench.txt" &
 LOAD=$!
 sleep 3

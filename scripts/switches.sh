@@ -17,7 +17,6 @@ SECS=${2:-5}
 command -v perf >/dev/null || { echo "switches.sh needs perf (apt-get install linux-perf)" >&2; exit 1; }
 DIR=$(mktemp -d /tmp/lockstep-switches.XXXXXX)
 . "$REPO/scripts/write-load-cluster.sh"
-commits() { mysql -S "$SOCK" -uroot -N -e "SHOW GLOBAL STATUS LIKE 'Com_commit'" | awk '{print $2}'; }
 "${SB[@]}" --threads=8 --time=$((SECS + 8)) run >"$DIR/sysbench.txt" &
 LOAD=$!
 sleep 3

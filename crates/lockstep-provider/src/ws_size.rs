@@ -43,10 +43,9 @@ impl KeyCount {
             return 0;
         }
         let mut added = PART_BYTES; // the leaf
-        for n in 1..key.nparts() {
-            // A prefix of the encoding; looked up by slice first: known
-            // prefixes are not copied.
-            let prefix = &encoded[..key.level_end(n)];
+                                    // Every level short of the whole key, a prefix of its encoding;
+                                    // looked up by slice first: known prefixes are not copied.
+        for prefix in key.levels().take(key.nparts() - 1) {
             if !self.branches.contains(prefix) {
                 self.branches.insert(prefix.into());
                 added += PART_BYTES;

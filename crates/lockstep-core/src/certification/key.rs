@@ -168,14 +168,23 @@ impl Key {
         &self.encoded
     }
 
+    /// The encodings of levels 1 to [`Key::nparts`], in order: each the
+    /// prefix of [`Key::encoded`] that holds the first `l` parts.
+    pub fn levels(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let mut parts = self.parts();
+        std::iter::from_fn(move || {
+            parts.next()?;
+            Some(&self.encoded[..self.encoded.len() - parts.rest.len()])
+        })
+    }
+
     /// Where the encoding of the first `level` parts ends in
     /// [`Key::encoded`] (`level` at most [`Key::nparts`]).
     pub fn level_end(&self, level: usize) -> usize {
-        let mut parts = self.parts();
-        for _ in 0..level {
-            parts.next();
+        match level.checked_sub(1) {
+            None => 0,
+            Some(l) => self.levels().nth(l).map_or(self.encoded.len(), <[u8]>::len),
         }
-        self.encoded.len() - parts.rest.len()
     }
 
     /// Every level's end in [`Key::encoded`] into `ends` (cleared first):
@@ -183,10 +192,7 @@ impl Key {
     pub fn level_ends(&self, ends: &mut Vec<usize>) {
         ends.clear();
         ends.push(0);
-        let mut parts = self.parts();
-        while parts.next().is_some() {
-            ends.push(self.encoded.len() - parts.rest.len());
-        }
+        ends.extend(self.levels().map(<[u8]>::len));
     }
 }
 
@@ -316,6 +322,9 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a.prefix(1, KeyType::Shared).encoded(), &a.encoded()[..3]);
         assert_eq!(a.level_end(1), 3);
+        assert_eq!(a.level_end(0), 0);
+        let levels: Vec<&[u8]> = a.levels().collect();
+        assert_eq!(levels, vec![&a.encoded()[..3], a.encoded()]);
         assert!(a.prefix(0, KeyType::Shared).encoded().is_empty());
         assert_eq!(a.prefix(9, KeyType::Shared), a, "at most every part");
         // Long parts use multi-byte lengths.

@@ -360,11 +360,10 @@ pub(crate) fn read_key(r: &mut Reader<'_>) -> Result<Key, DecodeError> {
     let nparts = r.count("key.parts", 4)?;
     // Checked on a copy first, so that the key is built in one allocation
     // from parts known to be there.
-    let parts = r.clone();
+    let mut parts = r.clone();
     for _ in 0..nparts {
         r.bytes("key.part")?;
     }
-    let mut parts = parts;
     let key = Key::from_slices(
         (0..nparts).map_while(move |_| parts.bytes("key.part").ok()),
         kind,
